@@ -1,0 +1,1 @@
+"""Classifies 8x8 digit images: ImageSubmitted in (SQS), ImageClassified out (EventBridge)."""

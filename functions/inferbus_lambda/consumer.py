@@ -1,0 +1,211 @@
+"""The SQS inference consumer: validate every record, claim, ONE batched inference, publish, report.
+
+Every record of a batch ends with exactly one :class:`RecordOutcome`:
+
+=================  ==========  ====================================================
+status             reported    meaning
+=================  ==========  ====================================================
+``published``      success     scored; its result event is on the bus
+``duplicate``      success     scored and published by an earlier delivery
+``invalid``        failure     breaks its contract; retried, then in the DLQ
+``conflict``       failure     same id as an earlier event, different data
+``in_progress``    failure     another invocation holds it; SQS redelivers it later
+``failed``         failure     inference or publishing failed; the claim is released
+=================  ==========  ====================================================
+
+Example
+-------
+>>> consumer = InferenceConsumer(parse=..., infer=..., claims=..., publish=..., metrics=metrics)  # doctest: +SKIP
+>>> report = consumer.process(event["Records"], remaining_ms=context.get_remaining_time_in_millis())  # doctest: +SKIP
+>>> process_partial_response(event, record_handler=report.check, processor=processor)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import MetricUnit
+
+from .contracts import CloudEvent, EventData, InvalidEventError, from_eventbridge_event, new_event
+from .idempotency import ClaimStatus, EventClaims
+from .publishing import PublishFailure
+
+__all__ = ["InferenceConsumer", "RecordFailedError", "RecordOutcome", "BatchReport", "result_event_id"]
+
+SUCCESS_STATUSES = frozenset({"published", "duplicate"})
+logger = Logger(child=True)
+
+
+class RecordFailedError(Exception):
+    """Raised for a failed record so the batch processor reports it; carries the reason."""
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    message_id: str
+    status: str
+    reason: str = ""
+    event_id: str | None = None
+    correlationid: str | None = None
+    result_id: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status in SUCCESS_STATUSES
+
+
+@dataclass
+class BatchReport:
+    """What happened to each record of one batch, by SQS message id."""
+
+    outcomes: dict[str, RecordOutcome] = field(default_factory=dict)
+
+    def add(self, outcome: RecordOutcome) -> None:
+        self.outcomes[outcome.message_id] = outcome
+
+    def check(self, record: Any) -> str:
+        """Record handler for Powertools' batch processor: raise for a failed record."""
+        outcome = self.outcomes[record.message_id]
+        if not outcome.succeeded:
+            raise RecordFailedError(f"{outcome.status}: {outcome.reason}")
+        return outcome.status
+
+    def count(self, status: str) -> int:
+        return sum(1 for outcome in self.outcomes.values() if outcome.status == status)
+
+    @property
+    def failed(self) -> list[RecordOutcome]:
+        return [outcome for outcome in self.outcomes.values() if not outcome.succeeded]
+
+
+def result_event_id(input_id: str, producer: str) -> str:
+    """A result's id is derived from its input's, so a republished result is recognisably the same event."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"inferbus:{producer}:{input_id}"))
+
+
+Parse = Callable[[str], CloudEvent[Any]]
+Infer = Callable[[Sequence[CloudEvent[Any]]], Sequence[EventData]]
+Publish = Callable[[Sequence[CloudEvent[Any]]], list[PublishFailure]]
+
+
+def expect_type(*event_types: str) -> Parse:
+    """A parser that reads the CloudEvent from an SQS body and accepts only ``event_types``."""
+
+    def parse(body: str) -> CloudEvent[Any]:
+        event = from_eventbridge_event(body)
+        if event.type not in event_types:
+            raise InvalidEventError(f"type: this consumer takes {', '.join(event_types)}, not {event.type!r}", event.id)
+        return event
+
+    return parse
+
+
+class InferenceConsumer:
+    """One consumer's batch pipeline, with its AWS calls passed in.
+
+    Parameters
+    ----------
+    parse
+        SQS body -> validated CloudEvent; raises :class:`InvalidEventError`.
+    infer
+        Claimed events -> one result ``data`` per event, in order, from ONE model call.
+    claims
+        The idempotency claims.
+    publish
+        Result events -> the ones that failed (see ``publishing.publish_events``).
+    result_source
+        ``source`` of the result events (this producer).
+    metrics
+        A Powertools ``Metrics``; counts per status and the batch size are added.
+    """
+
+    def __init__(
+        self,
+        *,
+        parse: Parse,
+        infer: Infer,
+        claims: EventClaims,
+        publish: Publish,
+        result_source: str,
+        metrics: Any,
+    ) -> None:
+        self.parse = parse
+        self.infer = infer
+        self.claims = claims
+        self.publish = publish
+        self.result_source = result_source
+        self.metrics = metrics
+
+    def process(self, records: Sequence[Mapping[str, Any]], *, remaining_ms: int | None) -> BatchReport:
+        report = BatchReport()
+        claimed: list[tuple[str, CloudEvent[Any]]] = []
+        for record in records:
+            message_id = record["messageId"]
+            try:
+                event = self.parse(record["body"])
+            except InvalidEventError as error:
+                report.add(RecordOutcome(message_id, "invalid", error.reason, error.event_id))
+                continue
+            status = self.claims.claim(event, remaining_ms=remaining_ms)
+            if status is ClaimStatus.CLAIMED:
+                claimed.append((message_id, event))
+            elif status is ClaimStatus.ALREADY_DONE:
+                report.add(RecordOutcome(message_id, "duplicate", "already processed", event.id, event.correlationid))
+            elif status is ClaimStatus.IN_PROGRESS:
+                report.add(RecordOutcome(message_id, "in_progress", "claimed by another invocation", event.id, event.correlationid))
+            else:
+                reason = "id already used by an event with different data"
+                report.add(RecordOutcome(message_id, "conflict", reason, event.id, event.correlationid))
+
+        if claimed:
+            self._score_and_publish(claimed, report)
+        self._record(report, batch_size=len(records))
+        return report
+
+    def _score_and_publish(self, claimed: list[tuple[str, CloudEvent[Any]]], report: BatchReport) -> None:
+        inputs = [event for _, event in claimed]
+        try:
+            results = self.infer(inputs)
+        except Exception as error:  # noqa: BLE001 - any model failure fails these records, not the batch
+            logger.exception("inference failed", extra={"records": len(inputs)})
+            for message_id, event in claimed:
+                self.claims.release(event, error)
+                report.add(RecordOutcome(message_id, "failed", f"inference: {error}", event.id, event.correlationid))
+            return
+
+        result_events = []
+        for event, data in zip(inputs, results, strict=True):
+            result = new_event(data, source=self.result_source, correlationid=event.correlationid, subject=event.id)
+            result_events.append(result.model_copy(update={"id": result_event_id(event.id, self.result_source)}))
+        failures = {failure.index: failure for failure in self.publish(result_events)}
+
+        for index, ((message_id, event), result) in enumerate(zip(claimed, result_events, strict=True)):
+            failure = failures.get(index)
+            if failure is None:
+                self.claims.complete(event, {"result_id": result.id})
+                report.add(RecordOutcome(message_id, "published", "", event.id, event.correlationid, result.id))
+            else:
+                reason = f"publish: {failure.error_code} {failure.error_message}".strip()
+                self.claims.release(event, RuntimeError(reason))
+                report.add(RecordOutcome(message_id, "failed", reason, event.id, event.correlationid))
+
+    def _record(self, report: BatchReport, *, batch_size: int) -> None:
+        self.metrics.add_metric(name="BatchSize", unit=MetricUnit.Count, value=batch_size)
+        self.metrics.add_metric(name="RecordsPublished", unit=MetricUnit.Count, value=report.count("published"))
+        self.metrics.add_metric(name="DuplicatesSkipped", unit=MetricUnit.Count, value=report.count("duplicate"))
+        self.metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=len(report.failed))
+        for outcome in report.failed:
+            logger.warning(
+                "record failed",
+                extra={
+                    "message_id": outcome.message_id,
+                    "status": outcome.status,
+                    "reason": outcome.reason,
+                    "event_id": outcome.event_id,
+                    "correlation_id": outcome.correlationid,
+                },
+            )

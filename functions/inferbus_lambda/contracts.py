@@ -1,0 +1,228 @@
+"""Event contracts: the CloudEvents envelope and the data of each event type.
+
+On the bus an event is mapped as ``Source = source``, ``DetailType = type`` and
+``Detail = the whole CloudEvent`` (``data`` inside), so a rule can match on any
+attribute and a consumer gets the envelope back unchanged.
+
+Example
+-------
+>>> from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry
+>>> event = new_event(ImageSubmitted(pixels=[0] * 64), source="inferbus.cli", correlationid="req-1")
+>>> entry = to_put_events_entry(event, bus_name="inferbus")
+>>> entry["DetailType"], entry["Source"]
+('ImageSubmitted', 'inferbus.cli')
+>>> from_put_events_entry(entry).data == event.data
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = [
+    "CloudEvent",
+    "EVENT_DATA_MODELS",
+    "EventData",
+    "ImageClassified",
+    "ImageSubmitted",
+    "InvalidEventError",
+    "ModelRef",
+    "from_eventbridge_event",
+    "from_put_events_entry",
+    "new_event",
+    "parse_event",
+    "to_put_events_entry",
+]
+
+IMAGE_PIXELS = 64
+PIXEL_MAX = 16
+DIGIT_CLASSES = 10
+
+ShortText = Annotated[str, Field(min_length=1, max_length=256)]
+Identifier = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:/@#-]+$")]
+
+
+class InvalidEventError(ValueError):
+    """An event that does not meet its contract.
+
+    Parameters
+    ----------
+    reason
+        What is wrong, naming the field (``data.pixels.3: Input should be ...``).
+    event_id
+        The event's ``id`` when it could be read, else ``None``.
+    """
+
+    def __init__(self, reason: str, event_id: str | None = None) -> None:
+        super().__init__(reason if event_id is None else f"event {event_id}: {reason}")
+        self.reason = reason
+        self.event_id = event_id
+
+
+class EventData(BaseModel):
+    """Base of every event's ``data``; ``EVENT_TYPE`` is the CloudEvents ``type``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    EVENT_TYPE: ClassVar[str]
+
+
+class ImageSubmitted(EventData):
+    """An 8x8 greyscale image to classify: 64 integer pixels, 0-16, row by row."""
+
+    EVENT_TYPE: ClassVar[str] = "ImageSubmitted"
+    pixels: Annotated[
+        list[Annotated[int, Field(ge=0, le=PIXEL_MAX, strict=True)]],
+        Field(min_length=IMAGE_PIXELS, max_length=IMAGE_PIXELS),
+    ]
+
+
+class ModelRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: ShortText
+    version: ShortText
+
+
+class ImageClassified(EventData):
+    """The classification of one ``ImageSubmitted`` event."""
+
+    EVENT_TYPE: ClassVar[str] = "ImageClassified"
+    input_id: Identifier = Field(description="id of the ImageSubmitted event")
+    label: Annotated[int, Field(ge=0, lt=DIGIT_CLASSES)]
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)]
+    probabilities: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]], Field(min_length=DIGIT_CLASSES, max_length=DIGIT_CLASSES)]
+    model: ModelRef
+    inference_ms: Annotated[float, Field(ge=0.0, description="time of the batched session.run that scored this image")]
+    batch_size: Annotated[int, Field(ge=1, description="images scored in that one session.run")]
+
+    @field_validator("probabilities")
+    @classmethod
+    def _sums_to_one(cls, value: list[float]) -> list[float]:
+        if not math.isclose(sum(value), 1.0, abs_tol=1e-3):
+            raise ValueError(f"probabilities must sum to 1, got {sum(value):.4f}")
+        return value
+
+
+EVENT_DATA_MODELS: dict[str, type[EventData]] = {model.EVENT_TYPE: model for model in (ImageSubmitted, ImageClassified)}
+
+DataT = TypeVar("DataT", bound=EventData)
+
+
+class CloudEvent(BaseModel, Generic[DataT]):
+    """A CloudEvents 1.0 envelope (structured JSON mode) with inferbus's ``correlationid`` extension."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    specversion: Literal["1.0"] = "1.0"
+    id: Identifier
+    source: ShortText
+    type: ShortText
+    time: AwareDatetime
+    subject: ShortText | None = None
+    datacontenttype: Literal["application/json"] = "application/json"
+    correlationid: Identifier = Field(description="follows one request through every stage")
+    data: DataT
+
+
+def new_event(data: DataT, *, source: str, correlationid: str | None = None, subject: str | None = None) -> CloudEvent[DataT]:
+    """Wrap ``data`` in a new envelope with a fresh id and the current time.
+
+    ``correlationid`` defaults to the new event's own id (the start of a request).
+    """
+    event_id = str(uuid.uuid4())
+    return CloudEvent[type(data)](  # type: ignore[misc]
+        id=event_id,
+        source=source,
+        type=data.EVENT_TYPE,
+        time=datetime.now(UTC),
+        subject=subject,
+        correlationid=correlationid or event_id,
+        data=data,
+    )
+
+
+def _describe(error: ValidationError, prefix: str = "") -> str:
+    parts = []
+    for detail in error.errors(include_url=False):
+        location = ".".join(str(part) for part in (prefix, *detail["loc"]) if part != "")
+        parts.append(f"{location or 'event'}: {detail['msg']}")
+    return "; ".join(parts)
+
+
+def parse_event(envelope: Mapping[str, Any]) -> CloudEvent[EventData]:
+    """Validate a CloudEvent given as a mapping; the ``type`` chooses the data model.
+
+    Raises
+    ------
+    InvalidEventError
+        With every violated field named, or the unknown ``type``.
+    """
+    if not isinstance(envelope, Mapping):
+        raise InvalidEventError(f"event: expected a JSON object, got {type(envelope).__name__}")
+    raw_id = envelope.get("id")
+    event_id = raw_id if isinstance(raw_id, str) else None
+    event_type = envelope.get("type")
+    data_model = EVENT_DATA_MODELS.get(event_type) if isinstance(event_type, str) else None
+    if data_model is None:
+        known = ", ".join(sorted(EVENT_DATA_MODELS))
+        raise InvalidEventError(f"type: unknown event type {event_type!r} (known: {known})", event_id)
+    try:
+        return CloudEvent[data_model].model_validate(envelope)  # type: ignore[valid-type]
+    except ValidationError as error:
+        raise InvalidEventError(_describe(error), event_id) from None
+
+
+def to_put_events_entry(event: CloudEvent[Any], bus_name: str) -> dict[str, Any]:
+    """Map a CloudEvent to one ``PutEvents`` request entry."""
+    return {
+        "EventBusName": bus_name,
+        "Source": event.source,
+        "DetailType": event.type,
+        "Time": event.time,
+        "Detail": event.model_dump_json(exclude_none=True),
+    }
+
+
+def _parse_detail(detail: Any, source: Any, detail_type: Any) -> CloudEvent[EventData]:
+    if isinstance(detail, str | bytes):
+        try:
+            detail = json.loads(detail)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise InvalidEventError(f"detail: not valid JSON ({error})") from None
+    event = parse_event(detail)
+    # The bus routes on Source/DetailType: they must say what the envelope says.
+    if source != event.source or detail_type != event.type:
+        raise InvalidEventError(
+            f"envelope mismatch: Source/DetailType {source!r}/{detail_type!r} "
+            f"but the CloudEvent says {event.source!r}/{event.type!r}",
+            event.id,
+        )
+    return event
+
+
+def from_put_events_entry(entry: Mapping[str, Any]) -> CloudEvent[EventData]:
+    """Inverse of :func:`to_put_events_entry`."""
+    return _parse_detail(entry.get("Detail"), entry.get("Source"), entry.get("DetailType"))
+
+
+def from_eventbridge_event(body: str | bytes | Mapping[str, Any]) -> CloudEvent[EventData]:
+    """Read the CloudEvent out of the event EventBridge delivers to a target (an SQS body).
+
+    Raises
+    ------
+    InvalidEventError
+        If the body is not JSON, not an EventBridge event, or its detail breaks the contract.
+    """
+    if isinstance(body, str | bytes):
+        try:
+            body = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise InvalidEventError(f"body: not valid JSON ({error})") from None
+    if not isinstance(body, Mapping) or "detail" not in body:
+        raise InvalidEventError("body: not an EventBridge event (no 'detail')")
+    return _parse_detail(body["detail"], body.get("source"), body.get("detail-type"))

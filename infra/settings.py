@@ -1,0 +1,133 @@
+"""The one place where inferbus's tunable numbers live.
+
+The CDK stack reads these settings; the embedded runtime reads the template the
+stack synthesizes from them, so a number is never written twice.
+
+Example
+-------
+>>> from infra.settings import InferbusSettings, ConsumerSettings
+>>> settings = InferbusSettings(image_consumer=ConsumerSettings(batch_size=50))
+>>> settings.image_consumer.visibility_timeout_s
+190
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["ConsumerSettings", "InferbusSettings", "SettingsError"]
+
+
+class SettingsError(ValueError):
+    """A setting out of its range, or two settings that conflict; the message names them."""
+
+
+def _check_range(owner: str, name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise SettingsError(f"{owner}.{name} must be in [{low}, {high}], got {value}")
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    """An SQS-fed Lambda consumer.
+
+    Attributes
+    ----------
+    batch_size
+        Records per invocation, 1-10,000. Default 100: one inference call scores
+        them all. Above 10 the batching window must be at least 1 s (an SQS rule).
+    max_batching_window_s
+        Seconds SQS may wait to fill a batch, 0-300. Default 1.
+    max_concurrency
+        Most concurrent invocations the event source may run, 2-1,000. Default 10:
+        the backpressure valve that protects what the consumer calls.
+    max_receive_count
+        Deliveries before a record moves to the DLQ, 1-1,000. Default 3.
+    memory_mb
+        Lambda memory, 128-10,240 MB; vCPUs scale with it. Default 1,024.
+    timeout_s
+        Lambda timeout, 1-900 s. Default 30.
+    dlq_retention_days
+        How long failed records wait in the DLQ, 1-14 days. Default 14 (the maximum).
+    """
+
+    batch_size: int = 100
+    max_batching_window_s: int = 1
+    max_concurrency: int = 10
+    max_receive_count: int = 3
+    memory_mb: int = 1024
+    timeout_s: int = 30
+    dlq_retention_days: int = 14
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        _check_range(owner, "batch_size", self.batch_size, 1, 10_000)
+        _check_range(owner, "max_batching_window_s", self.max_batching_window_s, 0, 300)
+        _check_range(owner, "max_concurrency", self.max_concurrency, 2, 1000)
+        _check_range(owner, "max_receive_count", self.max_receive_count, 1, 1000)
+        _check_range(owner, "memory_mb", self.memory_mb, 128, 10_240)
+        _check_range(owner, "timeout_s", self.timeout_s, 1, 900)
+        _check_range(owner, "dlq_retention_days", self.dlq_retention_days, 1, 14)
+        if self.batch_size > 10 and self.max_batching_window_s < 1:
+            raise SettingsError(
+                f"{owner}.batch_size={self.batch_size} needs max_batching_window_s >= 1 (SQS allows more than 10 "
+                f"records per batch only with a batching window), got {self.max_batching_window_s}"
+            )
+
+    @property
+    def visibility_timeout_s(self) -> int:
+        """Six times the function timeout plus the batching window, as AWS advises for Lambda consumers."""
+        return 6 * self.timeout_s + self.max_batching_window_s
+
+
+@dataclass(frozen=True)
+class InferbusSettings:
+    """The whole deployment.
+
+    Attributes
+    ----------
+    stack_name
+        CloudFormation stack name. Default ``Inferbus``.
+    bus_name
+        The custom event bus. Default ``inferbus``.
+    archive_retention_days
+        Days the archive keeps every event for replay, 1-3,650. Default 30.
+    idempotency_ttl_s
+        Seconds a processed event id suppresses duplicates, 60-604,800. Default 3,600.
+    log_retention_days
+        Lambda log retention. Default 30.
+    lambda_architecture
+        ``arm64`` (Graviton, cheaper per ms for onnxruntime) or ``x86_64``. Default ``arm64``.
+    python_version
+        The Lambda Python runtime, 3.12 or newer. Default ``3.14``.
+    target_retry_attempts
+        EventBridge retries to a rule target before its DLQ, 0-185. Default 8.
+    target_max_event_age_s
+        Oldest event EventBridge still retries, 60-86,400 s. Default 86,400 (24 h).
+    image_consumer
+        The image classifier consumer.
+    """
+
+    stack_name: str = "Inferbus"
+    bus_name: str = "inferbus"
+    archive_retention_days: int = 30
+    idempotency_ttl_s: int = 3600
+    log_retention_days: int = 30
+    lambda_architecture: Literal["arm64", "x86_64"] = "arm64"
+    python_version: str = "3.14"
+    target_retry_attempts: int = 8
+    target_max_event_age_s: int = 86_400
+    image_consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        _check_range(owner, "archive_retention_days", self.archive_retention_days, 1, 3650)
+        _check_range(owner, "idempotency_ttl_s", self.idempotency_ttl_s, 60, 604_800)
+        _check_range(owner, "target_retry_attempts", self.target_retry_attempts, 0, 185)
+        _check_range(owner, "target_max_event_age_s", self.target_max_event_age_s, 60, 86_400)
+        if self.lambda_architecture not in ("arm64", "x86_64"):
+            raise SettingsError(f"{owner}.lambda_architecture must be arm64 or x86_64, got {self.lambda_architecture!r}")
+        major, _, minor = self.python_version.partition(".")
+        if not (major == "3" and minor.isdigit() and int(minor) >= 12):
+            raise SettingsError(f"{owner}.python_version must be 3.12 or newer, got {self.python_version!r}")
