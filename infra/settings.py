@@ -19,6 +19,9 @@ from typing import Literal
 __all__ = ["ConsumerSettings", "InferbusSettings", "SettingsError"]
 
 
+LOG_RETENTION_CHOICES = (7, 14, 30, 90, 365)
+
+
 class SettingsError(ValueError):
     """A setting out of its range, or two settings that conflict; the message names them."""
 
@@ -96,7 +99,7 @@ class InferbusSettings:
     idempotency_ttl_s
         Seconds a processed event id suppresses duplicates, 60-604,800. Default 3,600.
     log_retention_days
-        Lambda log retention. Default 30.
+        Lambda log retention: 7, 14, 30, 90 or 365. Default 30.
     lambda_architecture
         ``arm64`` (Graviton, cheaper per ms for onnxruntime) or ``x86_64``. Default ``arm64``.
     python_version
@@ -126,6 +129,8 @@ class InferbusSettings:
         _check_range(owner, "idempotency_ttl_s", self.idempotency_ttl_s, 60, 604_800)
         _check_range(owner, "target_retry_attempts", self.target_retry_attempts, 0, 185)
         _check_range(owner, "target_max_event_age_s", self.target_max_event_age_s, 60, 86_400)
+        if self.log_retention_days not in LOG_RETENTION_CHOICES:
+            raise SettingsError(f"{owner}.log_retention_days must be one of {LOG_RETENTION_CHOICES}, got {self.log_retention_days}")
         if self.lambda_architecture not in ("arm64", "x86_64"):
             raise SettingsError(f"{owner}.lambda_architecture must be arm64 or x86_64, got {self.lambda_architecture!r}")
         major, _, minor = self.python_version.partition(".")

@@ -1,0 +1,108 @@
+"""A local SQS event source mapping that behaves as Lambda's does, one poller.
+
+It honours the template's ``BatchSize``, ``MaximumBatchingWindowInSeconds`` and
+``ReportBatchItemFailures``; the queue's visibility timeout and redrive policy are the
+template's and moto applies them. Received messages are held (in flight, invisible)
+while a batch fills, as Lambda's poller holds them.
+
+One difference, on purpose: a failed record is made visible again at once instead of
+after ``VisibilityTimeout`` seconds, so a local run does not wait minutes per retry. The
+number of deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from .lambda_host import Invocation, LocalFunction
+from .provision import EventSourceSpec, QueueInfo
+from .resources import REGION
+
+RECEIVE_LIMIT = 10  # SQS returns at most 10 messages per ReceiveMessage
+
+
+class LocalEventSource:
+    def __init__(self, spec: EventSourceSpec, queue: QueueInfo, function: LocalFunction, sqs: Any) -> None:
+        self.spec = spec
+        self.queue = queue
+        self.function = function
+        self.sqs = sqs
+        self._held: list[dict[str, Any]] = []
+        self._first_held_at = 0.0
+        self.deliveries = 0
+
+    def _receive(self) -> None:
+        while len(self._held) < self.spec.batch_size:
+            wanted = min(RECEIVE_LIMIT, self.spec.batch_size - len(self._held))
+            messages = self.sqs.receive_message(
+                QueueUrl=self.queue.url, MaxNumberOfMessages=wanted, AttributeNames=["All"], MessageAttributeNames=["All"]
+            ).get("Messages", [])
+            if not messages:
+                return
+            if not self._held:
+                self._first_held_at = time.monotonic()
+            self._held.extend(messages)
+
+    def _window_open(self) -> bool:
+        return time.monotonic() - self._first_held_at < self.spec.max_batching_window_s
+
+    def pump(self, *, wait: bool = False) -> Invocation | None:
+        """Invoke once if a batch is ready: full, or its window has passed.
+
+        With ``wait``, a partial batch waits out the rest of its window (draining).
+        """
+        self._receive()
+        if not self._held:
+            return None
+        if len(self._held) < self.spec.batch_size and self._window_open():
+            if not wait:
+                return None
+            time.sleep(max(0.0, self.spec.max_batching_window_s - (time.monotonic() - self._first_held_at)))
+            self._receive()
+        batch, self._held = self._held, []
+        return self._invoke(batch)
+
+    def _invoke(self, messages: list[dict[str, Any]]) -> Invocation:
+        self.deliveries += len(messages)
+        records = [self._record(message) for message in messages]
+        response, invocation = self.function.invoke({"Records": records})
+        if invocation.error is not None:
+            failed = {message["MessageId"] for message in messages}
+        elif self.spec.report_batch_item_failures:
+            failed = set(invocation.failed_ids)
+        else:
+            failed = set()
+        done = [message for message in messages if message["MessageId"] not in failed]
+        for start in range(0, len(done), RECEIVE_LIMIT):
+            chunk = done[start : start + RECEIVE_LIMIT]
+            self.sqs.delete_message_batch(
+                QueueUrl=self.queue.url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
+            )
+        for message in messages:
+            if message["MessageId"] in failed:
+                self.sqs.change_message_visibility(QueueUrl=self.queue.url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        return invocation
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": message.get("MessageAttributes", {}),
+            "md5OfBody": message.get("MD5OfBody") or hashlib.md5(message["Body"].encode()).hexdigest(),  # noqa: S324
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self.queue.arn,
+            "awsRegion": REGION,
+        }
+
+    def backlog(self) -> int:
+        """Messages still to deliver: visible, in flight, or held by this poller."""
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.queue.url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]
+        in_queue = int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+        return in_queue if not self._held else max(in_queue, len(self._held))

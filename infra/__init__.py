@@ -1,0 +1,1 @@
+"""inferbus's CDK app: settings, constructs, the stack and the app entry point."""

@@ -1,0 +1,83 @@
+"""Docker-free bundling of the Lambda code: pip with platform tags, then our sources and models.
+
+The bundle holds ``functions/`` (handlers + shared package), the pip dependencies of
+``functions/requirements.txt`` for the Lambda's Python and CPU, and ``models/*.onnx``
+plus the manifest under ``models/``. boto3 is not bundled: the runtime provides it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_lambda as lambda_
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FUNCTIONS_DIR = REPO_ROOT / "functions"
+MODELS_DIR = REPO_ROOT / "models"
+PIP_PLATFORMS = {
+    "arm64": ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64"),
+    "x86_64": ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"),
+}
+
+
+def _bundle_files() -> list[Path]:
+    sources = [p for p in FUNCTIONS_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    models = [*MODELS_DIR.glob("*.onnx"), MODELS_DIR / "manifest.json"]
+    return sorted(sources + models)
+
+
+def bundle_fingerprint(architecture: str, python_version: str) -> str:
+    """Hash of everything that goes into the bundle, so a new model or arch is a new asset."""
+    digest = hashlib.sha256(f"{architecture}|{python_version}".encode())
+    for path in _bundle_files():
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@jsii.implements(cdk.ILocalBundling)
+class LocalPipBundling:
+    """Bundle on this machine with pip's cross-platform wheel selection (no Docker)."""
+
+    def __init__(self, architecture: str, python_version: str) -> None:
+        self.architecture = architecture
+        self.python_version = python_version
+
+    def try_bundle(self, output_dir: str, *, image: cdk.DockerImage, **_: object) -> bool:  # noqa: ARG002
+        platforms = [arg for tag in PIP_PLATFORMS[self.architecture] for arg in ("--platform", tag)]
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             "-r", str(FUNCTIONS_DIR / "requirements.txt"), "--target", output_dir,
+             "--only-binary=:all:", "--implementation", "cp", "--python-version", self.python_version,
+             *platforms, "--no-compile", "--upgrade"],
+            check=True,
+        )
+        shutil.copytree(FUNCTIONS_DIR, output_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        models_out = Path(output_dir) / "models"
+        models_out.mkdir(exist_ok=True)
+        for model_file in [*MODELS_DIR.glob("*.onnx"), MODELS_DIR / "manifest.json"]:
+            shutil.copy2(model_file, models_out / model_file.name)
+        return True
+
+
+def python_lambda_code(architecture: str, python_version: str) -> lambda_.Code:
+    """The one code asset every inferbus function shares."""
+    runtime = lambda_.Runtime(f"python{python_version}", lambda_.RuntimeFamily.PYTHON)
+    return lambda_.Code.from_asset(
+        str(FUNCTIONS_DIR),
+        asset_hash=bundle_fingerprint(architecture, python_version),
+        asset_hash_type=cdk.AssetHashType.CUSTOM,
+        bundling=cdk.BundlingOptions(
+            image=runtime.bundling_image,
+            local=LocalPipBundling(architecture, python_version),
+            # Docker is only a fallback that LocalPipBundling never asks for.
+            command=["bash", "-c", "echo 'inferbus bundles locally with pip' && exit 1"],
+            environment={"TARGET_ARCH": architecture},
+        ),
+    )

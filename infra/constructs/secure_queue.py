@@ -1,0 +1,48 @@
+"""An SQS queue with its own dead-letter queue.
+
+Secure defaults
+---------------
+- Server-side encryption with SQS-managed keys (SSE-SQS) on both queues: EventBridge can
+  deliver to it without a customer key policy, and there is no key to rotate or pay for.
+- ``enforce_ssl``: a queue policy denies every request not made over TLS.
+- The DLQ keeps messages for ``dlq_retention_days`` (default 14, the maximum).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+
+def build_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
+    """The one place queues get their encryption and TLS policy."""
+    return sqs.Queue(scope, construct_id, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True, **props)
+
+
+class SecureQueue(Construct):
+    """A work queue plus its DLQ.
+
+    Parameters
+    ----------
+    visibility_timeout_s
+        Visibility timeout of the work queue, 0-43,200 s.
+    max_receive_count
+        Deliveries before a message moves to the DLQ, 1-1,000.
+    dlq_retention_days
+        DLQ retention, 1-14 days.
+    """
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, visibility_timeout_s: int, max_receive_count: int, dlq_retention_days: int
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if not 0 <= visibility_timeout_s <= 43_200:
+            raise ValueError(f"visibility_timeout_s must be in [0, 43200], got {visibility_timeout_s}")
+        self.dead_letter_queue = build_queue(self, "DeadLetterQueue", retention_period=Duration.days(dlq_retention_days))
+        self.queue = build_queue(
+            self,
+            "Queue",
+            visibility_timeout=Duration.seconds(visibility_timeout_s),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
+        )
