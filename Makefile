@@ -1,0 +1,35 @@
+# The two commands a fresh clone needs: `make demo` and `make test`. Each sets itself up.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+export AWS_EC2_METADATA_DISABLED := true
+
+.PHONY: setup demo test synth models clean
+
+$(STAMP): pyproject.toml package.json
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --upgrade pip
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	npm install --no-audit --no-fund --silent
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/inferbus demo
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest
+
+# A real synth with Lambda bundling (pip fetches the arm64 wheels); needs no AWS credentials.
+synth: $(STAMP)
+	npx cdk synth --no-notices --quiet
+
+models: $(STAMP)
+	$(VENV)/bin/pip install --quiet -e '.[models]'
+	$(VENV)/bin/python models/build_digits.py
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out

@@ -1,0 +1,123 @@
+"""The real image classifier handler, on real SQS deliveries from the real rule, all on moto."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry
+
+from inferbus.demo import HOLDOUT
+from inferbus.runtime import EmbeddedPipeline
+
+HOLDOUT_DATA = np.load(HOLDOUT)
+
+
+@pytest.fixture
+def pipeline(template):
+    with EmbeddedPipeline(template) as running:
+        yield running
+
+
+def image_entries(pipeline, count, start=0):
+    events = [
+        new_event(ImageSubmitted(pixels=[int(v) for v in HOLDOUT_DATA["images"][i]]), source="inferbus.test")
+        for i in range(start, start + count)
+    ]
+    return events, [to_put_events_entry(event, pipeline.bus_name) for event in events]
+
+
+def results(pipeline):
+    return [e for e in pipeline.tapped_events() if e["detail-type"] == "ImageClassified"]
+
+
+def test_one_batch_one_inference_and_bad_records_reported(pipeline):
+    events, entries = image_entries(pipeline, 20)
+    bad = json.loads(entries[0]["Detail"]) | {"id": "bad-1"}
+    bad["data"] = {"pixels": [99] * 64}
+    assert pipeline.put_events(entries + [entries[0] | {"Detail": json.dumps(bad)}]) == []
+    (source,) = pipeline.event_sources
+    invocation = source.pump(wait=True)
+
+    assert invocation.records == 21 and invocation.error is None
+    assert len(invocation.failed_ids) == 1
+    function = source.function
+    assert function.metrics["BatchSize"] == [21]
+    assert len(function.metrics["InferenceMs"]) == 1  # ONE session.run for the whole batch
+    published = results(pipeline)
+    assert sorted(r["detail"]["data"]["input_id"] for r in published) == sorted(e.id for e in events)
+    assert {r["detail"]["correlationid"] for r in published} == {e.correlationid for e in events}
+    warning = next(line for line in function.logs if line.get("status") == "invalid")
+    assert warning["event_id"] == "bad-1" and warning["reason"].startswith("data.pixels.0:")
+
+
+def test_invalid_record_lands_in_the_dlq_after_max_receive_count(pipeline):
+    _, entries = image_entries(pipeline, 1)
+    bad = json.loads(entries[0]["Detail"]) | {"id": "bad-2"}
+    bad["data"] = {"pixels": [1] * 10}
+    pipeline.put_events([entries[0] | {"Detail": json.dumps(bad)}])
+    pipeline.drain()
+    (source,) = pipeline.event_sources
+    assert source.deliveries == source.queue.max_receive_count
+    dlq = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn)
+    assert [json.loads(m["Body"])["detail"]["id"] for m in pipeline.dead_letters()[dlq.logical_id]] == ["bad-2"]
+
+
+def test_duplicate_delivery_is_processed_once(pipeline):
+    events, entries = image_entries(pipeline, 3)
+    pipeline.put_events(entries)
+    pipeline.drain()
+    pipeline.put_events(entries[:2])  # SQS/EventBridge at-least-once: the same events again
+    pipeline.drain()
+    published = results(pipeline)
+    assert sorted(r["detail"]["data"]["input_id"] for r in published) == sorted(e.id for e in events)
+    (function,) = pipeline.functions.values()
+    assert sum(function.metrics["DuplicatesSkipped"]) == 2
+    assert sum(function.metrics["RecordsPublished"]) == 3
+
+
+def test_same_id_with_different_data_is_rejected_as_a_conflict(pipeline):
+    _, entries = image_entries(pipeline, 1)
+    pipeline.put_events(entries)
+    pipeline.drain()
+    forged = json.loads(entries[0]["Detail"])
+    forged["data"]["pixels"] = [0] * 64
+    pipeline.put_events([entries[0] | {"Detail": json.dumps(forged)}])
+    pipeline.drain()
+    (function,) = pipeline.functions.values()
+    assert any(line.get("status") == "conflict" for line in function.logs)
+    assert len(results(pipeline)) == 1
+
+
+class FailingPutEvents:
+    """Wraps the handler's EventBridge client: PutEvents reports the chosen entries as failed."""
+
+    def __init__(self, client, fail_ids, code):
+        self.client, self.fail_ids, self.code = client, fail_ids, code
+
+    def put_events(self, Entries):  # noqa: N803
+        keep = [e for e in Entries if json.loads(e["Detail"])["subject"] not in self.fail_ids]
+        response = self.client.put_events(Entries=keep) if keep else {"Entries": []}
+        sent = iter(response["Entries"])
+        out = [
+            {"ErrorCode": self.code, "ErrorMessage": "injected"} if json.loads(e["Detail"])["subject"] in self.fail_ids else next(sent)
+            for e in Entries
+        ]
+        return {"FailedEntryCount": sum("ErrorCode" in r for r in out), "Entries": out}
+
+
+def test_put_events_partial_failure_is_reported_and_retried_never_dropped(pipeline, monkeypatch):
+    events, entries = image_entries(pipeline, 5)
+    handler = sys.modules["image_classifier.handler"]
+    monkeypatch.setattr(handler, "EVENTS", FailingPutEvents(handler.EVENTS, {events[1].id}, "InvalidArgument"))
+    pipeline.put_events(entries)
+    (source,) = pipeline.event_sources
+    first = source.pump(wait=True)
+    assert len(first.failed_ids) == 1
+    assert len(results(pipeline)) == 4
+    monkeypatch.undo()  # the bus recovers: the redelivered record is claimed again and published
+    pipeline.drain()
+    assert [r["detail"]["data"]["input_id"] for r in results(pipeline)] == [events[1].id]
+    assert all(len(messages) == 0 for messages in pipeline.dead_letters().values())

@@ -1,0 +1,91 @@
+import json
+
+import pytest
+from inferbus_lambda.contracts import (
+    ImageClassified,
+    ImageSubmitted,
+    InvalidEventError,
+    ModelRef,
+    from_eventbridge_event,
+    from_put_events_entry,
+    new_event,
+    parse_event,
+    to_put_events_entry,
+)
+
+PIXELS = list(range(16)) * 4
+
+
+def image_event():
+    return new_event(ImageSubmitted(pixels=PIXELS), source="inferbus.test", correlationid="req-1")
+
+
+def test_put_events_entry_round_trip_keeps_every_attribute():
+    event = image_event()
+    entry = to_put_events_entry(event, bus_name="inferbus")
+    assert (entry["Source"], entry["DetailType"], entry["EventBusName"]) == ("inferbus.test", "ImageSubmitted", "inferbus")
+    assert from_put_events_entry(entry) == event
+
+
+def test_eventbridge_delivery_is_read_back():
+    event = image_event()
+    body = json.dumps({"id": "eb-1", "source": event.source, "detail-type": event.type,
+                       "detail": json.loads(event.model_dump_json())})
+    assert from_eventbridge_event(body).data.pixels == PIXELS
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d["data"].update(pixels=PIXELS[:63]), "data.pixels"),
+        (lambda d: d["data"]["pixels"].__setitem__(3, 17), "data.pixels.3"),
+        (lambda d: d["data"]["pixels"].__setitem__(2, 1.5), "data.pixels.2"),
+        (lambda d: d["data"]["pixels"].__setitem__(2, "1"), "data.pixels.2"),
+        (lambda d: d["data"].update(extra=1), "data.extra"),
+        (lambda d: d.pop("correlationid"), "correlationid"),
+        (lambda d: d.update(specversion="0.3"), "specversion"),
+        (lambda d: d.update(time="yesterday"), "time"),
+        (lambda d: d.update(id=""), "id"),
+    ],
+)
+def test_bad_values_name_the_field(mutate, field):
+    detail = json.loads(image_event().model_dump_json())
+    mutate(detail)
+    with pytest.raises(InvalidEventError) as raised:
+        parse_event(detail)
+    assert raised.value.reason.startswith(f"{field}:"), raised.value.reason
+
+
+def test_unknown_type_is_named():
+    detail = json.loads(image_event().model_dump_json()) | {"type": "Teleported"}
+    with pytest.raises(InvalidEventError, match="unknown event type 'Teleported'"):
+        parse_event(detail)
+
+
+def test_not_json_and_not_eventbridge_are_clear_errors():
+    with pytest.raises(InvalidEventError, match="not valid JSON"):
+        from_eventbridge_event("{nope")
+    with pytest.raises(InvalidEventError, match="no 'detail'"):
+        from_eventbridge_event("{}")
+
+
+def test_source_must_match_the_envelope():
+    entry = to_put_events_entry(image_event(), bus_name="inferbus") | {"Source": "inferbus.image-classifier"}
+    with pytest.raises(InvalidEventError, match="envelope mismatch"):
+        from_put_events_entry(entry)
+
+
+def test_classification_probabilities_must_sum_to_one():
+    with pytest.raises(ValueError, match="sum to 1"):
+        ImageClassified(input_id="a", label=1, confidence=0.5, probabilities=[0.5] * 10,
+                        model=ModelRef(name="m", version="1"), inference_ms=1.0, batch_size=1)
+
+
+def test_envelope_is_a_valid_cloudevent_for_the_cloudevents_sdk():
+    from cloudevents.v1.http import from_dict
+
+    detail = json.loads(image_event().model_dump_json())
+    sdk_event = from_dict(detail)
+    assert sdk_event["specversion"] == "1.0"
+    assert sdk_event["correlationid"] == "req-1"
+    assert sdk_event.data["pixels"] == PIXELS
