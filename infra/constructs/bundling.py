@@ -20,6 +20,9 @@ from aws_cdk import aws_lambda as lambda_
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS_DIR = REPO_ROOT / "functions"
 MODELS_DIR = REPO_ROOT / "models"
+# The Lambda Python runtime ships boto3 and these; bundling our own copy would shadow them
+# (aws-xray-sdk pulls in botocore) and could split boto3 from its botocore.
+RUNTIME_PROVIDED = ("botocore", "urllib3", "jmespath", "dateutil", "python_dateutil", "six", "s3transfer")
 PIP_PLATFORMS = {
     "arm64": ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64"),
     "x86_64": ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"),
@@ -35,6 +38,7 @@ def _bundle_files() -> list[Path]:
 def bundle_fingerprint(architecture: str, python_version: str) -> str:
     """Hash of everything that goes into the bundle, so a new model or arch is a new asset."""
     digest = hashlib.sha256(f"{architecture}|{python_version}".encode())
+    digest.update(Path(__file__).read_bytes())  # how the bundle is made is part of what it is
     for path in _bundle_files():
         digest.update(str(path.relative_to(REPO_ROOT)).encode())
         digest.update(path.read_bytes())
@@ -58,8 +62,12 @@ class LocalPipBundling:
              *platforms, "--no-compile", "--upgrade"],
             check=True,
         )
+        output = Path(output_dir)
+        for name in RUNTIME_PROVIDED:
+            for path in [*output.glob(f"{name}"), *output.glob(f"{name}-*.dist-info"), *output.glob(f"{name}.py")]:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
         shutil.copytree(FUNCTIONS_DIR, output_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-        models_out = Path(output_dir) / "models"
+        models_out = output / "models"
         models_out.mkdir(exist_ok=True)
         for model_file in [*MODELS_DIR.glob("*.onnx"), MODELS_DIR / "manifest.json"]:
             shutil.copy2(model_file, models_out / model_file.name)
