@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections import Counter
 from typing import Any
 
 
@@ -30,7 +32,7 @@ def _print_summary(report: Any) -> None:
     table.add_row("classified (ImageClassified)", f"{data['classified']} of {sent['valid']}, accuracy {data['accuracy']:.4f} vs true labels")
     table.add_row("duplicate results", f"{data['duplicate_results']} (duplicate deliveries skipped: {data['metrics'].get('DuplicatesSkipped', 0):g})")
     for queue, count in data["dead_letters"].items():
-        table.add_row(f"DLQ {queue}", str(count))
+        table.add_row(f"DLQ {re.sub('[0-9A-F]{8}$', '', queue)}", str(count))
     ledger = "balanced" if data["balanced"] else "NOT BALANCED"
     table.add_row("ledger", f"{data['classified']} classified + {sum(data['dead_letters'].values())} in DLQs = "
                   f"{sent['valid'] + sent['malformed']} distinct events sent: {ledger}")
@@ -47,8 +49,11 @@ def _print_summary(report: Any) -> None:
         for event_id, reason in data["dead_letter_reasons"].items():
             reasons.add_row(event_id, reason)
         console.print(reasons)
-    console.print("[bold]not run locally[/bold] (cloud-only): " + "; ".join(data["cloud_only"]))
-    console.print("[bold]run locally with limits[/bold]: " + "; ".join(data["partly_local"]))
+    for title, entries in (("not run locally (cloud-only)", report.cloud_only), ("run locally, with limits", report.partly_local)):
+        grouped = Counter((resource_type, why) for _, resource_type, why in entries)
+        console.print(f"[bold]{title}[/bold]")
+        for (resource_type, why), count in sorted(grouped.items()):
+            console.print(f"  {resource_type} ×{count}: {why}")
 
 
 def _demo(args: argparse.Namespace) -> int:
