@@ -8,7 +8,7 @@ Example
 >>> from infra.settings import InferbusSettings, ConsumerSettings
 >>> settings = InferbusSettings(image_consumer=ConsumerSettings(batch_size=50))
 >>> settings.image_consumer.visibility_timeout_s
-190
+181
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ attribute and a consumer gets the envelope back unchanged.
 
 Example
 -------
->>> from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry
+>>> from inferbus_lambda.contracts import ImageSubmitted, from_put_events_entry, new_event, to_put_events_entry
 >>> event = new_event(ImageSubmitted(pixels=[0] * 64), source="inferbus.cli", correlationid="req-1")
 >>> entry = to_put_events_entry(event, bus_name="inferbus")
 >>> entry["DetailType"], entry["Source"]

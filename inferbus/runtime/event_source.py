@@ -100,9 +100,8 @@ class LocalEventSource:
         }
 
     def backlog(self) -> int:
-        """Messages still to deliver: visible, in flight, or held by this poller."""
+        """Messages still to deliver: visible, or in flight (which includes those this poller holds)."""
         attributes = self.sqs.get_queue_attributes(
             QueueUrl=self.queue.url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         )["Attributes"]
-        in_queue = int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
-        return in_queue if not self._held else max(in_queue, len(self._held))
+        return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
