@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,10 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from inferbus.runtime.lambda_host import add_code_root_to_path
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HOLDOUT = REPO_ROOT / "models" / "digits-holdout.npz"
 DEMO_SOURCE = "inferbus.demo"
-sys.path.insert(0, str(REPO_ROOT / "functions"))  # the shared contracts, as the CLI validates with them
+add_code_root_to_path()  # the CLI validates with the same contracts the handlers use
 
 from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry  # noqa: E402
 

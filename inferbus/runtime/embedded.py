@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .event_source import LocalEventSource
-from .lambda_host import LocalFunction
+from .event_source import LocalEventSource, delete_messages
+from .lambda_host import LocalFunction, add_code_root_to_path
 from .provision import Deployment, QueueInfo, provision
 from .resources import ACCOUNT, REGION
 from .template import synthesize
@@ -101,13 +101,12 @@ class EmbeddedPipeline:
         self.events.put_targets(Rule=TAP_NAME, EventBusName=self.bus_name, Targets=[{"Id": "tap", "Arn": tap_arn}])
 
     def put_events(self, entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Send entries in PutEvents calls of 10; return the entries PutEvents rejected."""
-        rejected = []
-        for start in range(0, len(entries), 10):
-            chunk = entries[start : start + 10]
-            response = self.events.put_events(Entries=list(chunk))
-            rejected += [entry for entry, result in zip(chunk, response["Entries"], strict=True) if result.get("ErrorCode")]
-        return rejected
+        """Send entries as a producer would, through the handlers' own ``publish_events``
+        (10 entries and 256 KB per call); return the entries that were not accepted."""
+        add_code_root_to_path()
+        from inferbus_lambda.publishing import publish_events
+
+        return [entries[failure.index] for failure in publish_events(self.events, entries, max_attempts=1)]
 
     def pump(self) -> int:
         """Let every event source invoke once if its batch is ready; return records handed over."""
@@ -133,9 +132,7 @@ class EmbeddedPipeline:
         while batch := self.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", []):
             messages += batch
             if delete:
-                self.sqs.delete_message_batch(
-                    QueueUrl=queue_url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)]
-                )
+                delete_messages(self.sqs, queue_url, batch)
         return messages
 
     def tapped_events(self) -> list[dict[str, Any]]:

@@ -23,6 +23,15 @@ from .resources import REGION
 RECEIVE_LIMIT = 10  # SQS returns at most 10 messages per ReceiveMessage
 
 
+def delete_messages(sqs: Any, queue_url: str, messages: list[dict[str, Any]]) -> None:
+    """Delete received messages, 10 per DeleteMessageBatch call."""
+    for start in range(0, len(messages), RECEIVE_LIMIT):
+        chunk = messages[start : start + RECEIVE_LIMIT]
+        sqs.delete_message_batch(
+            QueueUrl=queue_url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
+        )
+
+
 class LocalEventSource:
     def __init__(self, spec: EventSourceSpec, queue: QueueInfo, function: LocalFunction, sqs: Any) -> None:
         self.spec = spec
@@ -74,13 +83,7 @@ class LocalEventSource:
             failed = set(invocation.failed_ids)
         else:
             failed = set()
-        done = [message for message in messages if message["MessageId"] not in failed]
-        for start in range(0, len(done), RECEIVE_LIMIT):
-            chunk = done[start : start + RECEIVE_LIMIT]
-            self.sqs.delete_message_batch(
-                QueueUrl=self.queue.url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
-            )
+        delete_messages(self.sqs, self.queue.url, [message for message in messages if message["MessageId"] not in failed])
         for message in messages:
             if message["MessageId"] in failed:
                 self.sqs.change_message_visibility(QueueUrl=self.queue.url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)

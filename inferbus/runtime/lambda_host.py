@@ -31,6 +31,12 @@ LOCAL_ENV = {
 }
 
 
+def add_code_root_to_path() -> None:
+    """Make ``functions/`` importable, as the bundle root is on Lambda."""
+    if str(FUNCTIONS_DIR) not in sys.path:
+        sys.path.insert(0, str(FUNCTIONS_DIR))
+
+
 class LocalContext:
     """The Lambda context object, with a deadline from the function's timeout."""
 
@@ -93,8 +99,7 @@ class LocalFunction:
     def load(self) -> None:
         """Import the handler fresh (a cold start), inside its environment."""
         module_name, _, attribute = self.spec.handler.rpartition(".")
-        if str(FUNCTIONS_DIR) not in sys.path:
-            sys.path.insert(0, str(FUNCTIONS_DIR))
+        add_code_root_to_path()
         with self._with_environment():
             sys.modules.pop(module_name, None)
             self._handler = getattr(importlib.import_module(module_name), attribute)
