@@ -108,6 +108,9 @@ class InferbusSettings:
         EventBridge retries to a rule target before its DLQ, 0-185. Default 8.
     target_max_event_age_s
         Oldest event EventBridge still retries, 60-86,400 s. Default 86,400 (24 h).
+    max_message_age_s
+        Age of the oldest queued message that raises a consumer's latency alarm, 1 s or more.
+        Default 300.
     image_consumer
         The image classifier consumer.
     """
@@ -121,6 +124,7 @@ class InferbusSettings:
     python_version: str = "3.14"
     target_retry_attempts: int = 8
     target_max_event_age_s: int = 86_400
+    max_message_age_s: int = 300
     image_consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
 
     def __post_init__(self) -> None:
@@ -129,6 +133,7 @@ class InferbusSettings:
         _check_range(owner, "idempotency_ttl_s", self.idempotency_ttl_s, 60, 604_800)
         _check_range(owner, "target_retry_attempts", self.target_retry_attempts, 0, 185)
         _check_range(owner, "target_max_event_age_s", self.target_max_event_age_s, 60, 86_400)
+        _check_range(owner, "max_message_age_s", self.max_message_age_s, 1, 1_209_600)
         if self.log_retention_days not in LOG_RETENTION_CHOICES:
             raise SettingsError(f"{owner}.log_retention_days must be one of {LOG_RETENTION_CHOICES}, got {self.log_retention_days}")
         if self.lambda_architecture not in ("arm64", "x86_64"):

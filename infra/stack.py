@@ -6,19 +6,24 @@ import json
 from pathlib import Path
 
 from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from .constructs import InferbusBus, QueueConsumer, python_lambda_code
+from .constructs.consumer_monitoring import ConsumerMonitoring
 from .constructs.queue_consumer import consumer_environment
 from .settings import InferbusSettings
 
 MANIFEST = Path(__file__).resolve().parents[1] / "models" / "manifest.json"
 IMAGE_MODEL = "digits-mlp"
 IMAGE_RESULT_SOURCE = "inferbus.image-classifier"
+IMAGE_SERVICE = "image-classifier"
 METRICS_NAMESPACE = "Inferbus"
 LOG_RETENTION = {
     7: logs.RetentionDays.ONE_WEEK,
@@ -66,7 +71,7 @@ class InferbusStack(Stack):
                 MODEL_NAME=IMAGE_MODEL,
                 MODEL_VERSION=model["version"],
                 RESULT_SOURCE=IMAGE_RESULT_SOURCE,
-                POWERTOOLS_SERVICE_NAME="image-classifier",
+                POWERTOOLS_SERVICE_NAME=IMAGE_SERVICE,
                 POWERTOOLS_METRICS_NAMESPACE=METRICS_NAMESPACE,
                 POWERTOOLS_LOG_LEVEL="INFO",
             ),
@@ -80,6 +85,26 @@ class InferbusStack(Stack):
             image_classifier.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
         )
 
+        alarm_topic = sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name="inferbus alarms",
+            master_key=kms.Alias.from_alias_name(self, "SnsManagedKey", "alias/aws/sns"),
+            enforce_ssl=True,
+        )
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{self.stack_name}-pipeline")
+        ConsumerMonitoring(
+            self,
+            "ImageClassifierMonitoring",
+            consumer=image_classifier,
+            alarm_topic=alarm_topic,
+            metrics_namespace=METRICS_NAMESPACE,
+            service=IMAGE_SERVICE,
+            max_message_age_s=settings.max_message_age_s,
+            dashboard=dashboard,
+        )
+
+        CfnOutput(self, "AlarmTopicArn", value=alarm_topic.topic_arn)
         CfnOutput(self, "EventBusName", value=bus.bus.event_bus_name)
         CfnOutput(self, "ImageQueueUrl", value=image_classifier.queue.queue_url)
         CfnOutput(self, "ImageDeadLetterQueueUrl", value=image_classifier.dead_letter_queue.queue_url)

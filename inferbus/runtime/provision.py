@@ -21,6 +21,8 @@ CLOUD_ONLY = {
     "AWS::CloudWatch::Alarm": "alarms need CloudWatch",
     "AWS::CloudWatch::Dashboard": "dashboards need CloudWatch",
     "AWS::KMS::Key": "KMS encryption is not emulated",
+    "AWS::SNS::Topic": "the alarm topic is only notified by CloudWatch alarms",
+    "AWS::SNS::TopicPolicy": "the alarm topic is only notified by CloudWatch alarms",
     "AWS::FIS::ExperimentTemplate": "fault injection experiments run only in AWS",
 }
 PARTLY_LOCAL = {

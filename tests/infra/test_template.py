@@ -113,3 +113,22 @@ def test_cfn_lint_passes(template, tmp_path):
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_alarms_watch_dlq_depth_latency_and_errors_and_notify_the_encrypted_topic(template):
+    alarms = of_type(template, "AWS::CloudWatch::Alarm")
+    metrics = {alarm.get("MetricName") for alarm in alarms.values()}
+    assert metrics == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", "Errors", "RecordsFailed"}
+    assert len(alarms) == 5  # the work queue's DLQ and the rule target's DLQ both watched
+    (topic_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
+    assert all(alarm["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms.values())
+    assert "alias/aws/sns" in json.dumps(template["Resources"][topic_id]["Properties"]["KmsMasterKeyId"])
+    age = next(a for a in alarms.values() if a["MetricName"] == "ApproximateAgeOfOldestMessage")
+    assert age["Threshold"] == SETTINGS.max_message_age_s
+
+
+def test_dashboard_shows_rate_latency_errors_and_dlq_depth(template):
+    (dashboard,) = of_type(template, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["DashboardBody"])
+    for title in ("consumption rate", "latency", "errors", "DLQ depth"):
+        assert title in body

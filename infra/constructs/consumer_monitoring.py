@@ -1,0 +1,94 @@
+"""Alarms and a dashboard for one queue consumer: latency, consumption rate, errors, DLQ depth.
+
+Secure defaults
+---------------
+- Alarms notify an SNS topic encrypted with the AWS managed SNS key and closed to non-TLS
+  publishers; subscribe to it to be told.
+- Every alarm treats missing data as not breaching: an idle pipeline is a healthy one.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from .queue_consumer import QueueConsumer
+
+PERIOD = Duration.minutes(1)
+
+
+class ConsumerMonitoring(Construct):
+    """Parameters
+    ----------
+    consumer
+        The consumer to watch.
+    alarm_topic
+        Where alarms notify.
+    metrics_namespace, service
+        Where the handler's EMF metrics go (Powertools adds the ``service`` dimension).
+    max_message_age_s
+        Oldest message age that raises the latency alarm, 1 s or more.
+    dashboard
+        The dashboard to add this consumer's row of widgets to.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        consumer: QueueConsumer,
+        alarm_topic: sns.ITopic,
+        metrics_namespace: str,
+        service: str,
+        max_message_age_s: int,
+        dashboard: cloudwatch.Dashboard,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if max_message_age_s < 1:
+            raise ValueError(f"max_message_age_s must be 1 or more, got {max_message_age_s}")
+
+        def handler_metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
+            return cloudwatch.Metric(namespace=metrics_namespace, metric_name=name, dimensions_map={"service": service},
+                                     statistic=statistic, period=PERIOD)
+
+        oldest = consumer.queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum")
+        dlq_depth = consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
+        target_dlq_depth = consumer.target_dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=PERIOD, statistic="Maximum"
+        )
+        published, failed = handler_metric("RecordsPublished"), handler_metric("RecordsFailed")
+        function_errors = consumer.function.metric_errors(period=PERIOD, statistic="Sum")
+
+        self.alarms = [
+            self._alarm("DeadLetters", dlq_depth, 1, f"{construct_id}: records in the DLQ (they failed max_receive_count times)"),
+            self._alarm("UndeliveredEvents", target_dlq_depth, 1, f"{construct_id}: events EventBridge could not deliver to the queue"),
+            self._alarm("Latency", oldest, max_message_age_s, f"{construct_id}: oldest message waited {max_message_age_s} s or more"),
+            self._alarm("FunctionErrors", function_errors, 1, f"{construct_id}: invocations that failed as a whole"),
+            self._alarm("RecordFailures", failed, 1, f"{construct_id}: records reported as batch item failures"),
+        ]
+        for alarm in self.alarms:
+            alarm.add_alarm_action(actions.SnsAction(alarm_topic))
+
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title=f"{construct_id}: consumption rate (records/min)", left=[published, failed]),
+            cloudwatch.GraphWidget(title=f"{construct_id}: latency", left=[oldest],
+                                   right=[consumer.function.metric_duration(period=PERIOD, statistic="p95"),
+                                          handler_metric("InferenceMs", "p95")]),
+            cloudwatch.GraphWidget(title=f"{construct_id}: errors", left=[function_errors, failed]),
+            cloudwatch.GraphWidget(title=f"{construct_id}: DLQ depth", left=[dlq_depth, target_dlq_depth]),
+        )
+
+    def _alarm(self, name: str, metric: cloudwatch.Metric, threshold: float, description: str) -> cloudwatch.Alarm:
+        return metric.create_alarm(
+            self,
+            name,
+            threshold=threshold,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
