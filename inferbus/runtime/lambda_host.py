@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,9 @@ class LocalFunction:
                 response = self._handler(event, context)
             except Exception as exc:  # noqa: BLE001 - a handler error fails the invocation, as on Lambda
                 error = f"{type(exc).__name__}: {exc}"
+                # What the Lambda runtime logs for an unhandled error.
+                self.sink.lines.append({"level": "ERROR", "errorType": type(exc).__name__, "errorMessage": str(exc),
+                                        "stackTrace": traceback.format_exc().splitlines(), "requestId": context.aws_request_id})
         failed = [item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])]
         invocation = Invocation(context.aws_request_id, len(event.get("Records", [])), failed, error,
                                 (time.perf_counter() - started) * 1000)

@@ -121,3 +121,24 @@ def test_put_events_partial_failure_is_reported_and_retried_never_dropped(pipeli
     pipeline.drain()
     assert [r["detail"]["data"]["input_id"] for r in results(pipeline)] == [events[1].id]
     assert all(len(messages) == 0 for messages in pipeline.dead_letters().values())
+
+
+def test_a_crashing_handler_fails_the_whole_batch_and_nothing_is_lost(pipeline, monkeypatch):
+    events, entries = image_entries(pipeline, 4)
+    handler = sys.modules["image_classifier.handler"]
+
+    def crash(_events):
+        raise MemoryError("model could not allocate")
+
+    monkeypatch.setattr(handler.CONSUMER, "infer", crash)
+    pipeline.put_events(entries)
+    (source,) = pipeline.event_sources
+    invocation = source.pump(wait=True)
+    assert invocation.error is None and len(invocation.failed_ids) == 4  # inference failure fails its records
+    monkeypatch.setattr(handler.CONSUMER, "process", lambda *a, **k: 1 / 0)
+    crashed = source.pump(wait=True)
+    assert crashed.error.startswith("ZeroDivisionError")
+    assert any(line.get("errorType") == "ZeroDivisionError" for line in source.function.logs)
+    monkeypatch.undo()
+    pipeline.drain()
+    assert sorted(r["detail"]["data"]["input_id"] for r in results(pipeline)) == sorted(e.id for e in events)
