@@ -17,6 +17,22 @@ from collections import Counter
 from typing import Any
 
 
+def latency_histogram(latencies_ms: list[float], bins: int = 8, width: int = 40) -> list[str]:
+    """Rows of a text histogram: ``'  120–240 ms │████████      │ 37'``."""
+    if not latencies_ms:
+        return []
+    low, high = min(latencies_ms), max(latencies_ms)
+    step = (high - low) / bins or 1.0
+    counts = [0] * bins
+    for value in latencies_ms:
+        counts[min(int((value - low) / step), bins - 1)] += 1
+    peak = max(counts)
+    return [
+        f"{low + i * step:8.0f}–{low + (i + 1) * step:<8.0f} ms │{'█' * round(width * count / peak):<{width}}│ {count}"
+        for i, count in enumerate(counts)
+    ]
+
+
 def _print_summary(report: Any) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -42,6 +58,10 @@ def _print_summary(report: Any) -> None:
     table.add_row("metrics (EMF, summed)", ", ".join(f"{k}={v:g}" for k, v in sorted(data["metrics"].items())))
     table.add_row("wall time", f"{data['seconds']} s")
     console.print(table)
+    if report.latencies_ms:
+        console.print("[bold]latency, submitted → classified[/bold] (events per bin)")
+        for row in latency_histogram(report.latencies_ms):
+            console.print(row, highlight=False)
     if data["dead_letter_reasons"]:
         reasons = Table(title="why each DLQ message failed (from the handler's structured logs)", title_justify="left")
         reasons.add_column("event id")

@@ -20,3 +20,11 @@ def test_demo_rejects_an_image_count_out_of_range(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--images", "0"])
     assert "--images must be in [1, 360]" in capsys.readouterr().err
+
+
+def test_latency_histogram_counts_every_value_once():
+    from inferbus.cli import latency_histogram
+
+    rows = latency_histogram([1.0, 2.0, 2.5, 9.0, 10.0], bins=3, width=10)
+    assert [int(row.rsplit(" ", 1)[1]) for row in rows] == [3, 0, 2]
+    assert rows[0].count("█") == 10 and rows[2].count("█") == 7
