@@ -150,11 +150,14 @@ def new_event(data: DataT, *, source: str, correlationid: str | None = None, sub
     )
 
 
-def _describe(error: ValidationError, prefix: str = "") -> str:
-    parts = []
-    for detail in error.errors(include_url=False):
-        location = ".".join(str(part) for part in (prefix, *detail["loc"]) if part != "")
-        parts.append(f"{location or 'event'}: {detail['msg']}")
+MAX_REASONS = 5  # a record with 64 bad pixels still gets a reason that fits a log line
+
+
+def _describe(error: ValidationError) -> str:
+    details = error.errors(include_url=False)
+    parts = [f"{'.'.join(str(part) for part in d['loc']) or 'event'}: {d['msg']}" for d in details[:MAX_REASONS]]
+    if len(details) > MAX_REASONS:
+        parts.append(f"and {len(details) - MAX_REASONS} more")
     return "; ".join(parts)
 
 
@@ -192,12 +195,18 @@ def to_put_events_entry(event: CloudEvent[Any], bus_name: str) -> dict[str, Any]
     }
 
 
+def _load_json(text: str | bytes, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InvalidEventError(f"{what}: not valid JSON ({error})") from None
+    except RecursionError:
+        raise InvalidEventError(f"{what}: JSON nested too deeply to parse") from None
+
+
 def _parse_detail(detail: Any, source: Any, detail_type: Any) -> CloudEvent[EventData]:
     if isinstance(detail, str | bytes):
-        try:
-            detail = json.loads(detail)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise InvalidEventError(f"detail: not valid JSON ({error})") from None
+        detail = _load_json(detail, "detail")
     event = parse_event(detail)
     # The bus routes on Source/DetailType: they must say what the envelope says.
     if source != event.source or detail_type != event.type:
@@ -223,10 +232,7 @@ def from_eventbridge_event(body: str | bytes | Mapping[str, Any]) -> CloudEvent[
         If the body is not JSON, not an EventBridge event, or its detail breaks the contract.
     """
     if isinstance(body, str | bytes):
-        try:
-            body = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise InvalidEventError(f"body: not valid JSON ({error})") from None
+        body = _load_json(body, "body")
     if not isinstance(body, Mapping) or "detail" not in body:
         raise InvalidEventError("body: not an EventBridge event (no 'detail')")
     return _parse_detail(body["detail"], body.get("source"), body.get("detail-type"))

@@ -89,3 +89,12 @@ def test_envelope_is_a_valid_cloudevent_for_the_cloudevents_sdk():
     assert sdk_event["specversion"] == "1.0"
     assert sdk_event["correlationid"] == "req-1"
     assert sdk_event.data["pixels"] == PIXELS
+
+
+def test_many_errors_give_a_bounded_reason():
+    detail = json.loads(image_event().model_dump_json())
+    detail["data"]["pixels"] = ["x"] * 64
+    with pytest.raises(InvalidEventError) as raised:
+        parse_event(detail)
+    assert raised.value.reason.count("Input should be a valid integer") == 5
+    assert raised.value.reason.endswith("and 59 more")

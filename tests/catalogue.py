@@ -1,0 +1,89 @@
+"""Malformed SQS bodies for the image consumer, each with the start of the reason it must give.
+
+Each case is ``(name, body, reason_prefix)``: ``body`` is what the queue delivers (the
+EventBridge envelope as JSON text), built from a valid ImageSubmitted by one corruption.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+
+def valid_detail(event_id: str | None = None) -> dict[str, Any]:
+    return {
+        "specversion": "1.0",
+        "id": event_id or str(uuid.uuid4()),
+        "source": "catalogue.producer",
+        "type": "ImageSubmitted",
+        "time": datetime.now(UTC).isoformat(),
+        "correlationid": "catalogue",
+        "datacontenttype": "application/json",
+        "data": {"pixels": [3] * 64},
+    }
+
+
+def envelope(detail: Any) -> dict[str, Any]:
+    source = detail.get("source") if isinstance(detail, dict) else None
+    detail_type = detail.get("type") if isinstance(detail, dict) else None
+    return {"version": "0", "id": str(uuid.uuid4()), "source": source, "detail-type": detail_type, "account": "123456789012",
+            "time": "2026-12-02T00:00:00Z", "region": "us-east-1", "resources": [], "detail": detail}
+
+
+def corrupt(change: Callable[[dict[str, Any]], Any]) -> str:
+    detail = valid_detail()
+    change(detail)
+    return json.dumps(envelope(detail))
+
+
+def set_pixel(value: Any) -> Callable[[dict[str, Any]], Any]:
+    return lambda d: d["data"]["pixels"].__setitem__(7, value)
+
+
+CASES: list[tuple[str, str, str]] = [
+    ("invalid JSON", "{not json", "body: not valid JSON"),
+    ("JSON array, not an object", "[1, 2]", "body: not an EventBridge event"),
+    ("no detail", json.dumps({"source": "x"}), "body: not an EventBridge event"),
+    ("detail is a string", json.dumps(envelope("just text")), "detail: not valid JSON"),
+    ("detail is a number", json.dumps(envelope(5) | {"detail": 5}), "event: expected a JSON object"),
+    ("deeply nested JSON", '{"detail": ' + "[" * 100_000 + "]" * 100_000 + "}", "body: JSON nested too deeply"),
+    ("unknown type", corrupt(lambda d: d.update(type="Teleported")), "type: unknown event type 'Teleported'"),
+    ("another consumer's type", json.dumps(envelope(valid_detail() | {"type": "ImageClassified", "data": {}})), "data."),
+    ("no id", corrupt(lambda d: d.pop("id")), "id: Field required"),
+    ("empty id", corrupt(lambda d: d.update(id="")), "id: String should have at least 1 character"),
+    ("id with spaces", corrupt(lambda d: d.update(id="has spaces")), "id: String should match pattern"),
+    ("id over 128 chars", corrupt(lambda d: d.update(id="a" * 129)), "id: String should have at most 128"),
+    ("no source", corrupt(lambda d: d.pop("source")), "source: Field required"),
+    ("source over 256 chars", corrupt(lambda d: d.update(source="s" * 257)), "source: String should have at most 256"),
+    ("lone surrogate in source (not UTF-8)", corrupt(lambda d: d.update(source="\ud800")), "source: Input should be a valid string"),
+    ("no time", corrupt(lambda d: d.pop("time")), "time: Field required"),
+    ("time without zone", corrupt(lambda d: d.update(time="2026-01-01T00:00:00")), "time: Input should have timezone info"),
+    ("time not a date", corrupt(lambda d: d.update(time="yesterday")), "time: Input should be a valid datetime"),
+    ("specversion 0.3", corrupt(lambda d: d.update(specversion="0.3")), "specversion: Input should be '1.0'"),
+    ("no correlationid", corrupt(lambda d: d.pop("correlationid")), "correlationid: Field required"),
+    ("extra envelope attribute", corrupt(lambda d: d.update(priority="high")), "priority: Extra inputs are not permitted"),
+    ("wrong datacontenttype", corrupt(lambda d: d.update(datacontenttype="text/plain")), "datacontenttype: Input should be"),
+    ("no data", corrupt(lambda d: d.pop("data")), "data: Field required"),
+    ("data null", corrupt(lambda d: d.update(data=None)), "data: Input should be"),
+    ("no pixels", corrupt(lambda d: d.update(data={})), "data.pixels: Field required"),
+    ("pixels not a list", corrupt(lambda d: d["data"].update(pixels="0" * 64)), "data.pixels: Input should be a valid list"),
+    ("empty pixels", corrupt(lambda d: d["data"].update(pixels=[])), "data.pixels: List should have at least 64 items"),
+    ("63 pixels", corrupt(lambda d: d["data"].update(pixels=[1] * 63)), "data.pixels: List should have at least 64 items"),
+    ("65 pixels", corrupt(lambda d: d["data"].update(pixels=[1] * 65)), "data.pixels: List should have at most 64 items"),
+    ("100,000 pixels (an oversized event)", corrupt(lambda d: d["data"].update(pixels=[1] * 100_000)), "data.pixels: List should have at most 64"),
+    ("nested pixel rows", corrupt(lambda d: d["data"].update(pixels=[[1] * 8] * 8)), "data.pixels.0: Input should be a valid integer"),
+    ("pixel 17", corrupt(set_pixel(17)), "data.pixels.7: Input should be less than or equal to 16"),
+    ("pixel -1", corrupt(set_pixel(-1)), "data.pixels.7: Input should be greater than or equal to 0"),
+    ("pixel as a string", corrupt(set_pixel("7")), "data.pixels.7: Input should be a valid integer"),
+    ("pixel 1.5", corrupt(set_pixel(1.5)), "data.pixels.7: Input should be a valid integer"),
+    ("pixel true", corrupt(set_pixel(True)), "data.pixels.7: Input should be a valid integer"),
+    ("pixel null", corrupt(set_pixel(None)), "data.pixels.7: Input should be a valid integer"),
+    ("pixel NaN", corrupt(set_pixel(float("nan"))), "data.pixels.7: Input should be a valid integer"),
+    ("pixel Infinity", corrupt(set_pixel(float("inf"))), "data.pixels.7: Input should be a valid integer"),
+    ("pixel 10^30", corrupt(set_pixel(10**30)), "data.pixels.7: Input should be less than or equal to 16"),
+    ("extra data field", corrupt(lambda d: d["data"].update(label=3)), "data.label: Extra inputs are not permitted"),
+    ("Source forged against the envelope", json.dumps(envelope(valid_detail()) | {"source": "inferbus.image-classifier"}), "envelope mismatch"),
+]
