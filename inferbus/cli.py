@@ -5,6 +5,7 @@ Examples
     inferbus demo                      # the whole pipeline on this laptop, no AWS account
     inferbus demo --images 360 --json  # machine-readable summary
     inferbus send --bus inferbus --image 3   # one held-out digit to a deployed stack (real AWS)
+    inferbus redrive --dlq-url URL --source-url URL --dry-run   # why each DLQ message failed
 """
 
 from __future__ import annotations
@@ -112,6 +113,30 @@ def _send(args: argparse.Namespace) -> int:
     return 1 if response.get("FailedEntryCount") else 0
 
 
+def _redrive(args: argparse.Namespace) -> int:
+    import boto3
+    from rich.console import Console
+    from rich.table import Table
+
+    from .redrive import inspect_dead_letters, redrive
+
+    sqs = boto3.client("sqs")
+    letters = inspect_dead_letters(sqs, args.dlq_url)
+    table = Table(title=f"{len(letters)} messages in {args.dlq_url.rsplit('/', 1)[-1]}", title_justify="left")
+    for column in ("event id", "receives", "verdict"):
+        table.add_column(column)
+    for letter in letters:
+        table.add_row(letter.event_id or "?", str(letter.receive_count), letter.verdict)
+    Console().print(table)
+    if args.dry_run:
+        movable = sum(letter.valid for letter in letters) if not args.all else len(letters)
+        print(f"dry run: would move {movable} of {len(letters)} to {args.source_url}")
+        return 0
+    moved = redrive(sqs, args.dlq_url, args.source_url, only_valid=not args.all)
+    print("started an SQS message move task for every message" if moved < 0 else f"moved {moved} of {len(letters)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inferbus", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -125,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("--image", type=int, default=0, help="index of the held-out image, 0-359 (default 0)")
     send.add_argument("--source", help="CloudEvents source (default inferbus.demo)")
     send.set_defaults(run=_send)
+    redrive = commands.add_parser("redrive", help="show why DLQ messages failed, and move them back to their queue")
+    redrive.add_argument("--dlq-url", required=True, help="the dead-letter queue (stack output ImageDeadLetterQueueUrl)")
+    redrive.add_argument("--source-url", required=True, help="the queue to move them back to (stack output ImageQueueUrl)")
+    redrive.add_argument("--dry-run", action="store_true", help="only show what would move and why each failed")
+    redrive.add_argument("--all", action="store_true",
+                         help="move every message, also those that would fail again (uses SQS StartMessageMoveTask)")
+    redrive.set_defaults(run=_redrive)
     return parser
 
 

@@ -1,0 +1,56 @@
+"""Redrive: a dry run tells why each DLQ message failed; a redrive moves back the ones that can now succeed."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from inferbus.cli import main
+from inferbus.redrive import inspect_dead_letters, redrive
+from inferbus.runtime import EmbeddedPipeline
+from tests.catalogue import envelope, valid_detail
+
+
+class BusDown:
+    """PutEvents fails every entry with a transient error, as during an EventBridge outage."""
+
+    def put_events(self, Entries):  # noqa: N803
+        return {"FailedEntryCount": len(Entries), "Entries": [{"ErrorCode": "InternalFailure"} for _ in Entries]}
+
+
+def test_redrive_moves_back_what_can_succeed_and_keeps_what_cannot(template, monkeypatch, capsys):
+    with EmbeddedPipeline(template) as pipeline:
+        (source,) = pipeline.event_sources
+        handler = sys.modules["image_classifier.handler"]
+        monkeypatch.setattr(handler, "EVENTS", BusDown())
+        bad = valid_detail("bad-pixels")
+        bad["data"]["pixels"][0] = 99
+        for detail in (valid_detail("good-1"), bad):
+            pipeline.sqs.send_message(QueueUrl=source.queue.url, MessageBody=json.dumps(envelope(detail)))
+        pipeline.drain()
+        dlq_url = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn).url
+
+        letters = {letter.event_id: letter for letter in inspect_dead_letters(pipeline.sqs, dlq_url)}
+        assert set(letters) == {"good-1", "bad-pixels"}
+        assert letters["good-1"].valid and letters["good-1"].receive_count >= source.queue.max_receive_count
+        assert letters["bad-pixels"].verdict == "would fail again: data.pixels.0: Input should be less than or equal to 16"
+
+        assert main(["redrive", "--dlq-url", dlq_url, "--source-url", source.queue.url, "--dry-run"]) == 0
+        assert "would move 1 of 2" in capsys.readouterr().out
+
+        monkeypatch.undo()  # the bus is back
+        assert redrive(pipeline.sqs, dlq_url, source.queue.url) == 1
+        pipeline.drain()
+        published = [e["detail"]["data"]["input_id"] for e in pipeline.tapped_events() if e["detail-type"] == "ImageClassified"]
+        assert published == ["good-1"]
+        assert [letter.event_id for letter in inspect_dead_letters(pipeline.sqs, dlq_url)] == ["bad-pixels"]
+
+
+def test_redrive_all_falls_back_to_moving_one_by_one_without_the_move_api(template):
+    with EmbeddedPipeline(template) as pipeline:
+        (source,) = pipeline.event_sources
+        dlq_url = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn).url
+        pipeline.sqs.send_message(QueueUrl=dlq_url, MessageBody="{not json")
+        assert redrive(pipeline.sqs, dlq_url, source.queue.url, only_valid=False) == 1
+        attributes = pipeline.sqs.get_queue_attributes(QueueUrl=source.queue.url, AttributeNames=["ApproximateNumberOfMessages"])
+        assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "1"
