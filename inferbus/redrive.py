@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inferbus.runtime.lambda_host import add_code_root_to_path
+from inferbus.runtime.queue_ops import receive_all, release_messages
 
 add_code_root_to_path()
 
@@ -40,31 +41,17 @@ class DeadLetter:
         return not self.verdict.startswith("would fail again")
 
 
-def _receive_all(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
-    messages, seen = [], set()
-    while batch := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"],
-                                       VisibilityTimeout=30).get("Messages", []):
-        fresh = [m for m in batch if m["MessageId"] not in seen]
-        if not fresh:
-            break
-        seen.update(m["MessageId"] for m in fresh)
-        messages += fresh
-    return messages
-
-
 def inspect_dead_letters(sqs: Any, dlq_url: str) -> list[DeadLetter]:
     """Every message in the DLQ with a verdict; the messages stay in the DLQ."""
+    messages = receive_all(sqs, dlq_url)
     letters = []
-    for message in _receive_all(sqs, dlq_url):
+    for message in messages:
         try:
-            event = from_eventbridge_event(message["Body"])
-            letter = DeadLetter(message["MessageId"], event.id, int(message["Attributes"]["ApproximateReceiveCount"]),
-                                "valid now: failed for a transient reason, safe to redrive")
+            event_id, verdict = from_eventbridge_event(message["Body"]).id, "valid now: failed for a transient reason, safe to redrive"
         except InvalidEventError as error:
-            letter = DeadLetter(message["MessageId"], error.event_id, int(message["Attributes"]["ApproximateReceiveCount"]),
-                                f"would fail again: {error.reason}")
-        letters.append(letter)
-        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+            event_id, verdict = error.event_id, f"would fail again: {error.reason}"
+        letters.append(DeadLetter(message["MessageId"], event_id, int(message["Attributes"]["ApproximateReceiveCount"]), verdict))
+    release_messages(sqs, dlq_url, messages)
     return letters
 
 
@@ -82,15 +69,16 @@ def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True)
             return -1
         except NotImplementedError:
             pass  # moto has no message-move API: move them one by one below
-    moved = 0
-    for message in _receive_all(sqs, dlq_url):
-        try:
-            from_eventbridge_event(message["Body"])
-        except InvalidEventError:
-            if only_valid:
-                sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    moved, kept = 0, []
+    for message in receive_all(sqs, dlq_url):
+        if only_valid:
+            try:
+                from_eventbridge_event(message["Body"])
+            except InvalidEventError:
+                kept.append(message)
                 continue
         sqs.send_message(QueueUrl=source_url, MessageBody=message["Body"])
         sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
         moved += 1
+    release_messages(sqs, dlq_url, kept)
     return moved

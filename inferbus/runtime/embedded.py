@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from .event_source import LocalEventSource, delete_messages
+from .event_source import LocalEventSource
 from .lambda_host import LocalFunction, add_code_root_to_path
-from .provision import Deployment, QueueInfo, provision
+from .provision import Deployment, provision
+from .queue_ops import delete_messages, receive_all, release_messages
 from .resources import ACCOUNT, REGION
 from .template import synthesize
 
@@ -112,45 +113,29 @@ class EmbeddedPipeline:
         """Let every event source invoke once if its batch is ready; return records handed over."""
         return sum(invocation.records for source in self.event_sources if (invocation := source.pump()))
 
-    def drain(self, on_invocation: Callable[[int], None] | None = None) -> None:
+    def drain(self) -> None:
         """Deliver until every source queue is empty (successes deleted, failures in DLQs)."""
         for _ in range(MAX_DRAIN_ROUNDS):
             busy = False
             for source in self.event_sources:
-                invocation = source.pump(wait=True)
-                if invocation is not None:
-                    busy = True
-                    if on_invocation:
-                        on_invocation(invocation.records)
+                busy |= source.pump(wait=True) is not None
             if not busy and all(source.backlog() == 0 for source in self.event_sources):
                 return
         raise RuntimeError(f"queues not drained after {MAX_DRAIN_ROUNDS} rounds")
-
-    def receive_all(self, queue_url: str, *, delete: bool = True) -> list[dict[str, Any]]:
-        """Read every message of a queue (the tap, a DLQ)."""
-        messages = []
-        while batch := self.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", []):
-            messages += batch
-            if delete:
-                delete_messages(self.sqs, queue_url, batch)
-        return messages
 
     def tapped_events(self) -> list[dict[str, Any]]:
         """Every event the bus carried since the last call, as EventBridge delivered it."""
         if self._tap_url is None:
             raise RuntimeError("the pipeline was started with tap=False")
-        return [json.loads(message["Body"]) for message in self.receive_all(self._tap_url)]
+        messages = receive_all(self.sqs, self._tap_url)
+        delete_messages(self.sqs, self._tap_url, messages)
+        return [json.loads(message["Body"]) for message in messages]
 
     def dead_letters(self) -> dict[str, list[dict[str, Any]]]:
-        """Messages in each dead-letter queue, by queue logical id (left in place)."""
+        """Messages in each dead-letter queue, by queue logical id (left in place: a DLQ is only looked at)."""
         assert self.deployment is not None
         result: dict[str, list[dict[str, Any]]] = {}
         for queue in self.deployment.dead_letter_queues:
-            result[queue.logical_id] = self._peek(queue)
+            result[queue.logical_id] = receive_all(self.sqs, queue.url)
+            release_messages(self.sqs, queue.url, result[queue.logical_id])
         return result
-
-    def _peek(self, queue: QueueInfo) -> list[dict[str, Any]]:
-        messages = self.receive_all(queue.url, delete=False)
-        for message in messages:  # put them back at once: a DLQ is only looked at
-            self.sqs.change_message_visibility(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
-        return messages

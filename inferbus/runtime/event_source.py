@@ -18,19 +18,8 @@ from typing import Any
 
 from .lambda_host import Invocation, LocalFunction
 from .provision import EventSourceSpec, QueueInfo
+from .queue_ops import SQS_BATCH_LIMIT, delete_messages, release_messages
 from .resources import REGION
-
-RECEIVE_LIMIT = 10  # SQS returns at most 10 messages per ReceiveMessage
-
-
-def delete_messages(sqs: Any, queue_url: str, messages: list[dict[str, Any]]) -> None:
-    """Delete received messages, 10 per DeleteMessageBatch call."""
-    for start in range(0, len(messages), RECEIVE_LIMIT):
-        chunk = messages[start : start + RECEIVE_LIMIT]
-        sqs.delete_message_batch(
-            QueueUrl=queue_url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
-        )
-
 
 class LocalEventSource:
     def __init__(self, spec: EventSourceSpec, queue: QueueInfo, function: LocalFunction, sqs: Any) -> None:
@@ -44,7 +33,7 @@ class LocalEventSource:
 
     def _receive(self) -> None:
         while len(self._held) < self.spec.batch_size:
-            wanted = min(RECEIVE_LIMIT, self.spec.batch_size - len(self._held))
+            wanted = min(SQS_BATCH_LIMIT, self.spec.batch_size - len(self._held))
             messages = self.sqs.receive_message(
                 QueueUrl=self.queue.url, MaxNumberOfMessages=wanted, AttributeNames=["All"], MessageAttributeNames=["All"]
             ).get("Messages", [])
@@ -84,9 +73,7 @@ class LocalEventSource:
         else:
             failed = set()
         delete_messages(self.sqs, self.queue.url, [message for message in messages if message["MessageId"] not in failed])
-        for message in messages:
-            if message["MessageId"] in failed:
-                self.sqs.change_message_visibility(QueueUrl=self.queue.url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        release_messages(self.sqs, self.queue.url, [message for message in messages if message["MessageId"] in failed])
         return invocation
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:

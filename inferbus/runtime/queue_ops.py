@@ -1,0 +1,43 @@
+"""The SQS calls the runtime, the demo and ``redrive`` share: read a whole queue, delete, release."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SQS_BATCH_LIMIT = 10  # most messages per ReceiveMessage, DeleteMessageBatch or ChangeMessageVisibilityBatch
+
+
+def _chunks(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    return [messages[start : start + SQS_BATCH_LIMIT] for start in range(0, len(messages), SQS_BATCH_LIMIT)]
+
+
+def receive_all(sqs: Any, queue_url: str, *, visibility_timeout_s: int = 30) -> list[dict[str, Any]]:
+    """Receive every visible message once, hiding each for ``visibility_timeout_s`` while the caller works."""
+    messages: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while batch := sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=SQS_BATCH_LIMIT, AttributeNames=["All"], VisibilityTimeout=visibility_timeout_s
+    ).get("Messages", []):
+        fresh = [message for message in batch if message["MessageId"] not in seen]
+        if not fresh:
+            break
+        seen.update(message["MessageId"] for message in fresh)
+        messages += fresh
+    return messages
+
+
+def delete_messages(sqs: Any, queue_url: str, messages: list[dict[str, Any]]) -> None:
+    """Delete received messages, 10 per call."""
+    for chunk in _chunks(messages):
+        sqs.delete_message_batch(
+            QueueUrl=queue_url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
+        )
+
+
+def release_messages(sqs: Any, queue_url: str, messages: list[dict[str, Any]]) -> None:
+    """Make received messages visible again at once, 10 per call."""
+    for chunk in _chunks(messages):
+        sqs.change_message_visibility_batch(
+            QueueUrl=queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0} for i, m in enumerate(chunk)],
+        )
