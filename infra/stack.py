@@ -18,20 +18,22 @@ from constructs import Construct
 from .constructs import InferbusBus, QueueConsumer, python_lambda_code
 from .constructs.consumer_monitoring import ConsumerMonitoring
 from .constructs.queue_consumer import consumer_environment
-from .settings import InferbusSettings
+from .settings import LOG_RETENTION_CHOICES, InferbusSettings
 
 MANIFEST = Path(__file__).resolve().parents[1] / "models" / "manifest.json"
 IMAGE_MODEL = "digits-mlp"
 IMAGE_RESULT_SOURCE = "inferbus.image-classifier"
 IMAGE_SERVICE = "image-classifier"
 METRICS_NAMESPACE = "Inferbus"
-LOG_RETENTION = {
-    7: logs.RetentionDays.ONE_WEEK,
-    14: logs.RetentionDays.TWO_WEEKS,
-    30: logs.RetentionDays.ONE_MONTH,
-    90: logs.RetentionDays.THREE_MONTHS,
-    365: logs.RetentionDays.ONE_YEAR,
-}
+# The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
+LOG_RETENTION = dict(
+    zip(
+        LOG_RETENTION_CHOICES,
+        (logs.RetentionDays.ONE_WEEK, logs.RetentionDays.TWO_WEEKS, logs.RetentionDays.ONE_MONTH,
+         logs.RetentionDays.THREE_MONTHS, logs.RetentionDays.ONE_YEAR),
+        strict=True,
+    )
+)
 
 
 class InferbusStack(Stack):
