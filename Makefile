@@ -30,6 +30,9 @@ synth: $(STAMP)
 models: $(STAMP)
 	$(VENV)/bin/pip install --quiet -e '.[models]'
 	$(VENV)/bin/python models/build_digits.py
+	$(VENV)/bin/python models/build_digits_second.py
+	$(VENV)/bin/python models/build_risk.py
+	$(VENV)/bin/python models/build_text.py
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out

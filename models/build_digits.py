@@ -20,12 +20,11 @@ Usage::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import platform
 from pathlib import Path
 
 import numpy as np
+from manifest_io import sha256_of, update_manifest
 
 MODELS_DIR = Path(__file__).resolve().parent
 MODEL_NAME = "digits-mlp"
@@ -51,10 +50,6 @@ def holdout_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         random_state=SEED,
         stratify=digits.target,
     )
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def onnx_accuracy(model_file: Path, images: np.ndarray, labels: np.ndarray) -> float:
@@ -92,8 +87,8 @@ def main() -> None:
 
     output_names = [output.name for output in onnx.load(str(MODEL_FILE)).graph.output]
     assert output_names == ["label", "probabilities"], output_names
-    manifest = {
-        "models": {
+    update_manifest(
+        models={
             MODEL_NAME: {
                 "version": MODEL_VERSION,
                 "file": MODEL_FILE.name,
@@ -125,15 +120,14 @@ def main() -> None:
                 },
             }
         },
-        "datasets": {
+        datasets={
             HOLDOUT_FILE.name: {
                 "sha256": sha256_of(HOLDOUT_FILE),
                 "arrays": {"images": "uint8 [n, 64]", "labels": "uint8 [n]"},
                 "source": "held-out split of sklearn.datasets.load_digits",
             }
         },
-    }
-    MANIFEST_FILE.write_text(json.dumps(manifest, indent=2) + "\n")
+    )
     print(f"{MODEL_NAME} {MODEL_VERSION}: holdout accuracy {accuracy:.4f} on {len(y_holdout)} images")
     print(f"wrote {MODEL_FILE.name} ({MODEL_FILE.stat().st_size} bytes), {HOLDOUT_FILE.name}, {MANIFEST_FILE.name}")
 
