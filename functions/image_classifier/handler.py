@@ -15,12 +15,11 @@ import boto3
 import numpy as np
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from inferbus_lambda.consumer import InferenceConsumer, expect_type
 from inferbus_lambda.contracts import CloudEvent, ImageClassified, ImageSubmitted, ModelRef, to_put_events_entry
-from inferbus_lambda.idempotency import EventClaims
+from inferbus_lambda.idempotency import claims_from_environment
 from inferbus_lambda.inference import OnnxClassifier
 from inferbus_lambda.publishing import PublishFailure, publish_events
 
@@ -32,12 +31,7 @@ metrics = Metrics()
 MODEL = OnnxClassifier.load(os.environ["MODEL_PATH"], name=os.environ["MODEL_NAME"], version=os.environ["MODEL_VERSION"])
 BUS_NAME = os.environ["EVENT_BUS_NAME"]
 EVENTS = boto3.client("events")
-CLAIMS = EventClaims(
-    os.environ["IDEMPOTENCY_TABLE_NAME"],
-    scope="image_classifier",
-    expires_after_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", "3600")),
-)
-PROCESSOR = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+CLAIMS = claims_from_environment("image_classifier")
 
 
 @tracer.capture_method
@@ -72,6 +66,7 @@ CONSUMER = InferenceConsumer(
     publish=publish_results,
     result_source=os.environ["RESULT_SOURCE"],
     metrics=metrics,
+    logger=logger,
 )
 
 
@@ -79,5 +74,4 @@ CONSUMER = InferenceConsumer(
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = CONSUMER.process(event["Records"], remaining_ms=context.get_remaining_time_in_millis())
-    return process_partial_response(event=event, record_handler=report.check, processor=PROCESSOR, context=context)
+    return CONSUMER.handle(event, context)

@@ -15,9 +15,8 @@ status             reported    meaning
 
 Example
 -------
->>> consumer = InferenceConsumer(parse=..., infer=..., claims=..., publish=..., metrics=metrics)  # doctest: +SKIP
->>> report = consumer.process(event["Records"], remaining_ms=context.get_remaining_time_in_millis())  # doctest: +SKIP
->>> process_partial_response(event, record_handler=report.check, processor=processor)  # doctest: +SKIP
+>>> consumer = InferenceConsumer(parse=..., infer=..., claims=..., publish=..., metrics=metrics, logger=logger)  # doctest: +SKIP
+>>> consumer.handle(event, context)  # in the Lambda handler: {"batchItemFailures": [...]}  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
 from .contracts import CloudEvent, EventData, InvalidEventError, from_eventbridge_event, new_event
 from .idempotency import ClaimStatus, EventClaims
@@ -37,7 +37,6 @@ from .publishing import PublishFailure
 __all__ = ["InferenceConsumer", "RecordFailedError", "RecordOutcome", "BatchReport", "result_event_id"]
 
 SUCCESS_STATUSES = frozenset({"published", "duplicate"})
-logger = Logger(child=True)
 
 
 class RecordFailedError(Exception):
@@ -121,6 +120,10 @@ class InferenceConsumer:
         ``source`` of the result events (this producer).
     metrics
         A Powertools ``Metrics``; counts per status and the batch size are added.
+    logger
+        The handler's Powertools ``Logger``: failed records are logged through it, with the
+        handler's service name (a module-level child logger would take the name of whichever
+        service imported this module first).
     """
 
     def __init__(
@@ -132,13 +135,21 @@ class InferenceConsumer:
         publish: Publish,
         result_source: str,
         metrics: Any,
+        logger: Logger,
     ) -> None:
+        self.logger = logger
+        self.processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         self.parse = parse
         self.infer = infer
         self.claims = claims
         self.publish = publish
         self.result_source = result_source
         self.metrics = metrics
+
+    def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """The whole Lambda invocation: process the SQS batch, answer with its partial batch response."""
+        report = self.process(event["Records"], remaining_ms=context.get_remaining_time_in_millis())
+        return process_partial_response(event=event, record_handler=report.check, processor=self.processor, context=context)
 
     def process(self, records: Sequence[Mapping[str, Any]], *, remaining_ms: int | None) -> BatchReport:
         report = BatchReport()
@@ -171,7 +182,7 @@ class InferenceConsumer:
         try:
             results = self.infer(inputs)
         except Exception as error:  # noqa: BLE001 - any model failure fails these records, not the batch
-            logger.exception("inference failed", extra={"records": len(inputs)})
+            self.logger.exception("inference failed", extra={"records": len(inputs)})
             for message_id, event in claimed:
                 self.claims.release(event, error)
                 report.add(RecordOutcome(message_id, "failed", f"inference: {error}", event.id, event.correlationid))
@@ -199,7 +210,7 @@ class InferenceConsumer:
         self.metrics.add_metric(name="DuplicatesSkipped", unit=MetricUnit.Count, value=report.count("duplicate"))
         self.metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=len(report.failed))
         for outcome in report.failed:
-            logger.warning(
+            self.logger.warning(
                 "record failed",
                 extra={
                     "message_id": outcome.message_id,

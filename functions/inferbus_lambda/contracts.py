@@ -27,13 +27,31 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
+    "ApprovalFailed",
     "CloudEvent",
+    "Customer",
     "EVENT_DATA_MODELS",
+    "Entity",
     "EventData",
+    "ImageAnalysisFailed",
+    "ImageAnalyzed",
     "ImageClassified",
     "ImageSubmitted",
     "InvalidEventError",
     "ModelRef",
+    "ModelScore",
+    "ReviewCase",
+    "ReviewCompleted",
+    "ReviewFailed",
+    "ReviewRequest",
+    "RiskScored",
+    "Sentiment",
+    "TextAnalysisFailed",
+    "TextAnalyzed",
+    "TextSubmitted",
+    "TransactionApproved",
+    "TransactionSubmitted",
+    "WorkflowFailure",
     "from_eventbridge_event",
     "from_put_events_entry",
     "new_event",
@@ -44,8 +62,14 @@ __all__ = [
 IMAGE_PIXELS = 64
 PIXEL_MAX = 16
 DIGIT_CLASSES = 10
+TEXT_MAX_CHARS = 2000  # a few paragraphs; the encoder reads at most its max_tokens of them
+MAX_ENTITIES = 100
+RISK_FEATURES = 30
+FEATURE_LIMIT = 1e6  # larger magnitudes are input errors, not transactions
+CAUSE_MAX_CHARS = 32_768  # Step Functions' own limit on an error cause
 
 ShortText = Annotated[str, Field(min_length=1, max_length=256)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Identifier = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:/@#-]+$")]
 
 
@@ -74,13 +98,18 @@ class EventData(BaseModel):
 
 
 class ImageSubmitted(EventData):
-    """An 8x8 greyscale image to classify: 64 integer pixels, 0-16, row by row."""
+    """An 8x8 greyscale image to classify: 64 integer pixels, 0-16, row by row.
+
+    ``analysis`` chooses the path: ``classify`` (default) goes to the batched SQS
+    classifier; ``full`` to the vision workflow, which runs two models in parallel.
+    """
 
     EVENT_TYPE: ClassVar[str] = "ImageSubmitted"
     pixels: Annotated[
         list[Annotated[int, Field(ge=0, le=PIXEL_MAX, strict=True)]],
         Field(min_length=IMAGE_PIXELS, max_length=IMAGE_PIXELS),
     ]
+    analysis: Literal["classify", "full"] = "classify"
 
 
 class ModelRef(BaseModel):
@@ -89,27 +118,219 @@ class ModelRef(BaseModel):
     version: ShortText
 
 
+def _check_distribution(value: list[float]) -> list[float]:
+    if not math.isclose(sum(value), 1.0, abs_tol=1e-3):
+        raise ValueError(f"probabilities must sum to 1, got {sum(value):.4f}")
+    return value
+
+
+DigitProbabilities = Annotated[list[Probability], Field(min_length=DIGIT_CLASSES, max_length=DIGIT_CLASSES)]
+
+
 class ImageClassified(EventData):
     """The classification of one ``ImageSubmitted`` event."""
 
     EVENT_TYPE: ClassVar[str] = "ImageClassified"
     input_id: Identifier = Field(description="id of the ImageSubmitted event")
     label: Annotated[int, Field(ge=0, lt=DIGIT_CLASSES)]
-    confidence: Annotated[float, Field(ge=0.0, le=1.0)]
-    probabilities: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]], Field(min_length=DIGIT_CLASSES, max_length=DIGIT_CLASSES)]
+    confidence: Probability
+    probabilities: DigitProbabilities
     model: ModelRef
     inference_ms: Annotated[float, Field(ge=0.0, description="time of the batched session.run that scored this image")]
     batch_size: Annotated[int, Field(ge=1, description="images scored in that one session.run")]
 
-    @field_validator("probabilities")
+    _sums_to_one = field_validator("probabilities")(_check_distribution)
+
+
+class ModelScore(BaseModel):
+    """One model's answer for one image: a branch of the vision workflow."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: ModelRef
+    label: Annotated[int, Field(ge=0, lt=DIGIT_CLASSES)]
+    confidence: Probability
+    probabilities: DigitProbabilities
+    inference_ms: Annotated[float, Field(ge=0.0)]
+
+    _sums_to_one = field_validator("probabilities")(_check_distribution)
+
+
+class ImageAnalyzed(EventData):
+    """The vision workflow's answer: every branch's score and their combination.
+
+    ``probabilities`` is the mean of the branches' rows, ``label`` its argmax and
+    ``confidence`` its value there, so two models that disagree lower the confidence.
+    """
+
+    EVENT_TYPE: ClassVar[str] = "ImageAnalyzed"
+    input_id: Identifier = Field(description="id of the ImageSubmitted event")
+    label: Annotated[int, Field(ge=0, lt=DIGIT_CLASSES)]
+    confidence: Probability
+    agreement: bool = Field(description="every branch chose the same label")
+    probabilities: DigitProbabilities
+    branches: Annotated[list[ModelScore], Field(min_length=2, max_length=8)]
+
+    _sums_to_one = field_validator("probabilities")(_check_distribution)
+
+
+class TextSubmitted(EventData):
+    """A text to analyse: sentiment and entities. 1-2,000 characters, not blank."""
+
+    EVENT_TYPE: ClassVar[str] = "TextSubmitted"
+    text: Annotated[str, Field(min_length=1, max_length=TEXT_MAX_CHARS)]
+
+    @field_validator("text")
     @classmethod
-    def _sums_to_one(cls, value: list[float]) -> list[float]:
-        if not math.isclose(sum(value), 1.0, abs_tol=1e-3):
-            raise ValueError(f"probabilities must sum to 1, got {sum(value):.4f}")
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text must not be blank")
         return value
 
 
-EVENT_DATA_MODELS: dict[str, type[EventData]] = {model.EVENT_TYPE: model for model in (ImageSubmitted, ImageClassified)}
+class Sentiment(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: Literal["negative", "positive"]
+    confidence: Probability
+    model: ModelRef
+
+
+class Entity(BaseModel):
+    """A span of the submitted text: ``text == submitted[start:end]``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    text: Annotated[str, Field(min_length=1, max_length=TEXT_MAX_CHARS)]
+    type: Literal["EMAIL", "URL", "MONEY", "PERCENT", "DATE", "TIME", "NAME"]
+    start: Annotated[int, Field(ge=0, lt=TEXT_MAX_CHARS)]
+    end: Annotated[int, Field(gt=0, le=TEXT_MAX_CHARS)]
+
+
+class TextAnalyzed(EventData):
+    """The text pipeline's answer for one ``TextSubmitted`` event."""
+
+    EVENT_TYPE: ClassVar[str] = "TextAnalyzed"
+    input_id: Identifier = Field(description="id of the TextSubmitted event")
+    sentiment: Sentiment
+    entities: Annotated[list[Entity], Field(max_length=MAX_ENTITIES)]
+    tokens: Annotated[int, Field(ge=1, description="tokens the encoder read")]
+    truncated: bool = Field(description="the text was longer than the encoder reads; the rest was not embedded")
+    encoder: ModelRef
+
+
+class Customer(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: Identifier
+    segment: Literal["new", "returning"]
+
+
+Feature = Annotated[float, Field(strict=True, ge=-FEATURE_LIMIT, le=FEATURE_LIMIT)]
+
+
+class TransactionSubmitted(EventData):
+    """A transaction to score for risk: its customer and 30 numeric features.
+
+    The shipped risk model is trained on a stand-in tabular dataset (see
+    ``models/manifest.json``): the features are in that dataset's order.
+    """
+
+    EVENT_TYPE: ClassVar[str] = "TransactionSubmitted"
+    customer: Customer
+    features: Annotated[list[Feature], Field(min_length=RISK_FEATURES, max_length=RISK_FEATURES)]
+
+
+class RiskScored(EventData):
+    """The risk of one transaction; bus rules route it by ``risk_score``."""
+
+    EVENT_TYPE: ClassVar[str] = "RiskScored"
+    input_id: Identifier = Field(description="id of the TransactionSubmitted event")
+    customer: Customer
+    risk_score: Probability
+    model: ModelRef
+    inference_ms: Annotated[float, Field(ge=0.0)]
+    batch_size: Annotated[int, Field(ge=1)]
+
+
+class TransactionApproved(EventData):
+    """A transaction let through: automatically (low risk) or by a reviewer."""
+
+    EVENT_TYPE: ClassVar[str] = "TransactionApproved"
+    input_id: Identifier = Field(description="id of the TransactionSubmitted event")
+    customer: Customer
+    risk_score: Probability
+    decided_by: Literal["auto", "reviewer"]
+    reviewer: ShortText | None = None
+
+
+class ReviewCompleted(EventData):
+    """A person's decision on a high-risk transaction.
+
+    ``note`` is the reviewer's text; on a rejection it travels as the task failure's
+    cause (which the local emulator drops, so locally it is ``None``).
+    """
+
+    EVENT_TYPE: ClassVar[str] = "ReviewCompleted"
+    input_id: Identifier = Field(description="id of the TransactionSubmitted event")
+    customer: Customer
+    risk_score: Probability
+    decision: Literal["approved", "rejected"]
+    reviewer: ShortText | None = None
+    note: Annotated[str, Field(max_length=CAUSE_MAX_CHARS)] | None = None
+
+
+class WorkflowFailure(EventData):
+    """Base of every workflow's failure event: which input, which error, which execution."""
+
+    workflow: ShortText
+    input_id: Identifier | None = Field(description="id of the input event; None if it could not be read")
+    error: ShortText
+    cause: Annotated[str, Field(max_length=CAUSE_MAX_CHARS)] | None = None
+    execution: Annotated[str, Field(min_length=1, max_length=2048)]
+
+
+class TextAnalysisFailed(WorkflowFailure):
+    EVENT_TYPE: ClassVar[str] = "TextAnalysisFailed"
+
+
+class ImageAnalysisFailed(WorkflowFailure):
+    EVENT_TYPE: ClassVar[str] = "ImageAnalysisFailed"
+
+
+class ReviewFailed(WorkflowFailure):
+    EVENT_TYPE: ClassVar[str] = "ReviewFailed"
+
+
+class ApprovalFailed(WorkflowFailure):
+    EVENT_TYPE: ClassVar[str] = "ApprovalFailed"
+
+
+class ReviewCase(BaseModel):
+    """What a reviewer sees of one high-risk transaction."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    transaction_id: Identifier
+    correlationid: Identifier
+    customer: Customer
+    risk_score: Probability
+    requested_at: AwareDatetime
+    timeout_s: Annotated[int, Field(ge=1)]
+    execution: Annotated[str, Field(min_length=1, max_length=2048)]
+
+
+class ReviewRequest(BaseModel):
+    """A message on the manual-review queue: the case and the token that resumes its workflow."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    task_token: Annotated[str, Field(min_length=1, max_length=8192, alias="taskToken")]
+    case: ReviewCase
+
+
+EVENT_DATA_MODELS: dict[str, type[EventData]] = {
+    model.EVENT_TYPE: model
+    for model in (
+        ImageSubmitted, ImageClassified, ImageAnalyzed, ImageAnalysisFailed,
+        TextSubmitted, TextAnalyzed, TextAnalysisFailed,
+        TransactionSubmitted, RiskScored, TransactionApproved, ReviewCompleted, ReviewFailed, ApprovalFailed,
+    )
+}
 
 DataT = TypeVar("DataT", bound=EventData)
 

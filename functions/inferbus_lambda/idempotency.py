@@ -21,6 +21,7 @@ Example
 from __future__ import annotations
 
 import enum
+import os
 from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
@@ -32,7 +33,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import S
 
 from .contracts import CloudEvent
 
-__all__ = ["ClaimStatus", "EventClaims"]
+__all__ = ["ClaimStatus", "EventClaims", "claims_from_environment"]
 
 
 class ClaimStatus(enum.Enum):
@@ -102,3 +103,28 @@ class EventClaims:
     def release(self, event: CloudEvent[Any], error: Exception) -> None:
         """Give the claim back after a failure, so a redelivery can process ``event``."""
         self.store.delete_record(self._payload(event), error)
+
+    def accept_once(self, event: CloudEvent[Any], *, owner: str, remaining_ms: int | None) -> ClaimStatus:
+        """Claim and complete at once, recording ``owner``: for workflows, which own an event
+        from the moment they accept it (their failure path reports what happens next).
+
+        ``owner`` (e.g. the execution ARN) asking again, as a retried step does, gets
+        ``CLAIMED`` again; anyone else gets ``ALREADY_DONE``.
+        """
+        status = self.claim(event, remaining_ms=remaining_ms)
+        if status is ClaimStatus.CLAIMED:
+            self.complete(event, {"owner": owner})
+        elif status is ClaimStatus.ALREADY_DONE:
+            record = self.store.get_record(self._payload(event))
+            if record is not None and (record.response_json_as_dict() or {}).get("owner") == owner:
+                return ClaimStatus.CLAIMED
+        return status
+
+
+def claims_from_environment(scope: str) -> EventClaims:
+    """Claims in the table the stack configures (``IDEMPOTENCY_TABLE_NAME``, ``IDEMPOTENCY_TTL_SECONDS``)."""
+    return EventClaims(
+        os.environ["IDEMPOTENCY_TABLE_NAME"],
+        scope=scope,
+        expires_after_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", "3600")),
+    )

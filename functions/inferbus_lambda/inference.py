@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BatchPrediction", "OnnxClassifier", "resolve_model_path"]
+__all__ = ["BatchPrediction", "OnnxClassifier", "load_session", "resolve_model_path"]
 
 
 def resolve_model_path(path: str | os.PathLike[str]) -> Path:
@@ -36,6 +36,22 @@ class BatchPrediction:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+
+def load_session(path: str | os.PathLike[str], *, threads: int | None = None) -> Any:
+    """Open an ONNX file with full graph optimisation and no thread spinning.
+
+    ``threads`` defaults to the container's vCPUs (``os.cpu_count()``).
+    """
+    import onnxruntime as ort  # heavy: imported here, at init, not by tools that only parse events
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads or os.cpu_count() or 1
+    options.inter_op_num_threads = 1
+    # Spinning threads burn the CPU a Lambda pays for while it waits on I/O.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(resolve_model_path(path)), options, providers=["CPUExecutionProvider"])
 
 
 class OnnxClassifier:
@@ -57,20 +73,8 @@ class OnnxClassifier:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, name: str, version: str, threads: int | None = None) -> OnnxClassifier:
-        """Open the ONNX file with full graph optimisation and no thread spinning.
-
-        ``threads`` defaults to the container's vCPUs (``os.cpu_count()``).
-        """
-        import onnxruntime as ort  # heavy: imported here, at init, not by tools that only parse events
-
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        # Spinning threads burn the CPU a Lambda pays for while it waits on I/O.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(str(resolve_model_path(path)), options, providers=["CPUExecutionProvider"])
-        return cls(session, name=name, version=version)
+        """Open the ONNX file (see :func:`load_session`)."""
+        return cls(load_session(path, threads=threads), name=name, version=version)
 
     def classify(self, features: np.ndarray) -> BatchPrediction:
         """Run ONE ``session.run`` over the whole batch ``features`` [n, inputs]."""

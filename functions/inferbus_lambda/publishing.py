@@ -7,6 +7,8 @@ returned to the caller, never dropped.
 
 Example
 -------
+>>> [len(request) for request in plan_requests([100] * 12)]  # 12 small entries: two requests
+[10, 2]
 >>> failures = publish_events(boto3.client("events"), entries)  # doctest: +SKIP
 >>> [f.index for f in failures]  # the entries the caller must report as failed  # doctest: +SKIP
 []

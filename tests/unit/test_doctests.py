@@ -3,13 +3,21 @@
 import doctest
 
 import inferbus_lambda.contracts
+import inferbus_lambda.entities
+import inferbus_lambda.faults
 import inferbus_lambda.publishing
+import inferbus_lambda.text
+import inferbus_lambda.vision
+import pytest
 
 import infra.settings
 
+MODULES = [inferbus_lambda.contracts, inferbus_lambda.entities, inferbus_lambda.faults, inferbus_lambda.publishing,
+           inferbus_lambda.text, inferbus_lambda.vision, infra.settings]
 
-def test_docstring_examples_run():
-    for module in (inferbus_lambda.contracts, inferbus_lambda.publishing, infra.settings):
-        result = doctest.testmod(module)
-        assert result.failed == 0, module.__name__
-    assert doctest.testmod(inferbus_lambda.contracts).attempted >= 4
+
+@pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module)
+    assert result.failed == 0, module.__name__
+    assert result.attempted >= 1, f"{module.__name__} has no runnable example"

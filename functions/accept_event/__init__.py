@@ -1,0 +1,1 @@
+"""The first step of every workflow: validate the input event and claim it exactly once."""

@@ -1,0 +1,1 @@
+"""Scores transactions for risk: TransactionSubmitted in (SQS), RiskScored out (EventBridge)."""

@@ -1,0 +1,1 @@
+"""The text pipeline's steps, one Lambda each: tokenize -> embed -> classify -> extract entities."""
