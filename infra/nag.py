@@ -37,3 +37,28 @@ def acknowledge_target_dead_letter_queue(queue: object) -> None:
             "which cdk-nag does not recognise as DLQ use. A DLQ of a DLQ would only move the problem.",
         )
     )
+
+
+def acknowledge_review_queue(queue: object) -> None:
+    """The manual-review queue has no redrive policy, on purpose."""
+    Validations.of(queue).acknowledge(  # type: ignore[arg-type]
+        Acknowledgment(
+            id="AwsSolutions::AwsSolutions-SQS3",
+            reason="People read the manual-review queue: every listing is a receive, so a redrive policy would move "
+            "cases still waiting for a decision to a DLQ after a few looks. A case nobody decides is not lost: its "
+            "workflow times out and emits ReviewFailed; the queue keeps messages 14 days, longer than that timeout.",
+        )
+    )
+
+
+def acknowledge_state_machine_role(role: iam.IRole) -> None:
+    """Tracing and log delivery: what a state machine needs on ``*`` because nothing narrower exists."""
+    Validations.of(role).acknowledge(
+        Acknowledgment(
+            id=XRAY_WILDCARD,
+            reason="A state machine with tracing and logging needs xray:PutTraceSegments, PutTelemetryRecords, "
+            "GetSamplingRules, GetSamplingTargets and the CloudWatch Logs delivery actions (logs:CreateLogDelivery, "
+            "GetLogDelivery, UpdateLogDelivery, DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, "
+            "DescribeResourcePolicies, DescribeLogGroups); none of them supports resource-level permissions.",
+        )
+    )

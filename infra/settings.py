@@ -16,10 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["ConsumerSettings", "InferbusSettings", "SettingsError"]
+__all__ = ["ConsumerSettings", "FunctionSettings", "InferbusSettings", "QueueSettings", "SettingsError"]
 
 
 LOG_RETENTION_CHOICES = (7, 14, 30, 90, 365)
+WORKFLOW_LOG_LEVELS = ("ALL", "ERROR", "FATAL", "OFF")
+MAX_QUEUE_RETENTION_S = 14 * 86_400
 
 
 class SettingsError(ValueError):
@@ -85,6 +87,52 @@ class ConsumerSettings:
 
 
 @dataclass(frozen=True)
+class QueueSettings:
+    """A routed queue that inferbus fills but your own service consumes.
+
+    Attributes
+    ----------
+    visibility_timeout_s
+        How long a received message stays hidden, 0-43,200 s. Default 180.
+    max_receive_count
+        Deliveries before a message moves to the DLQ, 1-1,000. Default 3.
+    dlq_retention_days
+        How long failed messages wait in the DLQ, 1-14 days. Default 14.
+    """
+
+    visibility_timeout_s: int = 180
+    max_receive_count: int = 3
+    dlq_retention_days: int = 14
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        _check_range(owner, "visibility_timeout_s", self.visibility_timeout_s, 0, 43_200)
+        _check_range(owner, "max_receive_count", self.max_receive_count, 1, 1000)
+        _check_range(owner, "dlq_retention_days", self.dlq_retention_days, 1, 14)
+
+
+@dataclass(frozen=True)
+class FunctionSettings:
+    """A Lambda function that a workflow step invokes.
+
+    Attributes
+    ----------
+    memory_mb
+        Lambda memory, 128-10,240 MB; vCPUs scale with it. Default 1,024.
+    timeout_s
+        Lambda timeout, 1-900 s. Default 30. A timed-out step is retried by its workflow.
+    """
+
+    memory_mb: int = 1024
+    timeout_s: int = 30
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        _check_range(owner, "memory_mb", self.memory_mb, 128, 10_240)
+        _check_range(owner, "timeout_s", self.timeout_s, 1, 900)
+
+
+@dataclass(frozen=True)
 class InferbusSettings:
     """The whole deployment.
 
@@ -108,11 +156,37 @@ class InferbusSettings:
         EventBridge retries to a rule target before its DLQ, 0-185. Default 8.
     target_max_event_age_s
         Oldest event EventBridge still retries, 60-86,400 s. Default 86,400 (24 h).
+    target_dlq_retention_days
+        How long events EventBridge could not deliver to a workflow wait in its target DLQ,
+        1-14 days. Default 14. (Consumers' target DLQs use their own ``dlq_retention_days``.)
     max_message_age_s
         Age of the oldest queued message that raises a consumer's latency alarm, 1 s or more.
         Default 300.
     image_consumer
         The image classifier consumer.
+    risk_consumer
+        The transaction risk scorer consumer.
+    review_threshold
+        Risk score, in (0, 1), at or above which a transaction waits for a person (manual
+        review); below it, it is approved automatically. Default 0.5. The bus rules route on it.
+    review_timeout_s
+        How long a case waits for a reviewer before its workflow gives up and emits
+        ``ReviewFailed``, 60 s to 14 days (the review queue keeps messages 14 days). Default 3 days.
+    workflow_log_level
+        Step Functions execution logging: ALL, ERROR, FATAL or OFF. Default ALL.
+    workflow_log_execution_data
+        Also log each state's input and output (may hold users' data). Default False.
+    workflow_step
+        Memory and timeout of the workflows' light steps (accept, tokenize, classify, entities,
+        image scoring, merge).
+    text_encoder
+        Memory and timeout of the text encoder step. Default 2,048 MB (more vCPU for the encoder).
+    offers_queue
+        The queues approved transactions are routed to by customer segment (new, returning),
+        for your recommendation services to consume.
+    text_encoder_package
+        ``zip`` (default: the shared code bundle) or ``image`` (a container image built from
+        ``functions/text_pipeline/Dockerfile`` at deploy time; needs Docker where you deploy).
     """
 
     stack_name: str = "Inferbus"
@@ -124,8 +198,18 @@ class InferbusSettings:
     python_version: str = "3.14"
     target_retry_attempts: int = 8
     target_max_event_age_s: int = 86_400
+    target_dlq_retention_days: int = 14
     max_message_age_s: int = 300
     image_consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
+    risk_consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
+    review_threshold: float = 0.5
+    review_timeout_s: int = 3 * 86_400
+    workflow_log_level: Literal["ALL", "ERROR", "FATAL", "OFF"] = "ALL"
+    workflow_log_execution_data: bool = False
+    workflow_step: FunctionSettings = field(default_factory=FunctionSettings)
+    text_encoder: FunctionSettings = field(default_factory=lambda: FunctionSettings(memory_mb=2048))
+    offers_queue: QueueSettings = field(default_factory=QueueSettings)
+    text_encoder_package: Literal["zip", "image"] = "zip"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -133,11 +217,19 @@ class InferbusSettings:
         _check_range(owner, "idempotency_ttl_s", self.idempotency_ttl_s, 60, 604_800)
         _check_range(owner, "target_retry_attempts", self.target_retry_attempts, 0, 185)
         _check_range(owner, "target_max_event_age_s", self.target_max_event_age_s, 60, 86_400)
+        _check_range(owner, "target_dlq_retention_days", self.target_dlq_retention_days, 1, 14)
         _check_range(owner, "max_message_age_s", self.max_message_age_s, 1, 1_209_600)
         if self.log_retention_days not in LOG_RETENTION_CHOICES:
             raise SettingsError(f"{owner}.log_retention_days must be one of {LOG_RETENTION_CHOICES}, got {self.log_retention_days}")
         if self.lambda_architecture not in ("arm64", "x86_64"):
             raise SettingsError(f"{owner}.lambda_architecture must be arm64 or x86_64, got {self.lambda_architecture!r}")
+        if not 0.0 < self.review_threshold < 1.0:
+            raise SettingsError(f"{owner}.review_threshold must be in (0, 1), got {self.review_threshold}")
+        _check_range(owner, "review_timeout_s", self.review_timeout_s, 60, MAX_QUEUE_RETENTION_S)
+        if self.workflow_log_level not in WORKFLOW_LOG_LEVELS:
+            raise SettingsError(f"{owner}.workflow_log_level must be one of {WORKFLOW_LOG_LEVELS}, got {self.workflow_log_level!r}")
+        if self.text_encoder_package not in ("zip", "image"):
+            raise SettingsError(f"{owner}.text_encoder_package must be zip or image, got {self.text_encoder_package!r}")
         major, _, minor = self.python_version.partition(".")
         if not (major == "3" and minor.isdigit() and int(minor) >= 12):
             raise SettingsError(f"{owner}.python_version must be 3.12 or newer, got {self.python_version!r}")

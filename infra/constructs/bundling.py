@@ -1,13 +1,18 @@
 """Docker-free bundling of the Lambda code: pip with platform tags, then our sources and models.
 
 The bundle holds ``functions/`` (handlers + shared package), the pip dependencies of
-``functions/requirements.txt`` for the Lambda's Python and CPU, and ``models/*.onnx``
-plus the manifest under ``models/``. boto3 is not bundled: the runtime provides it.
+``functions/requirements.txt`` for the Lambda's Python and CPU, and, under ``models/``, the
+manifest and every file it names for a model (ONNX files, tokenizers; not the held-out
+data). boto3 is not bundled: the runtime provides it.
+
+The text encoder step can instead be a container image (:func:`text_encoder_image`), built
+at deploy time from ``functions/text_pipeline/Dockerfile``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -29,10 +34,20 @@ PIP_PLATFORMS = {
 }
 
 
+def model_files() -> list[Path]:
+    """The manifest and every file it names for a model (the model, its tokenizer)."""
+    manifest_path = MODELS_DIR / "manifest.json"
+    files = [manifest_path]
+    for model in json.loads(manifest_path.read_text())["models"].values():
+        files.append(MODELS_DIR / model["file"])
+        if "tokenizer" in model:
+            files.append(MODELS_DIR / model["tokenizer"]["file"])
+    return files
+
+
 def _bundle_files() -> list[Path]:
     sources = [p for p in FUNCTIONS_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-    models = [*MODELS_DIR.glob("*.onnx"), MODELS_DIR / "manifest.json"]
-    return sorted(sources + models)
+    return sorted(sources + model_files())
 
 
 def bundle_fingerprint(architecture: str, python_version: str) -> str:
@@ -55,21 +70,23 @@ class LocalPipBundling:
 
     def try_bundle(self, output_dir: str, *, image: cdk.DockerImage, **_: object) -> bool:  # noqa: ARG002
         platforms = [arg for tag in PIP_PLATFORMS[self.architecture] for arg in ("--platform", tag)]
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "-r", str(FUNCTIONS_DIR / "requirements.txt"), "--target", output_dir,
-             "--only-binary=:all:", "--implementation", "cp", "--python-version", self.python_version,
-             *platforms, "--no-compile", "--upgrade"],
-            check=True,
-        )
+        for requirements, extra in (("requirements.txt", []), ("requirements-no-deps.txt", ["--no-deps"])):
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 "-r", str(FUNCTIONS_DIR / requirements), *extra, "--target", output_dir,
+                 "--only-binary=:all:", "--implementation", "cp", "--python-version", self.python_version,
+                 *platforms, "--no-compile", "--upgrade"],
+                check=True,
+            )
         output = Path(output_dir)
         for name in RUNTIME_PROVIDED:
             for path in [*output.glob(f"{name}"), *output.glob(f"{name}-*.dist-info"), *output.glob(f"{name}.py")]:
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
-        shutil.copytree(FUNCTIONS_DIR, output_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(FUNCTIONS_DIR, output_dir, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "Dockerfile", "requirements*.txt"))
         models_out = output / "models"
         models_out.mkdir(exist_ok=True)
-        for model_file in [*MODELS_DIR.glob("*.onnx"), MODELS_DIR / "manifest.json"]:
+        for model_file in model_files():
             shutil.copy2(model_file, models_out / model_file.name)
         return True
 
@@ -88,4 +105,30 @@ def python_lambda_code(architecture: str, python_version: str) -> lambda_.Code:
             command=["bash", "-c", "echo 'inferbus bundles locally with pip' && exit 1"],
             environment={"TARGET_ARCH": architecture},
         ),
+    )
+
+
+TEXT_ENCODER_DOCKERFILE = FUNCTIONS_DIR / "text_pipeline" / "Dockerfile"
+TEXT_ENCODER_MODEL = "minilm-l6-int8"
+DOCKER_PLATFORMS = {"arm64": "LINUX_ARM64", "x86_64": "LINUX_AMD64"}
+
+
+def text_encoder_image(architecture: str, python_version: str) -> lambda_.DockerImageCode:
+    """The text encoder step as a container image on the AWS Lambda Python base image.
+
+    Synthesizing needs no Docker; ``cdk deploy`` builds the image (Docker where you deploy).
+    The build context is the repository with everything but ``functions/`` and the
+    encoder's model files left out.
+    """
+    from aws_cdk import aws_ecr_assets as ecr_assets
+
+    manifest = json.loads((MODELS_DIR / "manifest.json").read_text())["models"][TEXT_ENCODER_MODEL]
+    keep = ["functions", "models/manifest.json", f"models/{manifest['file']}"]
+    return lambda_.DockerImageCode.from_image_asset(
+        str(REPO_ROOT),
+        file=str(TEXT_ENCODER_DOCKERFILE.relative_to(REPO_ROOT)),
+        build_args={"PYTHON_VERSION": python_version, "ENCODER_FILE": manifest["file"]},
+        platform=getattr(ecr_assets.Platform, DOCKER_PLATFORMS[architecture]),
+        exclude=["*", *(f"!{path}" for path in keep), "**/__pycache__"],
+        ignore_mode=cdk.IgnoreMode.DOCKER,
     )

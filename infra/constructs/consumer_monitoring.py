@@ -9,15 +9,12 @@ Secure defaults
 
 from __future__ import annotations
 
-from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from .alarms import PERIOD, add_alarm
 from .queue_consumer import QueueConsumer
-
-PERIOD = Duration.minutes(1)
 
 
 class ConsumerMonitoring(Construct):
@@ -64,14 +61,15 @@ class ConsumerMonitoring(Construct):
         function_errors = consumer.function.metric_errors(period=PERIOD, statistic="Sum")
 
         self.alarms = [
-            self._alarm("DeadLetters", dlq_depth, 1, f"{construct_id}: records in the DLQ (they failed max_receive_count times)"),
-            self._alarm("UndeliveredEvents", target_dlq_depth, 1, f"{construct_id}: events EventBridge could not deliver to the queue"),
-            self._alarm("Latency", oldest, max_message_age_s, f"{construct_id}: oldest message waited {max_message_age_s} s or more"),
-            self._alarm("FunctionErrors", function_errors, 1, f"{construct_id}: invocations that failed as a whole"),
-            self._alarm("RecordFailures", failed, 1, f"{construct_id}: records reported as batch item failures"),
+            add_alarm(self, name, metric, threshold, f"{construct_id}: {what}", alarm_topic)
+            for name, metric, threshold, what in (
+                ("DeadLetters", dlq_depth, 1, "records in the DLQ (they failed max_receive_count times)"),
+                ("UndeliveredEvents", target_dlq_depth, 1, "events EventBridge could not deliver to the queue"),
+                ("Latency", oldest, max_message_age_s, f"oldest message waited {max_message_age_s} s or more"),
+                ("FunctionErrors", function_errors, 1, "invocations that failed as a whole"),
+                ("RecordFailures", failed, 1, "records reported as batch item failures"),
+            )
         ]
-        for alarm in self.alarms:
-            alarm.add_alarm_action(actions.SnsAction(alarm_topic))
 
         dashboard.add_widgets(
             cloudwatch.GraphWidget(title=f"{construct_id}: consumption rate (records/min)", left=[published, failed]),
@@ -80,15 +78,4 @@ class ConsumerMonitoring(Construct):
                                           handler_metric("InferenceMs", "p95")]),
             cloudwatch.GraphWidget(title=f"{construct_id}: errors", left=[function_errors, failed]),
             cloudwatch.GraphWidget(title=f"{construct_id}: DLQ depth", left=[dlq_depth, target_dlq_depth]),
-        )
-
-    def _alarm(self, name: str, metric: cloudwatch.Metric, threshold: float, description: str) -> cloudwatch.Alarm:
-        return metric.create_alarm(
-            self,
-            name,
-            threshold=threshold,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=description,
         )

@@ -1,12 +1,12 @@
-"""EventBridge rule -> SQS queue (+ DLQ) -> Lambda consumer with partial batch responses.
+"""EventBridge rule -> SQS queue (+ DLQ), and the Lambda consumer that drains it.
 
 Secure defaults
 ---------------
 - Both queues encrypted (SSE-SQS) and TLS-only (see :mod:`secure_queue`); the rule target
   has a DLQ of its own, so an event EventBridge cannot deliver is kept, not dropped.
 - The function's role is its own and holds only: writing to its log group, consuming its
-  queue, X-Ray segments; callers add grants for what the function calls.
-- Tracing active; logs retained ``log_retention_days``.
+  queue, X-Ray segments; callers add grants for what the function calls (see :mod:`function`).
+- Tracing active; logs retained ``log_retention``.
 - The event source reports batch item failures, so one bad record never fails its batch,
   and caps concurrency (``max_concurrency``) for backpressure.
 """
@@ -18,34 +18,25 @@ from typing import Any
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ..nag import acknowledge_target_dead_letter_queue, acknowledge_tracing_wildcard
 from ..settings import ConsumerSettings
-from .secure_queue import SecureQueue, build_queue
+from .function import FunctionSpec, add_function
+from .secure_queue import SecureQueue, add_rule_with_dead_letter_queue
 
 
-class QueueConsumer(Construct):
-    """One consumer of one kind of event.
+class RoutedQueue(Construct):
+    """A rule that routes matching events to a queue with a DLQ: a consumer's inbox.
 
     Parameters
     ----------
     bus
         The bus the rule listens on.
     event_pattern
-        Which events this consumer gets.
-    settings
-        Batch size, window, concurrency, retries, memory, timeout.
-    code, handler, runtime, architecture
-        The function.
-    environment
-        Its configuration (the function reads nothing else).
-    log_retention
-        Log group retention.
+        Which events the queue gets.
+    visibility_timeout_s, max_receive_count, dlq_retention_days
+        The queue (see :class:`SecureQueue`).
     target_retry_attempts, target_max_event_age_s
         EventBridge's delivery retries to the queue before the target DLQ.
     """
@@ -57,13 +48,9 @@ class QueueConsumer(Construct):
         *,
         bus: events.IEventBus,
         event_pattern: events.EventPattern,
-        settings: ConsumerSettings,
-        code: lambda_.Code,
-        handler: str,
-        runtime: lambda_.Runtime,
-        architecture: lambda_.Architecture,
-        environment: dict[str, str],
-        log_retention: logs.RetentionDays,
+        visibility_timeout_s: int,
+        max_receive_count: int,
+        dlq_retention_days: int,
         target_retry_attempts: int,
         target_max_event_age_s: int,
         description: str = "",
@@ -72,61 +59,67 @@ class QueueConsumer(Construct):
         self.queues = SecureQueue(
             self,
             "Queues",
-            visibility_timeout_s=settings.visibility_timeout_s,
-            max_receive_count=settings.max_receive_count,
-            dlq_retention_days=settings.dlq_retention_days,
+            visibility_timeout_s=visibility_timeout_s,
+            max_receive_count=max_receive_count,
+            dlq_retention_days=dlq_retention_days,
         )
         self.queue = self.queues.queue
         self.dead_letter_queue = self.queues.dead_letter_queue
-        self.target_dead_letter_queue = build_queue(
-            self, "TargetDeadLetterQueue", retention_period=Duration.days(settings.dlq_retention_days)
-        )
-        acknowledge_target_dead_letter_queue(self.target_dead_letter_queue)
-        self.rule = events.Rule(
+        self.rule, self.target_dead_letter_queue = add_rule_with_dead_letter_queue(
             self,
-            "Rule",
-            event_bus=bus,
+            bus=bus,
             event_pattern=event_pattern,
+            target=lambda dead_letter_queue: targets.SqsQueue(
+                self.queue,
+                dead_letter_queue=dead_letter_queue,
+                retry_attempts=target_retry_attempts,
+                max_event_age=Duration.seconds(target_max_event_age_s),
+            ),
+            dlq_retention_days=dlq_retention_days,
             description=description,
-            targets=[
-                targets.SqsQueue(
-                    self.queue,
-                    dead_letter_queue=self.target_dead_letter_queue,
-                    retry_attempts=target_retry_attempts,
-                    max_event_age=Duration.seconds(target_max_event_age_s),
-                )
-            ],
         )
 
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{construct_id}: its own logs, its queue, X-Ray; nothing else unless granted",
+
+class QueueConsumer(RoutedQueue):
+    """One consumer of one kind of event: its routed queue and the function that drains it.
+
+    Parameters
+    ----------
+    bus, event_pattern, target_retry_attempts, target_max_event_age_s
+        See :class:`RoutedQueue`.
+    settings
+        Batch size, window, concurrency, retries, memory, timeout.
+    function
+        The function (code, environment, logs); memory and timeout come from ``settings``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bus: events.IEventBus,
+        event_pattern: events.EventPattern,
+        settings: ConsumerSettings,
+        function: FunctionSpec,
+        target_retry_attempts: int,
+        target_max_event_age_s: int,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            bus=bus,
+            event_pattern=event_pattern,
+            visibility_timeout_s=settings.visibility_timeout_s,
+            max_receive_count=settings.max_receive_count,
+            dlq_retention_days=settings.dlq_retention_days,
+            target_retry_attempts=target_retry_attempts,
+            target_max_event_age_s=target_max_event_age_s,
+            description=function.description,
         )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
-            )
-        )
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            code=code,
-            handler=handler,
-            runtime=runtime,
-            architecture=architecture,
-            memory_size=settings.memory_mb,
-            timeout=Duration.seconds(settings.timeout_s),
-            environment=environment,
-            role=self.role,
-            log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE,
-            description=description,
-        )
-        acknowledge_tracing_wildcard(self.role)
+        if (function.memory_mb, function.timeout_s) != (settings.memory_mb, settings.timeout_s):
+            raise ValueError(f"{construct_id}: memory and timeout come from ConsumerSettings, not the FunctionSpec")
+        self.function, self.role, self.log_group = add_function(self, function)
         self.function.add_event_source(
             event_sources.SqsEventSource(
                 self.queue,

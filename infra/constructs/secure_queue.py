@@ -10,9 +10,14 @@ Secure defaults
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aws_cdk import Duration
+from aws_cdk import aws_events as events
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+
+from ..nag import acknowledge_target_dead_letter_queue
 
 
 def build_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
@@ -46,3 +51,21 @@ class SecureQueue(Construct):
             visibility_timeout=Duration.seconds(visibility_timeout_s),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
         )
+
+
+def add_rule_with_dead_letter_queue(
+    scope: Construct,
+    *,
+    bus: events.IEventBus,
+    event_pattern: events.EventPattern,
+    target: Callable[[sqs.IQueue], events.IRuleTarget],
+    dlq_retention_days: int,
+    description: str = "",
+) -> tuple[events.Rule, sqs.Queue]:
+    """Add ``TargetDeadLetterQueue`` and ``Rule`` to ``scope``: a rule whose one target keeps
+    what it cannot deliver. ``target`` builds the target around that DLQ (with its retries)."""
+    dead_letter_queue = build_queue(scope, "TargetDeadLetterQueue", retention_period=Duration.days(dlq_retention_days))
+    acknowledge_target_dead_letter_queue(dead_letter_queue)
+    rule = events.Rule(scope, "Rule", event_bus=bus, event_pattern=event_pattern, description=description,
+                       targets=[target(dead_letter_queue)])
+    return rule, dead_letter_queue
