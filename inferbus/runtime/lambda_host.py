@@ -4,6 +4,13 @@ The handler is imported by the template's ``Handler`` property with ``functions/
 ``sys.path`` (the bundle root on Lambda) and the repository root as ``LAMBDA_TASK_ROOT``
 (where ``models/`` sits, as it does in the bundle). Its environment is the template's.
 What it prints (Powertools JSON logs and EMF metrics) is captured per function.
+
+Handlers run one at a time in the whole process (:data:`INVOCATION_LOCK`): an event
+source invokes on the caller's thread while Step Functions executions invoke on moto's
+worker threads, and a running handler owns ``os.environ`` and ``sys.stdout``. The lock is
+re-entrant, so a handler that invokes another function in-process does not deadlock; no
+code that holds it may wait for another thread that needs it (nothing here does: a
+handler's ``put_events`` only enqueues, executions are started and polled outside it).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import io
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -29,7 +37,15 @@ LOCAL_ENV = {
     "LAMBDA_TASK_ROOT": str(REPO_ROOT),
     "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon locally
     "POWERTOOLS_DEV": "false",
+    "INFERBUS_FAULTS": "",  # fault injection off unless a function's environment switches it on
 }
+# Keys a handler's environment added to os.environ. They stay (with their last value) until
+# the pipeline stops: botocore clients made on Step Functions' threads iterate os.environ
+# (urllib's proxy lookup), and a key removed during that iteration makes it raise KeyError.
+# Every key a handler reads is in its own environment, so a value left over is never read.
+ADDED_TO_ENVIRONMENT: set[str] = set()
+# One handler at a time in the whole process: see the module docstring.
+INVOCATION_LOCK = threading.RLock()
 
 
 def add_code_root_to_path() -> None:
@@ -76,11 +92,21 @@ class OutputSink(io.TextIOBase):
 
 @dataclass
 class Invocation:
+    """One call of a handler. ``error`` is ``"Type: message"`` of an unhandled exception;
+    ``trigger`` is ``"sqs"`` (an event source mapping) or ``"invoke"`` (the Invoke API:
+    Step Functions tasks); ``waited_ms`` is how long it queued for :data:`INVOCATION_LOCK`
+    (locally one handler runs at a time, so a Task's time in its state includes this)."""
+
     request_id: str
     records: int
     failed_ids: list[str]
     error: str | None
     duration_ms: float
+    trigger: str = "sqs"
+    error_type: str | None = None
+    error_message: str | None = None
+    stack_trace: list[str] = field(default_factory=list)
+    waited_ms: float = 0.0
 
 
 @dataclass
@@ -88,41 +114,80 @@ class LocalFunction:
     spec: FunctionSpec
     sink: OutputSink = field(default_factory=OutputSink)
     invocations: list[Invocation] = field(default_factory=list)
+    overrides: dict[str, str] = field(default_factory=dict)
     _handler: Any = None
 
-    def _environment(self) -> dict[str, str]:
-        return {**LOCAL_ENV, **self.spec.environment, "AWS_LAMBDA_FUNCTION_NAME": self.spec.name,
+    @property
+    def environment(self) -> dict[str, str]:
+        """The environment the handler runs with: the template's, then :meth:`set_environment`'s."""
+        return {**LOCAL_ENV, **self.spec.environment, **self.overrides, "AWS_LAMBDA_FUNCTION_NAME": self.spec.name,
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.spec.memory_mb)}
 
+    def set_environment(self, **variables: str) -> None:
+        """Override environment variables for every later invocation (the template is unchanged).
+
+        As on Lambda after a configuration change, a handler that read a variable at import
+        sees the new value only after a cold start: call :meth:`load` for one.
+
+        Examples
+        --------
+        >>> pipeline.functions["ScoreFunction"].set_environment(FAULT_INJECTION="timeout")  # doctest: +SKIP
+        """
+        with INVOCATION_LOCK:  # never change it under a running handler
+            self.overrides.update({key: str(value) for key, value in variables.items()})
+
     def _with_environment(self):  # noqa: ANN202
-        return _EnvAndStdout(self._environment(), self.sink)
+        return _EnvAndStdout(self.environment, self.sink)
 
     def load(self) -> None:
         """Import the handler fresh (a cold start), inside its environment."""
         module_name, _, attribute = self.spec.handler.rpartition(".")
         add_code_root_to_path()
-        with self._with_environment():
+        with INVOCATION_LOCK, self._with_environment():
             sys.modules.pop(module_name, None)
             self._handler = getattr(importlib.import_module(module_name), attribute)
 
-    def invoke(self, event: dict[str, Any]) -> tuple[dict[str, Any] | None, Invocation]:
-        """Call the handler; an exception is the invocation's error, as Lambda reports it."""
-        if self._handler is None:
-            self.load()
+    def invoke(self, event: Any, *, trigger: str = "sqs") -> tuple[Any, Invocation]:
+        """Call the handler; an exception is the invocation's error, as Lambda reports it.
+
+        Parameters
+        ----------
+        event
+            The event, as the trigger would send it (any JSON value).
+        trigger
+            ``"sqs"`` or ``"invoke"``, recorded on the :class:`Invocation`.
+
+        Returns
+        -------
+        tuple
+            The handler's return value (``None`` on error) and the :class:`Invocation`.
+        """
+        queued = time.perf_counter()
+        with INVOCATION_LOCK:
+            waited_ms = (time.perf_counter() - queued) * 1000
+            if self._handler is None:
+                self.load()
+            return self._invoke_locked(event, trigger, waited_ms)
+
+    def _invoke_locked(self, event: Any, trigger: str, waited_ms: float) -> tuple[Any, Invocation]:
         context = LocalContext(self.spec)
         started = time.perf_counter()
-        response, error = None, None
+        response, error, error_type, error_message, stack = None, None, None, None, []
         with self._with_environment():
             try:
                 response = self._handler(event, context)
             except Exception as exc:  # noqa: BLE001 - a handler error fails the invocation, as on Lambda
-                error = f"{type(exc).__name__}: {exc}"
+                error_type, error_message = type(exc).__name__, str(exc)
+                error = f"{error_type}: {error_message}"
+                stack = traceback.format_exc().splitlines()
                 # What the Lambda runtime logs for an unhandled error.
-                self.sink.lines.append({"level": "ERROR", "errorType": type(exc).__name__, "errorMessage": str(exc),
-                                        "stackTrace": traceback.format_exc().splitlines(), "requestId": context.aws_request_id})
-        failed = [item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])]
-        invocation = Invocation(context.aws_request_id, len(event.get("Records", [])), failed, error,
-                                (time.perf_counter() - started) * 1000)
+                self.sink.lines.append({"level": "ERROR", "errorType": error_type, "errorMessage": error_message,
+                                        "stackTrace": stack, "requestId": context.aws_request_id})
+        records = event.get("Records", []) if isinstance(event, dict) else []
+        failures = response.get("batchItemFailures", []) if isinstance(response, dict) else []
+        failed = [item["itemIdentifier"] for item in failures]
+        invocation = Invocation(context.aws_request_id, len(records), failed, error, (time.perf_counter() - started) * 1000,
+                                trigger, error_type, error_message, stack, waited_ms)
         self.invocations.append(invocation)
         return response, invocation
 
@@ -147,12 +212,19 @@ class LocalFunction:
 
 class _StdoutProxy(io.TextIOBase):
     """Process-wide stand-in for stdout. Powertools' Logger keeps the stream it saw at import,
-    so handlers imported once keep writing here, and here forwards to the running function's sink."""
+    so handlers imported once keep writing here, and here forwards to the running function's sink.
+
+    Only the thread running the handler writes to its sink: while an execution thread runs
+    a handler, what another thread prints goes where stdout went before (``fallback``)."""
 
     target: OutputSink | None = None
+    owner: int | None = None
+    fallback: Any = None
 
     def write(self, text: str) -> int:
-        return (self.target or sys.__stdout__).write(text)
+        if self.target is not None and threading.get_ident() == self.owner:
+            return self.target.write(text)
+        return (self.fallback or sys.__stdout__).write(text)
 
 
 STDOUT_PROXY = _StdoutProxy()
@@ -168,14 +240,25 @@ class _EnvAndStdout:
     def __enter__(self) -> None:
         self._saved_env = {key: os.environ.get(key) for key in self.environment}
         os.environ.update(self.environment)
-        self._saved_stdout, self._saved_target = sys.stdout, STDOUT_PROXY.target
-        STDOUT_PROXY.target = self.sink
+        self._saved_stdout = sys.stdout
+        self._saved_proxy = (STDOUT_PROXY.target, STDOUT_PROXY.owner, STDOUT_PROXY.fallback)
+        if sys.stdout is not STDOUT_PROXY:
+            STDOUT_PROXY.fallback = sys.stdout
+        STDOUT_PROXY.target, STDOUT_PROXY.owner = self.sink, threading.get_ident()
         sys.stdout = STDOUT_PROXY
 
     def __exit__(self, *exc: object) -> None:
-        sys.stdout, STDOUT_PROXY.target = self._saved_stdout, self._saved_target
+        sys.stdout = self._saved_stdout
+        STDOUT_PROXY.target, STDOUT_PROXY.owner, STDOUT_PROXY.fallback = self._saved_proxy
         for key, value in self._saved_env.items():
             if value is None:
-                os.environ.pop(key, None)
+                ADDED_TO_ENVIRONMENT.add(key)  # left in place: see ADDED_TO_ENVIRONMENT
             else:
                 os.environ[key] = value
+
+
+def remove_added_environment() -> None:
+    """Remove what handlers' environments added; call once no other thread may run."""
+    for key in ADDED_TO_ENVIRONMENT:
+        os.environ.pop(key, None)
+    ADDED_TO_ENVIRONMENT.clear()

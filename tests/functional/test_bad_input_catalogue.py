@@ -26,7 +26,7 @@ def test_each_case_is_rejected_with_its_reason(name, body, reason):
 def test_a_batch_of_every_bad_case_beside_valid_records(template):
     """All cases in ONE batch with 10 valid records: no crash, the bad ones fail with reasons, the valid ones publish."""
     with EmbeddedPipeline(template) as pipeline:
-        (source,) = pipeline.event_sources
+        source = pipeline.event_source("ImageClassifier")
         valid_ids = [f"valid-{i}" for i in range(10)]
         bodies = [json.dumps(envelope(valid_detail(event_id))) for event_id in valid_ids] + [body for _, body, _ in CASES]
         message_ids = {}

@@ -38,7 +38,7 @@ def test_one_batch_one_inference_and_bad_records_reported(pipeline):
     bad = json.loads(entries[0]["Detail"]) | {"id": "bad-1"}
     bad["data"] = {"pixels": [99] * 64}
     assert pipeline.put_events(entries + [entries[0] | {"Detail": json.dumps(bad)}]) == []
-    (source,) = pipeline.event_sources
+    source = pipeline.event_source("ImageClassifier")
     invocation = source.pump(wait=True)
 
     assert invocation.records == 21 and invocation.error is None
@@ -59,7 +59,7 @@ def test_invalid_record_lands_in_the_dlq_after_max_receive_count(pipeline):
     bad["data"] = {"pixels": [1] * 10}
     pipeline.put_events([entries[0] | {"Detail": json.dumps(bad)}])
     pipeline.drain()
-    (source,) = pipeline.event_sources
+    source = pipeline.event_source("ImageClassifier")
     assert source.deliveries == source.queue.max_receive_count
     dlq = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn)
     assert [json.loads(m["Body"])["detail"]["id"] for m in pipeline.dead_letters()[dlq.logical_id]] == ["bad-2"]
@@ -73,7 +73,7 @@ def test_duplicate_delivery_is_processed_once(pipeline):
     pipeline.drain()
     published = results(pipeline)
     assert sorted(r["detail"]["data"]["input_id"] for r in published) == sorted(e.id for e in events)
-    (function,) = pipeline.functions.values()
+    function = pipeline.function("ImageClassifier")
     assert sum(function.metrics["DuplicatesSkipped"]) == 2
     assert sum(function.metrics["RecordsPublished"]) == 3
 
@@ -86,7 +86,7 @@ def test_same_id_with_different_data_is_rejected_as_a_conflict(pipeline):
     forged["data"]["pixels"] = [0] * 64
     pipeline.put_events([entries[0] | {"Detail": json.dumps(forged)}])
     pipeline.drain()
-    (function,) = pipeline.functions.values()
+    function = pipeline.function("ImageClassifier")
     assert any(line.get("status") == "conflict" for line in function.logs)
     assert len(results(pipeline)) == 1
 
@@ -113,7 +113,7 @@ def test_put_events_partial_failure_is_reported_and_retried_never_dropped(pipeli
     handler = sys.modules["image_classifier.handler"]
     monkeypatch.setattr(handler, "EVENTS", FailingPutEvents(handler.EVENTS, {events[1].id}, "InvalidArgument"))
     pipeline.put_events(entries)
-    (source,) = pipeline.event_sources
+    source = pipeline.event_source("ImageClassifier")
     first = source.pump(wait=True)
     assert len(first.failed_ids) == 1
     assert len(results(pipeline)) == 4
@@ -132,7 +132,7 @@ def test_a_crashing_handler_fails_the_whole_batch_and_nothing_is_lost(pipeline, 
 
     monkeypatch.setattr(handler.CONSUMER, "infer", crash)
     pipeline.put_events(entries)
-    (source,) = pipeline.event_sources
+    source = pipeline.event_source("ImageClassifier")
     invocation = source.pump(wait=True)
     assert invocation.error is None and len(invocation.failed_ids) == 4  # inference failure fails its records
     monkeypatch.setattr(handler.CONSUMER, "process", lambda *a, **k: 1 / 0)

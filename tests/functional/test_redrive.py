@@ -20,7 +20,7 @@ class BusDown:
 
 def test_redrive_moves_back_what_can_succeed_and_keeps_what_cannot(template, monkeypatch, capsys):
     with EmbeddedPipeline(template) as pipeline:
-        (source,) = pipeline.event_sources
+        source = pipeline.event_source("ImageClassifier")
         handler = sys.modules["image_classifier.handler"]
         monkeypatch.setattr(handler, "EVENTS", BusDown())
         bad = valid_detail("bad-pixels")
@@ -48,7 +48,7 @@ def test_redrive_moves_back_what_can_succeed_and_keeps_what_cannot(template, mon
 
 def test_redrive_all_falls_back_to_moving_one_by_one_without_the_move_api(template):
     with EmbeddedPipeline(template) as pipeline:
-        (source,) = pipeline.event_sources
+        source = pipeline.event_source("ImageClassifier")
         dlq_url = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn).url
         pipeline.sqs.send_message(QueueUrl=dlq_url, MessageBody="{not json")
         assert redrive(pipeline.sqs, dlq_url, source.queue.url, only_valid=False) == 1

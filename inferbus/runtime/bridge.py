@@ -1,0 +1,171 @@
+"""Deliver a rule's events to a state machine target, which moto's EventBridge cannot.
+
+moto 5.2.5 raises ``NotImplementedError`` when a rule's target is a state machine, so
+provisioning puts a local-only bridge queue in its place (:class:`~.provision.BridgeSpec`)
+and this dispatcher starts one execution per event on it, as EventBridge would:
+
+- the input is the whole event as EventBridge delivers it (or the target's ``Input`` /
+  ``InputPath``, applied here because moto ignores both). moto's delivered event lacks
+  the ``account`` field; it is put back here (:func:`as_delivered`);
+- the execution name comes from the event id and the rule target, so a redelivered event
+  starts nothing new (Standard's name idempotency; EventBridge's own retries do the same);
+- a start that fails goes to the target's dead-letter queue, with the attributes
+  EventBridge sets, or raises if the target has none. The ``RetryPolicy`` is not applied:
+  locally a start fails for good or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from .provision import SIMPLE_PATH, BridgeSpec, UnsupportedTemplateError
+from .queue_ops import delete_messages, receive_all
+
+MAX_EXECUTION_NAME = 80
+NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+EVENT_FIELDS = ("version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail")
+
+
+def as_delivered(event: dict[str, Any], rule_arn: str) -> dict[str, Any]:
+    """The event in EventBridge's shape and field order, with the ``account`` moto leaves out
+    (the rule's account: a rule only matches events on its own account's bus here).
+
+    Examples
+    --------
+    >>> as_delivered({"id": "1", "time": "t", "version": "0", "detail-type": "D", "source": "s",
+    ...               "region": "us-east-1", "resources": [], "detail": {}}, "arn:aws:events:us-east-1:123:rule/b/r")
+    {'version': '0', 'id': '1', 'detail-type': 'D', 'source': 's', 'account': '123', 'time': 't', 'region': 'us-east-1', 'resources': [], 'detail': {}}
+    """
+    complete = {"account": rule_arn.split(":")[4]} | event
+    return {key: complete[key] for key in EVENT_FIELDS if key in complete} | {
+        key: value for key, value in complete.items() if key not in EVENT_FIELDS
+    }
+
+
+def execution_name(event_id: str, bridge: BridgeSpec) -> str:
+    """A unique, valid execution name for one event on one rule target.
+
+    Examples
+    --------
+    >>> from inferbus.runtime.provision import BridgeSpec, QueueInfo
+    >>> queue = QueueInfo("q", "q", "url", "arn", 30, None, None)
+    >>> bridge = BridgeSpec("Rule", "rule", "arn:rule", "Target0", "arn:sm", queue, None, None, None)
+    >>> execution_name("6a7e8feb-b491-4cf7-a9f1-bf3703467718", bridge)
+    '6a7e8feb-b491-4cf7-a9f1-bf3703467718_e43afc4a58'
+    """
+    target = hashlib.sha1(f"{bridge.rule_name}/{bridge.target_id}".encode()).hexdigest()[:10]  # noqa: S324 - a name
+    return f"{NAME_UNSAFE.sub('-', event_id)[: MAX_EXECUTION_NAME - len(target) - 1]}_{target}"
+
+
+def select_path(event: dict[str, Any], path: str) -> Any:
+    """Apply an ``InputPath`` of plain field names (``$``, ``$.detail``, ``$.detail.data``).
+
+    Raises
+    ------
+    UnsupportedTemplateError
+        For filters, wildcards or indexes, which the runtime does not evaluate.
+
+    Examples
+    --------
+    >>> select_path({"detail": {"data": {"x": 1}}}, "$.detail.data")
+    {'x': 1}
+    """
+    if not SIMPLE_PATH.fullmatch(path):
+        raise UnsupportedTemplateError(f"InputPath {path!r}: only $.field.field paths are applied locally")
+    value: Any = event
+    for key in path.split(".")[1:]:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+@dataclass
+class BridgeCounts:
+    started: int = 0
+    duplicates: int = 0
+    dead_lettered: int = 0
+
+
+class StateMachineBridge:
+    """Starts executions for the events on one bridge queue.
+
+    Parameters
+    ----------
+    spec
+        The bridge, as provisioned.
+    sqs, stepfunctions
+        boto3 clients inside the mock.
+    dead_letter_url
+        The URL of the target's DLQ, if it has one.
+    """
+
+    def __init__(self, spec: BridgeSpec, sqs: Any, stepfunctions: Any, dead_letter_url: str | None) -> None:
+        self.spec = spec
+        self.sqs = sqs
+        self.stepfunctions = stepfunctions
+        self.dead_letter_url = dead_letter_url
+        self.counts = BridgeCounts()
+        self._started: set[str] = set()
+
+    def dispatch(self) -> int:
+        """Start an execution for every event waiting on the bridge; return how many events were taken."""
+        messages = receive_all(self.sqs, self.spec.queue.url)
+        for message in messages:
+            self._start(message["Body"])
+        delete_messages(self.sqs, self.spec.queue.url, messages)
+        return len(messages)
+
+    def _input(self, event: dict[str, Any]) -> str:
+        if self.spec.input is not None:
+            return self.spec.input
+        if self.spec.input_path is not None:
+            return json.dumps(select_path(event, self.spec.input_path))
+        return json.dumps(event)
+
+    def _start(self, body: str) -> None:
+        event = as_delivered(json.loads(body), self.spec.rule_arn)
+        name = execution_name(event["id"], self.spec)
+        if name in self._started:
+            # The same event again. Asking would not tell: StartExecution answers a running
+            # duplicate with the first execution, as if it had started it.
+            self.counts.duplicates += 1
+            return
+        try:
+            self.stepfunctions.start_execution(
+                stateMachineArn=self.spec.state_machine_arn, name=name, input=self._input(event)
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ExecutionAlreadyExists":
+                self.counts.duplicates += 1  # started before, by another route
+                return
+            self._dead_letter(event, error)
+            return
+        self._started.add(name)
+        self.counts.started += 1
+
+    def _dead_letter(self, event: dict[str, Any], error: ClientError) -> None:
+        """Send the event to the target's DLQ with the attributes EventBridge sets, or raise."""
+        if self.dead_letter_url is None:
+            raise RuntimeError(
+                f"rule {self.spec.rule_logical_id} target {self.spec.target_id}: StartExecution failed and the "
+                f"target has no dead-letter queue: {error}"
+            ) from error
+        attributes = {
+            "ERROR_CODE": error.response["Error"]["Code"],
+            "ERROR_MESSAGE": error.response["Error"].get("Message", ""),
+            "RULE_ARN": self.spec.rule_arn,
+            "TARGET_ARN": self.spec.state_machine_arn,
+        }
+        self.sqs.send_message(
+            QueueUrl=self.dead_letter_url,
+            MessageBody=json.dumps(event),
+            MessageAttributes={
+                key: {"DataType": "String", "StringValue": value or "-"} for key, value in attributes.items()
+            },
+        )
+        self.counts.dead_lettered += 1

@@ -1,0 +1,97 @@
+"""The one Lambda adapter (tied to moto 5.2.5's Step Functions interpreter using boto3's default
+session), tested directly: if moto changes how it invokes Lambda, these fail first."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from inferbus.runtime import EmbeddedPipeline
+from inferbus.runtime.lambda_adapter import function_name_of
+from inferbus.runtime.lambda_host import INVOCATION_LOCK
+from tests.runtime_fixtures import templates as t
+
+
+@pytest.fixture(scope="module")
+def pipeline():
+    template = t.template(Echo=t.function("echo", tag="echo"), Other=t.function("echo", tag="other"),
+                          Flaky=t.function("flaky", FAIL_TIMES="1"), Broken=t.function("broken"))
+    with EmbeddedPipeline(template, tap=False) as running:
+        yield running
+
+
+def invoke(function_name: str, payload: object, **kwargs: str) -> dict:
+    # boto3.client(...) is exactly how moto's interpreter makes its Lambda client.
+    return boto3.client("lambda").invoke(FunctionName=function_name, Payload=json.dumps(payload), **kwargs)
+
+
+def test_invoke_runs_the_handler_and_returns_its_result(pipeline):
+    spec = pipeline.functions["Echo"].spec
+    for name in (spec.name, spec.arn, f"{spec.arn}:$LATEST", f"123456789012:function:{spec.name}"):
+        response = invoke(name, {"n": 1})
+        assert response["StatusCode"] == 200 and "FunctionError" not in response
+        assert json.load(response["Payload"]) == {"echo": {"n": 1}, "tag": "echo"}
+
+
+def test_an_unhandled_error_is_reported_as_lambda_reports_it(pipeline):
+    response = invoke(pipeline.functions["Broken"].spec.arn, {})
+    assert response["StatusCode"] == 200 and response["FunctionError"] == "Unhandled"
+    payload = json.load(response["Payload"])
+    assert payload["errorType"] == "ValueError" and payload["errorMessage"] == "broken on purpose"
+    assert any("broken.py" in line for line in payload["stackTrace"])
+    custom = json.load(invoke(pipeline.functions["Flaky"].spec.arn, {"key": "direct"})["Payload"])
+    assert custom["errorType"] == "TransientError"  # the class name: what Retry/Catch match on
+    logged = pipeline.functions["Broken"].logs[-1]
+    assert logged["errorType"] == "ValueError" and logged["level"] == "ERROR"
+
+
+def test_a_function_the_template_does_not_declare_falls_through_to_moto(pipeline):
+    with pytest.raises(ClientError) as raised:
+        invoke("not-in-the-template", {})
+    assert raised.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_event_and_dry_run_invocations(pipeline):
+    before = len(pipeline.functions["Other"].invocations)
+    assert invoke(pipeline.functions["Other"].spec.name, {}, InvocationType="Event")["StatusCode"] == 202
+    assert invoke(pipeline.functions["Other"].spec.name, {}, InvocationType="DryRun")["StatusCode"] == 204
+    assert len(pipeline.functions["Other"].invocations) == before + 1
+
+
+def test_a_handler_invoking_another_function_does_not_deadlock(pipeline):
+    result = json.load(invoke(pipeline.functions["Echo"].spec.name, {"call": pipeline.functions["Other"].spec.name})["Payload"])
+    assert result == {"called": {"echo": {"from": pipeline.functions["Echo"].spec.name}, "tag": "other"}, "tag": "echo"}
+
+
+def test_invocations_are_serialized_across_threads(pipeline, monkeypatch):
+    echo = pipeline.functions["Echo"]
+    spans: list[tuple[float, float]] = []
+    original = echo._handler
+
+    def timed(event, context):
+        began = time.perf_counter()
+        try:
+            return original(event, context)
+        finally:
+            spans.append((began, time.perf_counter()))
+
+    monkeypatch.setattr(echo, "_handler", timed)
+    threads = [threading.Thread(target=echo.invoke, args=({"sleep_s": 0.05},), kwargs={"trigger": "invoke"}) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    spans.sort()
+    assert len(spans) == 4
+    assert all(end <= next_began for (_, end), (next_began, _) in zip(spans, spans[1:]))  # never two at once
+    assert INVOCATION_LOCK.acquire(blocking=False)  # released afterwards
+    INVOCATION_LOCK.release()
+
+
+def test_function_name_of_request_paths():
+    assert function_name_of("/2015-03-31/functions/my-fn%3Aprod/invocations") == "my-fn"
