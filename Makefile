@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(VENV)/bin/inferbus demo
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n 2
 
 # A real synth with Lambda bundling (pip fetches the arm64 wheels); needs no AWS credentials.
 synth: $(STAMP)

@@ -3,87 +3,32 @@
 Examples
 --------
     inferbus demo                      # the whole pipeline on this laptop, no AWS account
-    inferbus demo --images 360 --json  # machine-readable summary
+    inferbus demo --texts 100 --json   # machine-readable summary
     inferbus send --bus inferbus --image 3   # one held-out digit to a deployed stack (real AWS)
     inferbus redrive --dlq-url URL --source-url URL --dry-run   # why each DLQ message failed
+    inferbus reviews list --queue-url URL                       # high-risk cases waiting for a person
+    inferbus reviews approve TXN_ID --queue-url URL --note "..."  # resume its workflow
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
+import os
 import sys
-from collections import Counter
 from typing import Any
-
-
-def latency_histogram(latencies_ms: list[float], bins: int = 8, width: int = 40) -> list[str]:
-    """Rows of a text histogram: ``'  120–240 ms │████████      │ 37'``."""
-    if not latencies_ms:
-        return []
-    low, high = min(latencies_ms), max(latencies_ms)
-    step = (high - low) / bins or 1.0
-    counts = [0] * bins
-    for value in latencies_ms:
-        counts[min(int((value - low) / step), bins - 1)] += 1
-    peak = max(counts)
-    return [
-        f"{low + i * step:8.0f}–{low + (i + 1) * step:<8.0f} ms │{'█' * round(width * count / peak):<{width}}│ {count}"
-        for i, count in enumerate(counts)
-    ]
-
-
-def _print_summary(report: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    data = report.as_dict()
-    table = Table(title="inferbus embedded demo", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    sent = data["sent"]
-    table.add_row("events sent", f"{sent['valid']} images + {sent['malformed']} malformed + {sent['duplicates']} duplicate deliveries")
-    table.add_row("rejected by PutEvents", str(data["rejected_by_bus"]))
-    table.add_row("classified (ImageClassified)", f"{data['classified']} of {sent['valid']}, accuracy {data['accuracy']:.4f} vs true labels")
-    table.add_row("duplicate results", f"{data['duplicate_results']} (duplicate deliveries skipped: {data['metrics'].get('DuplicatesSkipped', 0):g})")
-    for queue, count in data["dead_letters"].items():
-        table.add_row(f"DLQ {re.sub('[0-9A-F]{8}$', '', queue)}", str(count))
-    ledger = "balanced" if data["balanced"] else "NOT BALANCED"
-    table.add_row("ledger", f"{data['classified']} classified + {sum(data['dead_letters'].values())} in DLQs = "
-                  f"{sent['valid'] + sent['malformed']} distinct events sent: {ledger}")
-    table.add_row("invocations", f"{data['invocations']} (batch sizes {data['batch_sizes']})")
-    table.add_row("latency submitted→classified", f"p50 {data['latency_ms']['p50']} ms, p95 {data['latency_ms']['p95']} ms")
-    table.add_row("session.run per batch", f"p50 {data['inference_ms_per_batch']['p50']} ms, max {data['inference_ms_per_batch']['max']} ms")
-    table.add_row("metrics (EMF, summed)", ", ".join(f"{k}={v:g}" for k, v in sorted(data["metrics"].items())))
-    table.add_row("wall time", f"{data['seconds']} s")
-    console.print(table)
-    if report.latencies_ms:
-        console.print("[bold]latency, submitted → classified[/bold] (events per bin)")
-        for row in latency_histogram(report.latencies_ms):
-            console.print(row, highlight=False)
-    if data["dead_letter_reasons"]:
-        reasons = Table(title="why each DLQ message failed (from the handler's structured logs)", title_justify="left")
-        reasons.add_column("event id")
-        reasons.add_column("reason")
-        for event_id, reason in data["dead_letter_reasons"].items():
-            reasons.add_row(event_id, reason)
-        console.print(reasons)
-    for title, entries in (("not run locally (cloud-only)", report.cloud_only), ("run locally, with limits", report.partly_local)):
-        grouped = Counter((resource_type, why) for _, resource_type, why in entries)
-        console.print(f"[bold]{title}[/bold]")
-        for (resource_type, why), count in sorted(grouped.items()):
-            console.print(f"  {resource_type} ×{count}: {why}")
 
 
 def _demo(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from .demo import run_demo
+    from .summary import print_summary
 
+    sizes = dict(images=args.images, analyses=args.analyses, texts=args.texts, transactions=args.transactions,
+                 duplicates=args.duplicates)
     if args.json:
-        report = run_demo(images=args.images, duplicates=args.duplicates)
+        report = run_demo(**sizes)
         print(json.dumps(report.as_dict(), indent=2))
     else:
         with Progress(transient=True) as progress:
@@ -92,24 +37,35 @@ def _demo(args: argparse.Namespace) -> int:
             def show(stage: str, done: int, total: int) -> None:
                 if stage not in tasks:
                     tasks[stage] = progress.add_task(stage, total=total)
-                progress.update(tasks[stage], completed=done)
+                progress.update(tasks[stage], completed=done, total=total)
 
-            report = run_demo(images=args.images, duplicates=args.duplicates, progress=show)
-        _print_summary(report)
+            report = run_demo(**sizes, progress=show)
+        print_summary(report)
     return 0 if report.balanced else 1
 
 
 def _send(args: argparse.Namespace) -> int:
     import boto3
-    import numpy as np
 
-    from .demo import DEMO_SOURCE, HOLDOUT
-    from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry
+    from .demo import DEMO_SOURCE, held_out_input
+    from inferbus_lambda.contracts import new_event, to_put_events_entry
 
-    holdout = np.load(HOLDOUT)
-    event = new_event(ImageSubmitted(pixels=[int(v) for v in holdout["images"][args.image]]), source=args.source or DEMO_SOURCE)
+    from pydantic import ValidationError
+
+    try:
+        if args.text is not None:
+            data, truth = held_out_input("text", text=args.text)
+        elif args.transaction is not None:
+            data, truth = held_out_input("transaction", index=args.transaction, segment=args.segment)
+        else:
+            data, truth = held_out_input("image", index=args.image, full=args.full)
+    except ValidationError as error:
+        print(f"inferbus send: not sent, the event breaks its contract: {error.errors(include_url=False)[0]['msg']}",
+              file=sys.stderr)
+        return 2
+    event = new_event(data, source=args.source or DEMO_SOURCE)  # validated by the consumers' own contracts
     response = boto3.client("events").put_events(Entries=[to_put_events_entry(event, args.bus)])
-    print(json.dumps({"id": event.id, "true_label": int(holdout["labels"][args.image]), "response": response["Entries"]}, default=str))
+    print(json.dumps({"id": event.id, "type": event.type, "true_label": truth, "response": response["Entries"]}, default=str))
     return 1 if response.get("FailedEntryCount") else 0
 
 
@@ -137,17 +93,70 @@ def _redrive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reviews(args: argparse.Namespace) -> int:
+    import boto3
+    from rich.console import Console
+    from rich.table import Table
+
+    from .reviews import decide, list_reviews
+
+    sqs = boto3.client("sqs")
+    if args.action == "list":
+        reviews = list_reviews(sqs, args.queue_url)
+        table = Table(title=f"{len(reviews)} cases waiting for review", title_justify="left")
+        for column in ("transaction", "risk", "customer", "requested", "timeout", "correlation id"):
+            table.add_column(column)
+        for review in reviews:
+            if review.request is None:
+                table.add_row(review.message["MessageId"], "?", "?", "?", "?", review.problem)
+                continue
+            case = review.request.case
+            table.add_row(case.transaction_id, f"{case.risk_score:.3f}", f"{case.customer.id} ({case.customer.segment})",
+                          case.requested_at.isoformat(timespec="seconds"), f"{case.timeout_s} s", case.correlationid)
+        Console().print(table)
+        return 0
+    decision = decide(sqs, boto3.client("stepfunctions"), args.queue_url, args.transaction_id,
+                      approve=args.action == "approve", reviewer=args.reviewer, note=args.note)
+    print(json.dumps({"transaction_id": decision.transaction_id, "outcome": decision.outcome, "detail": decision.detail}))
+    return 0 if decision.outcome in {"approved", "rejected"} else 1
+
+
+def _in_range(low: int, high: int):  # noqa: ANN202 - an argparse type
+    def parse(text: str) -> int:
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}], got {value}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inferbus", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run the whole pipeline embedded on moto and print what happened")
-    demo.add_argument("--images", type=int, default=300, help="held-out digit images to send, 1-360 (default 300)")
-    demo.add_argument("--duplicates", type=int, default=5, help="events to deliver a second time (default 5)")
+    demo.add_argument("--images", type=_in_range(1, 300), default=200,
+                      help="held-out digits for the batched classifier, 1-300 (default 200)")
+    demo.add_argument("--analyses", type=_in_range(0, 60), default=16,
+                      help="held-out digits for the parallel vision workflow, 0-60 (default 16)")
+    demo.add_argument("--texts", type=_in_range(0, 200), default=40,
+                      help="held-out review sentences for the text pipeline, 0-200 (default 40)")
+    demo.add_argument("--transactions", type=_in_range(0, 143), default=40,
+                      help="held-out rows for risk scoring and review, 0-143 (default 40)")
+    demo.add_argument("--duplicates", type=_in_range(0, 300), default=5,
+                      help="image events to deliver a second time (default 5)")
     demo.add_argument("--json", action="store_true", help="print the summary as JSON")
     demo.set_defaults(run=_demo)
-    send = commands.add_parser("send", help="put one ImageSubmitted event on a deployed bus (uses your AWS credentials)")
+    send = commands.add_parser("send", help="put one event on a deployed bus (uses your AWS credentials)")
     send.add_argument("--bus", required=True, help="event bus name (stack output EventBusName)")
-    send.add_argument("--image", type=int, default=0, help="index of the held-out image, 0-359 (default 0)")
+    kind = send.add_mutually_exclusive_group()
+    kind.add_argument("--image", type=_in_range(0, 359), default=0,
+                      help="ImageSubmitted: index of the held-out digit, 0-359 (default 0)")
+    kind.add_argument("--text", help="TextSubmitted with this text (1-2,000 characters)")
+    kind.add_argument("--transaction", type=_in_range(0, 142), help="TransactionSubmitted: index of the held-out row, 0-142")
+    send.add_argument("--full", action="store_true", help="with --image: ask for the parallel vision workflow")
+    send.add_argument("--segment", choices=["new", "returning"], default="returning",
+                      help="with --transaction: the customer segment (default returning)")
     send.add_argument("--source", help="CloudEvents source (default inferbus.demo)")
     send.set_defaults(run=_send)
     redrive = commands.add_parser("redrive", help="show why DLQ messages failed, and move them back to their queue")
@@ -157,13 +166,22 @@ def build_parser() -> argparse.ArgumentParser:
     redrive.add_argument("--all", action="store_true",
                          help="move every message, also those that would fail again (uses SQS StartMessageMoveTask)")
     redrive.set_defaults(run=_redrive)
+    reviews = commands.add_parser("reviews", help="list high-risk cases waiting for a person; approve or reject one")
+    actions = reviews.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="the cases on the manual-review queue (they stay there)")
+    listing.add_argument("--queue-url", required=True, help="the review queue (stack output ReviewQueueUrl)")
+    for action, verb in (("approve", "approve"), ("reject", "reject")):
+        sub = actions.add_parser(action, help=f"{verb} one case: resumes its workflow, which emits ReviewCompleted")
+        sub.add_argument("transaction_id", help="the case's transaction id (from 'reviews list')")
+        sub.add_argument("--queue-url", required=True, help="the review queue (stack output ReviewQueueUrl)")
+        sub.add_argument("--reviewer", default=os.environ.get("USER", "reviewer"), help="who decides (default $USER)")
+        sub.add_argument("--note", help="why; carried in ReviewCompleted")
+    reviews.set_defaults(run=_reviews)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "demo" and not 1 <= args.images <= 360:
-        build_parser().error(f"--images must be in [1, 360], got {args.images}")
     return args.run(args)
 
 

@@ -1,16 +1,30 @@
-"""The whole demo through the embedded runtime: every event sent is classified once or in a DLQ."""
+"""The whole demo through the embedded runtime: every event of every kind accounted for."""
 
 from inferbus.demo import run_demo
 
 
-def test_demo_ledger_balances(template):
-    report = run_demo(images=60, duplicates=4, template=template)
+def test_demo_ledger_balances_for_every_kind_of_event(template):
+    report = run_demo(images=40, analyses=4, texts=8, transactions=12, duplicates=4, template=template)
     assert report.rejected_by_bus == 0
-    assert report.classified == 60
-    assert report.duplicate_results == 0
-    assert report.in_dead_letter_queues == report.sent_malformed == 6
-    assert report.classified + report.in_dead_letter_queues == report.sent_valid + report.sent_malformed
-    assert report.balanced
-    assert report.accuracy >= 0.95
+    assert report.invalid_results == []
+    kinds = report.kinds
+    for name, kind in kinds.items():
+        assert kind.balanced, name
+        assert kind.duplicate_results == 0, name
+        assert kind.results == kind.sent, name  # every valid event got its result ...
+        assert kind.failure_events + kind.in_dead_letter_queues == kind.malformed, name  # ... every bad one its reason
+    assert kinds["image"].in_dead_letter_queues == 6 and kinds["transaction"].in_dead_letter_queues == 2
+    assert kinds["analysis"].failure_events == 1 and kinds["text"].failure_events == 2
+    assert kinds["image"].accuracy >= 0.95 and kinds["analysis"].accuracy >= 0.75
     assert report.metrics["DuplicatesSkipped"] == 4
     assert all(reason != "?" for reason in report.dead_letter_reasons.values())
+
+    routing = report.routing
+    assert routing["scored"] == 12
+    assert routing["auto_approved"] + report.reviews["requested"] == 12
+    assert report.reviews["requested"] == routing["reviews_completed"] >= 1 and report.reviews["still_pending"] == 0
+    approved_by_reviewer = routing.get("approved_by_reviewer", 0)
+    assert routing["offers_new"] + routing["offers_returning"] == routing["auto_approved"] + approved_by_reviewer
+    assert report.balanced
+    for workflow in ("TextPipeline", "VisionFanout", "AutoApprove", "RiskReview"):
+        assert report.workflows[workflow].statuses.get("SUCCEEDED", 0) >= 1, workflow

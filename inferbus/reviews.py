@@ -1,0 +1,107 @@
+"""The manual-review queue, from a reviewer's side: list the cases waiting, approve or reject one.
+
+Each message on the queue is a :class:`ReviewRequest`: the case and the task token that
+resumes its risk-review workflow. Approving sends ``send_task_success`` with the decision;
+rejecting sends ``send_task_failure`` with error ``ReviewRejected`` and the note as cause.
+Either way the workflow emits ``ReviewCompleted`` and the message is deleted. A case whose
+workflow already gave up (timed out) is reported as expired and removed from the queue.
+
+Listing receives the messages and makes them visible again at once, so other reviewers see
+them too; the queue has no redrive policy for that reason.
+
+Example
+-------
+>>> for review in list_reviews(sqs, queue_url):  # doctest: +SKIP
+...     print(review.request.case.transaction_id, review.request.case.risk_score)
+>>> decide(sqs, stepfunctions, queue_url, "txn-42", approve=False, reviewer="ana", note="card reported stolen")  # doctest: +SKIP
+Decision(transaction_id='txn-42', outcome='rejected', detail='')
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from inferbus.runtime.lambda_host import add_code_root_to_path
+from inferbus.runtime.queue_ops import delete_messages, receive_all, release_messages
+
+add_code_root_to_path()
+
+from inferbus_lambda.contracts import ReviewRequest  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+
+__all__ = ["Decision", "PendingReview", "decide", "list_reviews"]
+
+REJECTED_ERROR = "ReviewRejected"  # the error name the workflow's catcher expects
+GONE_ERRORS = {"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"}
+
+
+@dataclass(frozen=True)
+class PendingReview:
+    message: dict[str, Any]
+    request: ReviewRequest | None
+    problem: str = ""  # why the message is not a valid review request
+
+    @property
+    def transaction_id(self) -> str | None:
+        return self.request.case.transaction_id if self.request else None
+
+
+@dataclass(frozen=True)
+class Decision:
+    transaction_id: str
+    outcome: str  # approved, rejected, expired, not-found
+    detail: str = ""
+
+
+def _read(message: dict[str, Any]) -> PendingReview:
+    try:
+        return PendingReview(message, ReviewRequest.model_validate_json(message["Body"]))
+    except ValidationError as error:
+        return PendingReview(message, None, f"not a review request: {error.errors(include_url=False)[0]['msg']}")
+
+
+def list_reviews(sqs: Any, queue_url: str) -> list[PendingReview]:
+    """Every case on the queue, oldest request first; the messages stay on the queue."""
+    messages = receive_all(sqs, queue_url)
+    release_messages(sqs, queue_url, messages)
+    reviews = [_read(message) for message in messages]
+    return sorted(reviews, key=lambda r: (r.request is None, r.request.case.requested_at if r.request else 0))
+
+
+def decide(sqs: Any, stepfunctions: Any, queue_url: str, transaction_id: str, *, approve: bool, reviewer: str,
+           note: str | None = None) -> Decision:
+    """Approve or reject the case of ``transaction_id``, resuming its workflow.
+
+    Returns
+    -------
+    Decision
+        ``approved`` / ``rejected``; ``expired`` if the workflow no longer waits (the message
+        is removed); ``not-found`` if no such case is visible on the queue.
+    """
+    messages = receive_all(sqs, queue_url)
+    mine = [m for m in messages if _read(m).transaction_id == transaction_id][:1]
+    release_messages(sqs, queue_url, [m for m in messages if m not in mine])
+    if not mine:
+        return Decision(transaction_id, "not-found", "no such case on the queue (or another reviewer holds it)")
+    request = _read(mine[0]).request
+    assert request is not None
+    try:
+        if approve:
+            stepfunctions.send_task_success(taskToken=request.task_token, output=json.dumps(
+                {"decision": "approved", "reviewer": reviewer, "note": note}))
+        else:
+            cause = f"rejected by {reviewer}" + (f": {note}" if note else "")
+            stepfunctions.send_task_failure(taskToken=request.task_token, error=REJECTED_ERROR, cause=cause)
+    except ClientError as error:
+        code = error.response["Error"]["Code"]
+        if code not in GONE_ERRORS:
+            release_messages(sqs, queue_url, mine)
+            raise
+        delete_messages(sqs, queue_url, mine)
+        return Decision(transaction_id, "expired", f"the workflow no longer waits ({code}); the case was removed")
+    delete_messages(sqs, queue_url, mine)
+    return Decision(transaction_id, "approved" if approve else "rejected")
