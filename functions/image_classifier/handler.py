@@ -1,6 +1,6 @@
 """Lambda handler: ``ImageSubmitted`` batches from SQS in, ``ImageClassified`` events out.
 
-Configuration (set by the CDK stack): ``EVENT_BUS_NAME``, ``IDEMPOTENCY_TABLE_NAME``,
+Configuration (set by the CDK stack): ``EVENT_BUS_NAME``, ``INVALID_EVENTS_QUEUE_URL``, ``IDEMPOTENCY_TABLE_NAME``,
 ``IDEMPOTENCY_TTL_SECONDS``, ``MODEL_PATH``, ``MODEL_NAME``, ``MODEL_VERSION``,
 ``RESULT_SOURCE`` and the ``POWERTOOLS_*`` variables.
 """
@@ -22,6 +22,7 @@ from inferbus_lambda.contracts import CloudEvent, ImageClassified, ImageSubmitte
 from inferbus_lambda.idempotency import claims_from_environment
 from inferbus_lambda.inference import OnnxClassifier
 from inferbus_lambda.publishing import PublishFailure, publish_events
+from inferbus_lambda.rejections import Rejection, send_rejections
 
 logger = Logger()
 tracer = Tracer()
@@ -31,6 +32,8 @@ metrics = Metrics()
 MODEL = OnnxClassifier.load(os.environ["MODEL_PATH"], name=os.environ["MODEL_NAME"], version=os.environ["MODEL_VERSION"])
 BUS_NAME = os.environ["EVENT_BUS_NAME"]
 EVENTS = boto3.client("events")
+SQS = boto3.client("sqs")
+INVALID_EVENTS_QUEUE_URL = os.environ.get("INVALID_EVENTS_QUEUE_URL")
 CLAIMS = claims_from_environment("image_classifier")
 
 
@@ -59,6 +62,11 @@ def publish_results(results: Sequence[CloudEvent[ImageClassified]]) -> list[Publ
     return publish_events(EVENTS, [to_put_events_entry(result, BUS_NAME) for result in results])
 
 
+@tracer.capture_method
+def reject_records(rejections: Sequence[Rejection]) -> set[str]:
+    return send_rejections(SQS, INVALID_EVENTS_QUEUE_URL, os.environ["RESULT_SOURCE"], rejections)
+
+
 CONSUMER = InferenceConsumer(
     parse=expect_type(ImageSubmitted.EVENT_TYPE),
     infer=classify_images,
@@ -67,6 +75,7 @@ CONSUMER = InferenceConsumer(
     result_source=os.environ["RESULT_SOURCE"],
     metrics=metrics,
     logger=logger,
+    reject=reject_records if INVALID_EVENTS_QUEUE_URL else None,
 )
 
 

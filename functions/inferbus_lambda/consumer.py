@@ -7,10 +7,14 @@ status             reported    meaning
 =================  ==========  ====================================================
 ``published``      success     scored; its result event is on the bus
 ``duplicate``      success     scored and published by an earlier delivery
-``invalid``        failure     breaks its contract; retried, then in the DLQ
-``conflict``       failure     same id as an earlier event, different data
+``rejected``       success     breaks its contract (or reuses an id): sent to the
+                               invalid-events destination with the reason
+``invalid``        failure     breaks its contract and could not be sent there;
+                               retried, then in the DLQ
+``conflict``       failure     same id as an earlier event, different data (ditto)
 ``in_progress``    failure     another invocation holds it; SQS redelivers it later
-``failed``         failure     inference or publishing failed; the claim is released
+``failed``         failure     inference or publishing failed (or an injected fault);
+                               the claim is released
 =================  ==========  ====================================================
 
 Example
@@ -31,12 +35,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
 from .contracts import CloudEvent, EventData, InvalidEventError, from_eventbridge_event, new_event
+from .faults import FaultPlan, InjectedCrash, InjectedTimeout, TransientError, inject_invocation_faults
 from .idempotency import ClaimStatus, EventClaims
 from .publishing import PublishFailure
+from .rejections import Rejection
 
 __all__ = ["InferenceConsumer", "RecordFailedError", "RecordOutcome", "BatchReport", "result_event_id"]
 
-SUCCESS_STATUSES = frozenset({"published", "duplicate"})
+SUCCESS_STATUSES = frozenset({"published", "duplicate", "rejected"})
+REJECTABLE = {"invalid": "InvalidEventError", "conflict": "IdConflictError"}
 
 
 class RecordFailedError(Exception):
@@ -89,6 +96,7 @@ def result_event_id(input_id: str, producer: str) -> str:
 Parse = Callable[[str], CloudEvent[Any]]
 Infer = Callable[[Sequence[CloudEvent[Any]]], Sequence[EventData]]
 Publish = Callable[[Sequence[CloudEvent[Any]]], list[PublishFailure]]
+Reject = Callable[[Sequence[Rejection]], set[str]]
 
 
 def expect_type(*event_types: str) -> Parse:
@@ -124,6 +132,10 @@ class InferenceConsumer:
         The handler's Powertools ``Logger``: failed records are logged through it, with the
         handler's service name (a module-level child logger would take the name of whichever
         service imported this module first).
+    reject
+        Invalid records -> the message ids that could not be sent to the invalid-events
+        destination (see ``rejections.send_rejections``). ``None``: invalid records fail and
+        are retried until the DLQ takes them.
     """
 
     def __init__(
@@ -136,8 +148,10 @@ class InferenceConsumer:
         result_source: str,
         metrics: Any,
         logger: Logger,
+        reject: Reject | None = None,
     ) -> None:
         self.logger = logger
+        self.reject = reject
         self.processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         self.parse = parse
         self.infer = infer
@@ -148,11 +162,15 @@ class InferenceConsumer:
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """The whole Lambda invocation: process the SQS batch, answer with its partial batch response."""
-        report = self.process(event["Records"], remaining_ms=context.get_remaining_time_in_millis())
+        plan = inject_invocation_faults(timeouts=False)
+        report = self.process(event["Records"], remaining_ms=context.get_remaining_time_in_millis(), faults=plan)
         return process_partial_response(event=event, record_handler=report.check, processor=self.processor, context=context)
 
-    def process(self, records: Sequence[Mapping[str, Any]], *, remaining_ms: int | None) -> BatchReport:
+    def process(self, records: Sequence[Mapping[str, Any]], *, remaining_ms: int | None,
+                faults: FaultPlan | None = None) -> BatchReport:
+        """Every record's outcome; ``faults`` injects a chaos experiment's faults (see :mod:`.faults`)."""
         report = BatchReport()
+        bodies = {record["messageId"]: record["body"] for record in records}
         claimed: list[tuple[str, CloudEvent[Any]]] = []
         for record in records:
             message_id = record["messageId"]
@@ -172,12 +190,46 @@ class InferenceConsumer:
                 reason = "id already used by an event with different data"
                 report.add(RecordOutcome(message_id, "conflict", reason, event.id, event.correlationid))
 
+        if faults and faults.draw(faults.timeout_rate):
+            raise InjectedTimeout(f"injected timeout after claiming {len(claimed)} records")
+        if faults:
+            claimed = self._inject_record_errors(claimed, faults, report)
         if claimed:
-            self._score_and_publish(claimed, report)
+            self._score_and_publish(claimed, report, crash=bool(faults and faults.draw(faults.crash_after_publish_rate)))
+        if self.reject is not None:
+            self._reject(report, bodies)
         self._record(report, batch_size=len(records))
         return report
 
-    def _score_and_publish(self, claimed: list[tuple[str, CloudEvent[Any]]], report: BatchReport) -> None:
+    def _inject_record_errors(self, claimed: list[tuple[str, CloudEvent[Any]]], faults: FaultPlan,
+                              report: BatchReport) -> list[tuple[str, CloudEvent[Any]]]:
+        kept = []
+        for message_id, event in claimed:
+            if faults.draw(faults.record_error_rate):
+                error = TransientError(f"injected fault (record_error_rate={faults.record_error_rate})")
+                self.claims.release(event, error)
+                report.add(RecordOutcome(message_id, "failed", str(error), event.id, event.correlationid))
+            else:
+                kept.append((message_id, event))
+        return kept
+
+    def _reject(self, report: BatchReport, bodies: Mapping[str, str]) -> None:
+        rejections = [
+            Rejection(outcome.message_id, REJECTABLE[outcome.status], outcome.reason, outcome.event_id, bodies[outcome.message_id])
+            for outcome in report.outcomes.values() if outcome.status in REJECTABLE
+        ]
+        if not rejections:
+            return
+        unsent = self.reject(rejections)
+        for rejection in rejections:
+            if rejection.message_id not in unsent:
+                outcome = report.outcomes[rejection.message_id]
+                report.add(RecordOutcome(outcome.message_id, "rejected", outcome.reason, outcome.event_id, outcome.correlationid))
+                self.logger.warning("record rejected", extra={
+                    "message_id": outcome.message_id, "error": rejection.error, "reason": outcome.reason,
+                    "event_id": outcome.event_id, "correlation_id": outcome.correlationid})
+
+    def _score_and_publish(self, claimed: list[tuple[str, CloudEvent[Any]]], report: BatchReport, *, crash: bool) -> None:
         inputs = [event for _, event in claimed]
         try:
             results = self.infer(inputs)
@@ -192,8 +244,17 @@ class InferenceConsumer:
         for event, data in zip(inputs, results, strict=True):
             result = new_event(data, source=self.result_source, correlationid=event.correlationid, subject=event.id)
             result_events.append(result.model_copy(update={"id": result_event_id(event.id, self.result_source)}))
-        failures = {failure.index: failure for failure in self.publish(result_events)}
+        # Claims are completed right after their results are published, so a crash later in
+        # the batch leaves only unpublished records to redo.
+        if crash:  # an injected crash: publish the first half, then die
+            half = len(result_events) // 2
+            self._complete(claimed[:half], result_events[:half], report)
+            raise InjectedCrash(f"injected crash after publishing {half} of {len(result_events)} results")
+        self._complete(claimed, result_events, report)
 
+    def _complete(self, claimed: list[tuple[str, CloudEvent[Any]]], result_events: list[CloudEvent[Any]],
+                  report: BatchReport) -> None:
+        failures = {failure.index: failure for failure in self.publish(result_events)} if result_events else {}
         for index, ((message_id, event), result) in enumerate(zip(claimed, result_events, strict=True)):
             failure = failures.get(index)
             if failure is None:
@@ -208,6 +269,7 @@ class InferenceConsumer:
         self.metrics.add_metric(name="BatchSize", unit=MetricUnit.Count, value=batch_size)
         self.metrics.add_metric(name="RecordsPublished", unit=MetricUnit.Count, value=report.count("published"))
         self.metrics.add_metric(name="DuplicatesSkipped", unit=MetricUnit.Count, value=report.count("duplicate"))
+        self.metrics.add_metric(name="RecordsRejected", unit=MetricUnit.Count, value=report.count("rejected"))
         self.metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=len(report.failed))
         for outcome in report.failed:
             self.logger.warning(

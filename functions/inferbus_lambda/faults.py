@@ -3,18 +3,30 @@
 The variable holds JSON, read at every invocation (so an experiment can be switched on
 and off without a new container)::
 
-    {"error_rate": 0.2, "latency_ms": 50}
+    {"record_error_rate": 0.2, "timeout_rate": 0.05, "latency_ms": 50}
 
-========================  =====================================================  =========
-key                       effect                                                 default
-========================  =====================================================  =========
-``error_rate``            share of invocations that fail with                    0
-                          :class:`TransientError`
-``latency_ms``            added to every invocation before it does its work      0
-========================  =====================================================  =========
+============================  ======================================================  =======
+key                           effect                                                  default
+============================  ======================================================  =======
+``error_rate``                share of invocations that fail at once with             0
+                              :class:`TransientError` (workflow steps retry them)
+``record_error_rate``         queue consumers: share of records that fail with a      0
+                              transient error; the rest of the batch goes on
+``timeout_rate``              share of invocations that run out of time after the     0
+                              consumer claimed its records (:class:`InjectedTimeout`)
+``crash_after_publish_rate``  queue consumers: share of invocations that die after    0
+                              publishing the first half of their results
+                              (:class:`InjectedCrash`)
+``latency_ms``                added to every invocation before it does its work       0
+``seed``                      seeds the draws, for a repeatable experiment            none
+============================  ======================================================  =======
 
-In AWS the same experiments run as AWS FIS templates on the functions; this switch is
-what the embedded runtime and the tests use, and it works the same in a deployed function.
+A timeout and a crash are what the Lambda service does to an invocation, not errors the
+handler raises: they derive from ``BaseException`` so no ``except Exception`` in handler code
+can catch them, and the embedded runtime reports them as Lambda would
+(``Sandbox.Timedout``, ``Runtime.ExitError``). In AWS the same experiments run as AWS FIS
+templates; this switch is what the embedded runtime and the tests use, and it works the
+same in a deployed function.
 
 Example
 -------
@@ -36,25 +48,44 @@ import random
 import time
 from dataclasses import dataclass, fields
 
-__all__ = ["FaultPlan", "TransientError", "inject_invocation_faults"]
+__all__ = ["FaultPlan", "InjectedCrash", "InjectedTimeout", "TransientError", "inject_invocation_faults"]
 
 ENVIRONMENT_VARIABLE = "INFERBUS_FAULTS"
+RATES = ("error_rate", "record_error_rate", "timeout_rate", "crash_after_publish_rate")
+_DRAWS = random.Random()  # noqa: S311 - chaos, not crypto
+_SEEDED: set[int] = set()
 
 
 class TransientError(Exception):
     """A failure worth retrying. Step Functions retriers match it by this class name."""
 
 
+class InjectedTimeout(BaseException):  # noqa: N818 - named for what it stands for
+    """Stands for the invocation reaching its deadline: the Lambda service stops it there."""
+
+
+class InjectedCrash(BaseException):  # noqa: N818
+    """Stands for the runtime process dying mid-invocation (out of memory, a segfault)."""
+
+
 @dataclass(frozen=True)
 class FaultPlan:
     error_rate: float = 0.0
+    record_error_rate: float = 0.0
+    timeout_rate: float = 0.0
+    crash_after_publish_rate: float = 0.0
     latency_ms: float = 0.0
+    seed: int | None = None
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.error_rate <= 1.0:
-            raise ValueError(f"{ENVIRONMENT_VARIABLE}.error_rate must be in [0, 1], got {self.error_rate}")
+        for name in RATES:
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{ENVIRONMENT_VARIABLE}.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.latency_ms < 0:
             raise ValueError(f"{ENVIRONMENT_VARIABLE}.latency_ms must be 0 or more, got {self.latency_ms}")
+        if self.seed is not None and self.seed not in _SEEDED:
+            _SEEDED.add(self.seed)
+            _DRAWS.seed(self.seed)
 
     @classmethod
     def from_environment(cls) -> FaultPlan | None:
@@ -69,21 +100,26 @@ class FaultPlan:
             raise ValueError(f"{ENVIRONMENT_VARIABLE}: unknown keys {sorted(unknown)}, known: {sorted(known)}")
         return cls(**values)
 
-    def fails(self) -> bool:
-        """One draw: does this invocation (or record) fail?"""
-        return self.error_rate > 0 and random.random() < self.error_rate  # noqa: S311 - chaos, not crypto
+    @staticmethod
+    def draw(rate: float) -> bool:
+        """One draw: does the fault with this rate happen this time?"""
+        return rate > 0 and _DRAWS.random() < rate
 
 
-def inject_invocation_faults() -> FaultPlan | None:
+def inject_invocation_faults(*, timeouts: bool = True) -> FaultPlan | None:
     """Apply the plan at the start of an invocation: add latency, maybe fail the whole invocation.
 
-    Returns the plan (for per-record faults), or ``None`` when fault injection is off.
+    ``timeouts=False`` leaves the timeout draw to the handler (a queue consumer times out
+    after it has claimed its records, the most telling moment). Returns the plan (for the
+    faults a handler injects later), or ``None`` when fault injection is off.
     """
     plan = FaultPlan.from_environment()
     if plan is None:
         return None
     if plan.latency_ms:
         time.sleep(plan.latency_ms / 1000)
-    if plan.fails():
+    if plan.draw(plan.error_rate):
         raise TransientError(f"injected fault (error_rate={plan.error_rate})")
+    if timeouts and plan.draw(plan.timeout_rate):
+        raise InjectedTimeout(f"injected timeout (timeout_rate={plan.timeout_rate})")
     return plan

@@ -7,6 +7,9 @@ A state machine gets the EventBridge event as its input. Its ``Accept`` task cal
      "emits": ["TextAnalyzed"], "result_source": "inferbus.text-pipeline",
      "execution.$": "$$.Execution.Id"}
 
+A workflow whose input is another producer's result also names ``sources``: the only
+``source`` values it accepts, so a forged result is rejected even if it reaches the workflow.
+
 and branches on the answer's ``status``:
 
 ============  ===============================================================
@@ -79,6 +82,10 @@ def accept(request: AcceptRequest, claims: EventClaims, *, remaining_ms: int | N
         event: CloudEvent[Any] = from_eventbridge_event(raw)
         if event.type not in types:
             raise InvalidEventError(f"type: this workflow takes {', '.join(types)}, not {event.type!r}", event.id)
+        sources = request.get("sources")
+        if sources and event.source not in sources:
+            raise InvalidEventError(f"source: {event.type} is accepted only from {', '.join(sources)}, "
+                                    f"not {event.source!r}", event.id)
     except InvalidEventError as invalid:
         event_id = _identifier_or_none(invalid.event_id)
         return _rejected(request, "InvalidEventError", invalid.reason, event_id,

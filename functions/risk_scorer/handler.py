@@ -3,7 +3,7 @@
 The bus routes each ``RiskScored`` by its ``risk_score``: below the review threshold to
 automatic approval, at or above it to the manual-review workflow.
 
-Configuration (set by the CDK stack): ``EVENT_BUS_NAME``, ``IDEMPOTENCY_TABLE_NAME``,
+Configuration (set by the CDK stack): ``EVENT_BUS_NAME``, ``INVALID_EVENTS_QUEUE_URL``, ``IDEMPOTENCY_TABLE_NAME``,
 ``IDEMPOTENCY_TTL_SECONDS``, ``MODEL_PATH``, ``MODEL_NAME``, ``MODEL_VERSION``,
 ``RISK_COLUMN`` (the probability column that is the risk), ``RESULT_SOURCE`` and the
 ``POWERTOOLS_*`` variables.
@@ -26,6 +26,7 @@ from inferbus_lambda.contracts import CloudEvent, ModelRef, RiskScored, Transact
 from inferbus_lambda.idempotency import claims_from_environment
 from inferbus_lambda.inference import OnnxClassifier
 from inferbus_lambda.publishing import PublishFailure, publish_events
+from inferbus_lambda.rejections import Rejection, send_rejections
 
 logger = Logger()
 tracer = Tracer()
@@ -36,6 +37,8 @@ MODEL = OnnxClassifier.load(os.environ["MODEL_PATH"], name=os.environ["MODEL_NAM
 RISK_COLUMN = int(os.environ["RISK_COLUMN"])
 BUS_NAME = os.environ["EVENT_BUS_NAME"]
 EVENTS = boto3.client("events")
+SQS = boto3.client("sqs")
+INVALID_EVENTS_QUEUE_URL = os.environ.get("INVALID_EVENTS_QUEUE_URL")
 
 
 @tracer.capture_method
@@ -62,6 +65,11 @@ def publish_results(results: Sequence[CloudEvent[RiskScored]]) -> list[PublishFa
     return publish_events(EVENTS, [to_put_events_entry(result, BUS_NAME) for result in results])
 
 
+@tracer.capture_method
+def reject_records(rejections: Sequence[Rejection]) -> set[str]:
+    return send_rejections(SQS, INVALID_EVENTS_QUEUE_URL, os.environ["RESULT_SOURCE"], rejections)
+
+
 CONSUMER = InferenceConsumer(
     parse=expect_type(TransactionSubmitted.EVENT_TYPE),
     infer=score_transactions,
@@ -70,6 +78,7 @@ CONSUMER = InferenceConsumer(
     result_source=os.environ["RESULT_SOURCE"],
     metrics=metrics,
     logger=logger,
+    reject=reject_records if INVALID_EVENTS_QUEUE_URL else None,
 )
 
 
