@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +30,7 @@ from .event_source import LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
 from .lambda_host import LocalFunction, add_code_root_to_path, remove_added_environment
-from .provision import Deployment, StateMachineInfo, provision
+from .provision import Deployment, QueueInfo, StateMachineInfo, provision
 from .queue_ops import delete_messages, receive_all, release_messages
 from .resources import ACCOUNT, REGION
 from .template import synthesize
@@ -106,6 +107,9 @@ class EmbeddedPipeline:
         self._mock = mock_aws(config=MOTO_CONFIG)
         self._mock.start()
         self._memoize_jsonpath()
+        # An invocation that fails before it measures anything (an injected fault, a crash)
+        # makes Powertools warn that it flushed no metrics: expected here, noise on a terminal.
+        warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
         interpreter_log = logging.getLogger(MOTO_INTERPRETER_LOGGER)
         self._saved_log_level = interpreter_log.level
         interpreter_log.setLevel(logging.CRITICAL)
@@ -138,7 +142,8 @@ class EmbeddedPipeline:
             self.functions[logical_id] = LocalFunction(spec)
         for source in self.deployment.event_sources:
             queue = self.deployment.queue_by_arn(source.queue_arn)
-            self.event_sources.append(LocalEventSource(source, queue, self.functions[source.function_logical_id], self.sqs))
+            self.event_sources.append(LocalEventSource(source, queue, self.functions[source.function_logical_id], self.sqs,
+                                                       self.session.client("dynamodb")))
         for bridge in self.deployment.bridges:
             dead_letter = self.deployment.queue_by_arn(bridge.dead_letter_arn).url if bridge.dead_letter_arn else None
             self.bridges.append(StateMachineBridge(bridge, self.sqs, self.stepfunctions, dead_letter))
@@ -190,6 +195,19 @@ class EmbeddedPipeline:
         from inferbus_lambda.publishing import publish_events
 
         return [entries[failure.index] for failure in publish_events(self.events, entries, max_attempts=1)]
+
+    def queue(self, construct_id: str) -> QueueInfo:
+        """The queue a construct made (``"InvalidEvents"`` -> ``InvalidEvents1A2B3C4D``; CDK appends 8 hex digits)."""
+        assert self.deployment is not None
+        (queue,) = [q for logical_id, q in self.deployment.queues.items() if logical_id[:-8] == construct_id]
+        return queue
+
+    def peek(self, construct_id: str) -> list[dict[str, Any]]:
+        """The messages on a construct's queue, left in place (visible again at once)."""
+        url = self.queue(construct_id).url
+        messages = receive_all(self.sqs, url)
+        release_messages(self.sqs, url, messages)
+        return messages
 
     def function(self, construct_id: str) -> LocalFunction:
         """The function a construct made (``"ImageClassifier"`` -> ``ImageClassifierFunction1A2B3C4D``)."""

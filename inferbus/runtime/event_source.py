@@ -8,28 +8,51 @@ while a batch fills, as Lambda's poller holds them.
 One difference, on purpose: a failed record is made visible again at once instead of
 after ``VisibilityTimeout`` seconds, so a local run does not wait minutes per retry. The
 number of deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
+When a whole invocation fails, the idempotency claims it left in progress are expired at
+once for the same reason (see :mod:`.claims`).
+
+For chaos experiments the source can also deliver records twice, as SQS's at-least-once
+delivery may: ``duplicate_rate`` is the share of successfully processed records that are
+delivered again (a copy of the message goes back on the queue, once: a copy is not copied).
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 import time
 from typing import Any
 
+from .claims import expire_in_progress_claims
+
+DUPLICATE_MARK = "inferbus-local-duplicate"  # a message attribute on the copies the source delivers again
 from .lambda_host import Invocation, LocalFunction
 from .provision import EventSourceSpec, QueueInfo
 from .queue_ops import SQS_BATCH_LIMIT, delete_messages, release_messages
 from .resources import REGION
 
 class LocalEventSource:
-    def __init__(self, spec: EventSourceSpec, queue: QueueInfo, function: LocalFunction, sqs: Any) -> None:
+    def __init__(self, spec: EventSourceSpec, queue: QueueInfo, function: LocalFunction, sqs: Any,
+                 dynamodb: Any = None) -> None:
         self.spec = spec
         self.queue = queue
         self.function = function
         self.sqs = sqs
+        self.dynamodb = dynamodb
         self._held: list[dict[str, Any]] = []
         self._first_held_at = 0.0
         self.deliveries = 0
+        self.duplicate_rate = 0.0
+        self.duplicates_delivered = 0
+        self.claims_expired = 0
+        self._draws = random.Random()  # noqa: S311 - chaos, not crypto
+
+    def redeliver(self, rate: float, *, seed: int | None = None) -> None:
+        """Deliver ``rate`` of the successfully processed records a second time (0 switches it off)."""
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"rate must be in [0, 1], got {rate}")
+        self.duplicate_rate = rate
+        self._draws.seed(seed)
 
     def _receive(self) -> None:
         while len(self._held) < self.spec.batch_size:
@@ -68,11 +91,21 @@ class LocalEventSource:
         response, invocation = self.function.invoke({"Records": records})
         if invocation.error is not None:
             failed = {message["MessageId"] for message in messages}
+            table = self.function.spec.environment.get("IDEMPOTENCY_TABLE_NAME")
+            if table and self.dynamodb is not None:
+                self.claims_expired += expire_in_progress_claims(self.dynamodb, table)
         elif self.spec.report_batch_item_failures:
             failed = set(invocation.failed_ids)
         else:
             failed = set()
-        delete_messages(self.sqs, self.queue.url, [message for message in messages if message["MessageId"] not in failed])
+        done = [message for message in messages if message["MessageId"] not in failed]
+        for message in done:
+            is_copy = DUPLICATE_MARK in message.get("MessageAttributes", {})
+            if self.duplicate_rate and not is_copy and self._draws.random() < self.duplicate_rate:
+                self.sqs.send_message(QueueUrl=self.queue.url, MessageBody=message["Body"],
+                                      MessageAttributes={DUPLICATE_MARK: {"DataType": "String", "StringValue": "true"}})
+                self.duplicates_delivered += 1
+        delete_messages(self.sqs, self.queue.url, done)
         release_messages(self.sqs, self.queue.url, [message for message in messages if message["MessageId"] in failed])
         return invocation
 

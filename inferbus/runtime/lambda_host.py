@@ -44,6 +44,12 @@ LOCAL_ENV = {
 # (urllib's proxy lookup), and a key removed during that iteration makes it raise KeyError.
 # Every key a handler reads is in its own environment, so a value left over is never read.
 ADDED_TO_ENVIRONMENT: set[str] = set()
+# The faults a chaos experiment injects that stand for the Lambda service ending an invocation
+# (inferbus_lambda.faults), reported as Lambda reports a timeout and a dead runtime.
+SERVICE_FAILURES = {
+    "InjectedTimeout": ("Sandbox.Timedout", "Task timed out after {timeout_s}.00 seconds"),
+    "InjectedCrash": ("Runtime.ExitError", "Runtime exited unexpectedly"),
+}
 # One handler at a time in the whole process: see the module docstring.
 INVOCATION_LOCK = threading.RLock()
 
@@ -176,8 +182,14 @@ class LocalFunction:
         with self._with_environment():
             try:
                 response = self._handler(event, context)
-            except Exception as exc:  # noqa: BLE001 - a handler error fails the invocation, as on Lambda
-                error_type, error_message = type(exc).__name__, str(exc)
+            except BaseException as exc:  # a handler error fails the invocation, as on Lambda
+                service_failure = SERVICE_FAILURES.get(type(exc).__name__)
+                if service_failure is None and not isinstance(exc, Exception):
+                    raise  # KeyboardInterrupt, SystemExit: not the handler's to report
+                if service_failure is None:
+                    error_type, error_message = type(exc).__name__, str(exc)
+                else:
+                    error_type, error_message = service_failure[0], service_failure[1].format(timeout_s=self.spec.timeout_s)
                 error = f"{error_type}: {error_message}"
                 stack = traceback.format_exc().splitlines()
                 # What the Lambda runtime logs for an unhandled error.

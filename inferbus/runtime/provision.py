@@ -33,8 +33,16 @@ CLOUD_ONLY = {
     "AWS::SNS::Topic": "the alarm topic is only notified by CloudWatch alarms",
     "AWS::SNS::TopicPolicy": "the alarm topic is only notified by CloudWatch alarms",
     "AWS::FIS::ExperimentTemplate": "fault injection experiments run only in AWS",
+    # Only with fault_injection_experiments: the FIS extension's configuration bucket. Locally,
+    # faults come from the INFERBUS_FAULTS switch instead.
+    "AWS::S3::Bucket": "the AWS FIS configuration bucket serves only the FIS Lambda extension, which runs only in AWS "
+    "(locally, INFERBUS_FAULTS injects the same faults)",
+    "AWS::S3::BucketPolicy": "the AWS FIS configuration bucket's TLS-only policy: the bucket exists only in AWS",
 }
 PARTLY_LOCAL = {
+    "AWS::Events::EventBus": "the bus is created in moto without its resource policy: moto does not enforce bus "
+    "policies, so locally any caller may put any source (account-only PutEvents and each internal source reserved to "
+    "its producer's role hold only in AWS)",
     "AWS::SQS::QueuePolicy": "policy stored on the queue, not enforced (TLS-only, SourceArn)",
     "AWS::Events::Rule": "target DeadLetterConfig and RetryPolicy are not applied by moto",
     "AWS::Lambda::Function": "runs in-process from the source tree; memory, architecture and tracing are cloud-only",
