@@ -13,52 +13,78 @@ from cdk_nag import AwsSolutionsChecks
 XRAY_WILDCARD = "AwsSolutions::AwsSolutions-IAM5[Resource::*]"
 
 
+def _acknowledge(construct: object, finding: str, reason: str) -> None:
+    Validations.of(construct).acknowledge(Acknowledgment(id=finding, reason=reason))  # type: ignore[arg-type]
+
+
 def add_nag_checks(app: App) -> None:
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
 
 
 def acknowledge_tracing_wildcard(role: iam.IRole) -> None:
     """Active tracing grants ``xray:PutTraceSegments``/``PutTelemetryRecords`` on ``*``."""
-    Validations.of(role).acknowledge(
-        Acknowledgment(
-            id=XRAY_WILDCARD,
-            reason="X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions: "
-            "Resource '*' is the only form AWS accepts for them, and the actions are write-only telemetry.",
-        )
-    )
+    _acknowledge(role, XRAY_WILDCARD,
+                 "X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions: "
+                 "Resource '*' is the only form AWS accepts for them, and the actions are write-only telemetry.")
 
 
 def acknowledge_target_dead_letter_queue(queue: object) -> None:
     """cdk-nag sees only SQS redrive policies, not an EventBridge target's DeadLetterConfig."""
-    Validations.of(queue).acknowledge(  # type: ignore[arg-type]
-        Acknowledgment(
-            id="AwsSolutions::AwsSolutions-SQS3",
-            reason="This queue IS a dead-letter queue: the DeadLetterConfig of the EventBridge rule target, "
-            "which cdk-nag does not recognise as DLQ use. A DLQ of a DLQ would only move the problem.",
-        )
-    )
+    _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",
+                 "This queue IS a dead-letter queue: the DeadLetterConfig of the EventBridge rule target, "
+                 "which cdk-nag does not recognise as DLQ use. A DLQ of a DLQ would only move the problem.")
 
 
 def acknowledge_review_queue(queue: object) -> None:
     """The manual-review queue has no redrive policy, on purpose."""
-    Validations.of(queue).acknowledge(  # type: ignore[arg-type]
-        Acknowledgment(
-            id="AwsSolutions::AwsSolutions-SQS3",
-            reason="People read the manual-review queue: every listing is a receive, so a redrive policy would move "
-            "cases still waiting for a decision to a DLQ after a few looks. A case nobody decides is not lost: its "
-            "workflow times out and emits ReviewFailed; the queue keeps messages 14 days, longer than that timeout.",
-        )
-    )
+    _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",
+                 "People read the manual-review queue: every listing is a receive, so a redrive policy would move "
+                 "cases still waiting for a decision to a DLQ after a few looks. A case nobody decides is not lost: its "
+                 "workflow times out and emits ReviewFailed; the queue keeps messages 14 days, longer than that timeout.")
+
+
+def acknowledge_invalid_events_queue(queue: object) -> None:
+    """The invalid-events queue is a terminal destination, like a DLQ."""
+    _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",
+                 "The invalid-events queue is itself a dead-letter destination: records that break their contract "
+                 "wait here with the reason for a person (or inferbus redrive) to look at; nothing consumes it "
+                 "automatically, so a DLQ of it would never receive anything.")
 
 
 def acknowledge_state_machine_role(role: iam.IRole) -> None:
     """Tracing and log delivery: what a state machine needs on ``*`` because nothing narrower exists."""
-    Validations.of(role).acknowledge(
-        Acknowledgment(
-            id=XRAY_WILDCARD,
-            reason="A state machine with tracing and logging needs xray:PutTraceSegments, PutTelemetryRecords, "
-            "GetSamplingRules, GetSamplingTargets and the CloudWatch Logs delivery actions (logs:CreateLogDelivery, "
-            "GetLogDelivery, UpdateLogDelivery, DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, "
-            "DescribeResourcePolicies, DescribeLogGroups); none of them supports resource-level permissions.",
-        )
-    )
+    _acknowledge(role, XRAY_WILDCARD,
+                 "A state machine with tracing and logging needs xray:PutTraceSegments, PutTelemetryRecords, "
+                 "GetSamplingRules, GetSamplingTargets and the CloudWatch Logs delivery actions (logs:CreateLogDelivery, "
+                 "GetLogDelivery, UpdateLogDelivery, DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, "
+                 "DescribeResourcePolicies, DescribeLogGroups); none of them supports resource-level permissions.")
+
+
+def acknowledge_fault_configuration_bucket(bucket: object) -> None:
+    """The AWS FIS configuration bucket has no server access log, on purpose."""
+    _acknowledge(bucket, "AwsSolutions::AwsSolutions-S1",
+                 "The bucket only carries the short-lived fault configurations AWS FIS writes and its Lambda "
+                 "extension polls (opt-in fault_injection_experiments). Only the FIS experiment role may write and the "
+                 "targeted functions' roles read one prefix; CloudTrail records who starts experiments. Access logs would "
+                 "need a second bucket, itself unlogged, and would mostly record the extension's polls.")
+
+
+def acknowledge_fault_configuration_reads(role: iam.IRole, objects: str) -> None:
+    """A targeted function reads whatever configuration FIS writes under the prefix."""
+    _acknowledge(role, f"AwsSolutions::AwsSolutions-IAM5[Resource::{objects}]",
+                 "The AWS FIS Lambda extension reads the fault configurations FIS writes under one prefix of the "
+                 "FIS configuration bucket; their keys are chosen by FIS per experiment, so only a prefix wildcard can "
+                 "name them. s3:GetObject only, on that prefix only.")
+
+
+def acknowledge_fault_experiment_role(role: iam.IRole, objects: str) -> None:
+    """The FIS experiment role: a prefix of the configuration bucket, and two unscopable action families."""
+    for finding, reason in (
+        (f"Resource::{objects}", "AWS FIS writes and deletes one fault configuration per experiment under one prefix "
+         "of the FIS configuration bucket, with keys it chooses; s3:PutObject and s3:DeleteObject on that prefix "
+         "only."),
+        ("Resource::*", "tag:GetResources (listed by the FIS actions reference as required for aws:lambda:invocation-* "
+         "actions) and the CloudWatch Logs delivery actions for the experiment log (logs:CreateLogDelivery, "
+         "PutResourcePolicy, DescribeResourcePolicies, DescribeLogGroups) support no resource-level permissions."),
+    ):
+        _acknowledge(role, f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason)

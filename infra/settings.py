@@ -187,6 +187,11 @@ class InferbusSettings:
     text_encoder_package
         ``zip`` (default: the shared code bundle) or ``image`` (a container image built from
         ``functions/text_pipeline/Dockerfile`` at deploy time; needs Docker where you deploy).
+    fault_injection_experiments
+        Add AWS FIS experiment templates (invocation errors, added delay) over the zip functions,
+        with the FIS Lambda extension layer, its configuration bucket and an experiment role.
+        Default False: the template then has none of them. Templates only: an experiment runs
+        when someone starts it, and stops when work is lost (see ``constructs/fault_injection.py``).
     """
 
     stack_name: str = "Inferbus"
@@ -210,6 +215,7 @@ class InferbusSettings:
     text_encoder: FunctionSettings = field(default_factory=lambda: FunctionSettings(memory_mb=2048))
     offers_queue: QueueSettings = field(default_factory=QueueSettings)
     text_encoder_package: Literal["zip", "image"] = "zip"
+    fault_injection_experiments: bool = False
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -230,6 +236,9 @@ class InferbusSettings:
             raise SettingsError(f"{owner}.workflow_log_level must be one of {WORKFLOW_LOG_LEVELS}, got {self.workflow_log_level!r}")
         if self.text_encoder_package not in ("zip", "image"):
             raise SettingsError(f"{owner}.text_encoder_package must be zip or image, got {self.text_encoder_package!r}")
+        if not isinstance(self.fault_injection_experiments, bool):
+            raise SettingsError(f"{owner}.fault_injection_experiments must be True or False, "
+                                f"got {self.fault_injection_experiments!r}")
         major, _, minor = self.python_version.partition(".")
         if not (major == "3" and minor.isdigit() and int(minor) >= 12):
             raise SettingsError(f"{owner}.python_version must be 3.12 or newer, got {self.python_version!r}")

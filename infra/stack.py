@@ -10,20 +10,25 @@ from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
+from .constructs.alarms import PERIOD, add_alarm
 from .constructs.bundling import text_encoder_image
 from .constructs.consumer_monitoring import ConsumerMonitoring
+from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec
 from .constructs.queue_consumer import consumer_environment
-from .constructs.secure_queue import build_queue
+from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
 from .constructs.workflow_monitoring import WorkflowMonitoring
-from .nag import acknowledge_review_queue
+from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue
 from .settings import LOG_RETENTION_CHOICES, MAX_QUEUE_RETENTION_S, ConsumerSettings, FunctionSettings, InferbusSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +45,8 @@ RESULT_SOURCES = {
     "auto-approve": "inferbus.auto-approve",
     "risk-review": "inferbus.risk-review",
 }
+WORKFLOW_SERVICES = ("text-pipeline", "vision-fanout", "auto-approve", "risk-review")
+WORKFLOW_FAILURE_TYPES = ("TextAnalysisFailed", "ImageAnalysisFailed", "ApprovalFailed", "ReviewFailed")
 # The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
 LOG_RETENTION = dict(
     zip(
@@ -70,8 +77,10 @@ class InferbusStack(Stack):
                              else lambda_.Architecture.X86_64)
         self.code = python_lambda_code(settings.lambda_architecture, settings.python_version)
 
-        self.bus = InferbusBus(self, "EventBus", bus_name=settings.bus_name,
-                               archive_retention_days=settings.archive_retention_days).bus
+        self.bus_construct = InferbusBus(self, "EventBus", bus_name=settings.bus_name,
+                                         archive_retention_days=settings.archive_retention_days)
+        self.bus = self.bus_construct.bus
+        self.result_producers: dict[str, iam.IRole] = {}  # service -> the role that publishes its results
         self.idempotency_table = dynamodb.Table(
             self,
             "IdempotencyTable",
@@ -92,11 +101,15 @@ class InferbusStack(Stack):
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{self.stack_name}-pipeline")
         self.alarm_topic = alarm_topic
 
+        self.invalid_events = self._invalid_events_queue()
         self._image_classifier()
         accept = self._accept_function()
         self._text_pipeline(accept)
         self._vision_fanout(accept)
         self._risk_routing(accept)
+        self._restrict_result_sources()
+        if settings.fault_injection_experiments:
+            self._fault_injection_experiments()
         CfnOutput(self, "AlarmTopicArn", value=alarm_topic.topic_arn)
         CfnOutput(self, "EventBusName", value=self.bus.event_bus_name)
 
@@ -132,6 +145,7 @@ class InferbusStack(Stack):
             function=self._spec(
                 handler, settings, description,
                 EVENT_BUS_NAME=self.bus.event_bus_name,
+                INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
                 IDEMPOTENCY_TABLE_NAME=self.idempotency_table.table_name,
                 IDEMPOTENCY_TTL_SECONDS=self.settings.idempotency_ttl_s,
                 RESULT_SOURCE=RESULT_SOURCES[service],
@@ -142,6 +156,8 @@ class InferbusStack(Stack):
             target_max_event_age_s=self.settings.target_max_event_age_s,
         )
         self.bus.grant_put_events_to(consumer.function)
+        self.result_producers[service] = consumer.role
+        self.invalid_events.grant_send_messages(consumer.function)
         self.idempotency_table.grant(
             consumer.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
         )
@@ -186,7 +202,30 @@ class InferbusStack(Stack):
         WorkflowMonitoring(self, f"{construct_id}Monitoring", workflow=workflow, alarm_topic=self.alarm_topic,
                            dashboard=self.dashboard)
         CfnOutput(self, f"{construct_id}StateMachineArn", value=workflow.state_machine.state_machine_arn)
+        self.result_producers[service] = workflow.state_machine.role
         return workflow
+
+    def _invalid_events_queue(self) -> sqs.Queue:
+        """Where events that break their contract wait, with the reason: consumers send them here
+        at once (a retry would fail the same way), and a rule brings the workflows' rejections."""
+        queue = build_queue(self, "InvalidEvents", retention_period=Duration.seconds(MAX_QUEUE_RETENTION_S))
+        acknowledge_invalid_events_queue(queue)
+        add_rule_with_dead_letter_queue(
+            Construct(self, "InvalidEventsRouting"),
+            bus=self.bus,
+            event_pattern=events.EventPattern(
+                detail_type=list(WORKFLOW_FAILURE_TYPES),
+                source=[RESULT_SOURCES[service] for service in WORKFLOW_SERVICES],
+                detail={"specversion": ["1.0"], "data": {"error": ["InvalidEventError", "IdConflictError"]}},
+            ),
+            target=lambda dead_letter_queue: targets.SqsQueue(
+                queue, dead_letter_queue=dead_letter_queue, retry_attempts=self.settings.target_retry_attempts,
+                max_event_age=Duration.seconds(self.settings.target_max_event_age_s)),
+            dlq_retention_days=self.settings.target_dlq_retention_days,
+            description="Workflows' rejected inputs (...Failed with InvalidEventError or IdConflictError) -> invalid events",
+        )
+        CfnOutput(self, "InvalidEventsQueueUrl", value=queue.queue_url)
+        return queue
 
     # -- the pipelines --------------------------------------------------------------------------
 
@@ -263,7 +302,8 @@ class InferbusStack(Stack):
             "AutoApprove", service="auto-approve", asl="auto_approve.asl.json", express=True,
             pattern=cloud_event_pattern("RiskScored", sources=scored,
                                         data={"risk_score": [{"numeric": ["<", settings.review_threshold]}]}),
-            functions={"Accept": accept}, description="RiskScored below the review threshold -> TransactionApproved",
+            functions={"Accept": accept}, substitutions={"InputSource": RESULT_SOURCES["risk-scorer"]},
+            description="RiskScored below the review threshold -> TransactionApproved",
         )
         # People read this queue: every listing is a receive, so a redrive policy would move
         # waiting cases to a DLQ after N looks. A case nobody decides times out in its workflow.
@@ -274,7 +314,8 @@ class InferbusStack(Stack):
             pattern=cloud_event_pattern("RiskScored", sources=scored,
                                         data={"risk_score": [{"numeric": [">=", settings.review_threshold]}]}),
             functions={"Accept": accept}, send_to_queues=[review_queue],
-            substitutions={"ReviewQueueUrl": review_queue.queue_url, "ReviewTimeoutSeconds": str(settings.review_timeout_s)},
+            substitutions={"ReviewQueueUrl": review_queue.queue_url, "ReviewTimeoutSeconds": str(settings.review_timeout_s),
+                           "InputSource": RESULT_SOURCES["risk-scorer"]},
             description="RiskScored at or above the review threshold -> manual review (task token) -> ReviewCompleted",
         )
         # Content-based routing at the bus: approved transactions go to the offers consumer of
@@ -296,3 +337,34 @@ class InferbusStack(Stack):
         CfnOutput(self, "RiskQueueUrl", value=scorer.queue.queue_url)
         CfnOutput(self, "RiskDeadLetterQueueUrl", value=scorer.dead_letter_queue.queue_url)
         CfnOutput(self, "ReviewQueueUrl", value=review_queue.queue_url)
+
+    # -- guards and experiments -------------------------------------------------------------------
+
+    def _restrict_result_sources(self) -> None:
+        """Reserve each internal result ``source`` on the bus to the role that produces it."""
+        unguarded = set(RESULT_SOURCES) - set(self.result_producers)
+        if unguarded:
+            raise ValueError(f"RESULT_SOURCES without a producer to reserve them to: {sorted(unguarded)}")
+        self.bus_construct.restrict_sources({RESULT_SOURCES[s]: role for s, role in self.result_producers.items()})
+
+    def _fault_injection_experiments(self) -> FaultInjectionExperiments:
+        """AWS FIS templates over every inferbus function, stopped as soon as work is lost: a record
+        in a consumer's DLQ, or a failed workflow execution."""
+        tree = self.node.find_all()
+        dead_letters = [alarm for c in tree if isinstance(c, ConsumerMonitoring) for alarm in c.alarms
+                        if alarm.node.id == "DeadLetters"]
+        failed = {f"failed{i}": c.state_machine.metric_failed(period=PERIOD, statistic="Sum")
+                  for i, c in enumerate(c for c in tree if isinstance(c, Workflow))}
+        # One alarm for the four workflows: FIS takes at most 5 stop conditions per template.
+        workflows_failed = add_alarm(
+            self, "FaultInjectionWorkflowsFailed",
+            cloudwatch.MathExpression(expression=f"SUM([{', '.join(failed)}])", using_metrics=failed, period=PERIOD,
+                                      label="failed executions, all workflows"),
+            1, "Any workflow: executions that failed (stops a running FIS experiment)", self.alarm_topic)
+        return FaultInjectionExperiments(
+            self, "FaultInjection",
+            functions=[c for c in tree if isinstance(c, lambda_.Function)],
+            architecture=self.settings.lambda_architecture,
+            stop_alarms=[*dead_letters, workflows_failed],
+            log_retention=self.log_retention,
+        )

@@ -34,6 +34,10 @@ def approved(segment, source=RESULT_SOURCES["auto-approve"]):
     return event("TransactionApproved", {"input_id": "t-1", "customer": {"id": "c", "segment": segment}}, source)
 
 
+def failed(error, detail_type="TextAnalysisFailed", source=RESULT_SOURCES["text-pipeline"]):
+    return event(detail_type, {"workflow": "w", "input_id": "t-1", "error": error, "execution": "arn"}, source)
+
+
 CASES = [
     ("image, no analysis field", event("ImageSubmitted", {"pixels": PIXELS}), {"ImageClassifier"}),
     ("image, analysis=classify", event("ImageSubmitted", {"pixels": PIXELS, "analysis": "classify"}), {"ImageClassifier"}),
@@ -53,6 +57,11 @@ CASES = [
      {"ReturningCustomerOffers"}),
     ("approved by an outsider (forged)", approved("new", source="evil.producer"), set()),
     ("approved, unknown segment", approved("vip"), set()),
+    ("a workflow rejected its input", failed("InvalidEventError"), {"InvalidEventsRouting"}),
+    ("a workflow refused a reused id", failed("IdConflictError", "ReviewFailed", RESULT_SOURCES["risk-review"]),
+     {"InvalidEventsRouting"}),
+    ("a workflow failed after its retries", failed("TransientError"), set()),
+    ("a rejection forged by an outsider", failed("InvalidEventError", source="evil.producer"), set()),
     ("a result nobody consumes", event("ImageClassified", {"label": 3}, RESULT_SOURCES["image-classifier"]), set()),
 ]
 
@@ -66,7 +75,7 @@ def routes(template):
         events.create_event_bus(Name="patterns")
         queues = {}
         for logical_id, rule in rules.items():
-            construct_id = logical_id.removesuffix(logical_id[-8:]).removesuffix("Rule")
+            construct_id = logical_id.removesuffix(logical_id[-8:]).removesuffix("Rule")  # TextPipelineRule1A2B3C4D
             url = sqs.create_queue(QueueName=construct_id)["QueueUrl"]
             queues[construct_id] = url
             events.put_rule(Name=construct_id, EventBusName="patterns", EventPattern=json.dumps(rule["EventPattern"]))

@@ -1,0 +1,401 @@
+"""Who may put what on the bus, and the opt-in AWS FIS experiments: assertions on the templates.
+
+The default template comes from the session fixture; the FIS variant is synthesized once here.
+No experiment is ever started: the templates are checked, not run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferbus.runtime import EmbeddedPipeline
+from inferbus.runtime.provision import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
+from infra.constructs.fault_injection import CONFIGURATION_PREFIX, EXTENSION_LAYER_PARAMETER, EXTENSION_WRAPPER
+from infra.settings import InferbusSettings
+from infra.stack import RESULT_SOURCES
+from tests.infra.test_template import WILDCARD_RESOURCE_ACTIONS, of_type
+
+SETTINGS = InferbusSettings(fault_injection_experiments=True)
+ACCOUNT, OTHER_ACCOUNT = "111111111111", "222222222222"
+FIS_TYPES = {"AWS::FIS::ExperimentTemplate", "AWS::S3::Bucket", "AWS::S3::BucketPolicy"}
+FIS_VARIABLES = {"AWS_LAMBDA_EXEC_WRAPPER", "AWS_FIS_CONFIGURATION_LOCATION", "AWS_FIS_POLL_MAX_WAIT_MILLISECONDS"}
+# Besides the unscopable actions the default template has: tag:GetResources, which FIS's Lambda actions require.
+FIS_WILDCARD_RESOURCE_ACTIONS = WILDCARD_RESOURCE_ACTIONS | {"tag:GetResources"}
+
+
+@pytest.fixture(scope="module")
+def fis_template(tmp_path_factory):
+    from inferbus.runtime.template import synthesize
+
+    return synthesize(SETTINGS, outdir=str(tmp_path_factory.mktemp("cdk.fis")))
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def get_att(logical_id: str) -> dict:
+    return {"Fn::GetAtt": [logical_id, "Arn"]}
+
+
+def bus_policy(template) -> dict:
+    (bus,) = of_type(template, "AWS::Events::EventBus").values()
+    return bus["Policy"]
+
+
+def producers(template) -> dict[str, dict]:
+    """``source -> role ARN`` as the template wires it: the role of the function whose
+    ``RESULT_SOURCE`` it is, or of the state machine whose ``ResultSource`` it is."""
+    found = {}
+    for function in of_type(template, "AWS::Lambda::Function").values():
+        source = function.get("Environment", {}).get("Variables", {}).get("RESULT_SOURCE")
+        if source:
+            found[source] = function["Role"]
+    for machine in of_type(template, "AWS::StepFunctions::StateMachine").values():
+        found[machine["DefinitionSubstitutions"]["ResultSource"]] = machine["RoleArn"]
+    return found
+
+
+def statement_by_sid(policy: dict, sid: str) -> dict:
+    (statement,) = [s for s in policy["Statement"] if s["Sid"] == sid]
+    return statement
+
+
+# -- the bus policy ---------------------------------------------------------------------------
+
+
+def test_the_bus_denies_put_events_to_other_accounts(template):
+    policy = bus_policy(template)
+    statement = statement_by_sid(policy, "DenyPutEventsFromOtherAccounts")
+    assert (statement["Effect"], statement["Principal"], statement["Action"]) == ("Deny", "*", "events:PutEvents")
+    assert statement["Condition"] == {"StringNotEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
+    # The bus's own ARN, built from its name (the bus cannot reference its own attributes).
+    resource = json.dumps(statement["Resource"])
+    assert '":event-bus/' in resource and f'/{InferbusSettings().bus_name}"' in resource
+
+
+def test_the_bus_policy_only_denies(template):
+    """Deny-only: the policy can take access away, never grant it (producers keep their IAM grants)."""
+    statements = bus_policy(template)["Statement"]
+    assert {s["Effect"] for s in statements} == {"Deny"}
+    assert {s["Action"] for s in statements} == {"events:PutEvents"}
+    assert len(statements) == 1 + len(RESULT_SOURCES)
+    assert len({s["Sid"] for s in statements}) == len(statements)
+
+
+def test_each_internal_source_is_reserved_to_exactly_its_producer(template):
+    wired = producers(template)
+    assert set(wired) == set(RESULT_SOURCES.values())  # six producers: two consumers, four workflows
+    reserved = {}
+    for statement in bus_policy(template)["Statement"]:
+        if statement["Sid"] == "DenyPutEventsFromOtherAccounts":
+            continue
+        condition = statement["Condition"]
+        assert set(condition) == {"ForAnyValue:StringEquals", "ArnNotEquals"}
+        (source,) = condition["ForAnyValue:StringEquals"]["events:source"]
+        reserved[source] = condition["ArnNotEquals"]["aws:PrincipalArn"]
+    assert reserved == wired
+
+
+def test_every_producer_keeps_its_own_put_events_grant(template):
+    (bus_id,) = of_type(template, "AWS::Events::EventBus")
+    for role in producers(template).values():
+        role_id = role["Fn::GetAtt"][0]
+        statements = [s for p in of_type(template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Roles"]
+                      for s in p["PolicyDocument"]["Statement"]]
+        assert any(s["Effect"] == "Allow" and "events:PutEvents" in as_list(s["Action"])
+                   and get_att(bus_id) in as_list(s["Resource"]) for s in statements), role_id
+
+
+def _resolve(value: Any) -> Any:
+    """Tokens to concrete values: the account, and a role ARN per role logical id."""
+    if value == {"Ref": "AWS::AccountId"}:
+        return ACCOUNT
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return f"arn:aws:iam::{ACCOUNT}:role/{value['Fn::GetAtt'][0]}"
+    return value
+
+
+def denied(policy: dict, *, account: str, principal_arn: str, sources: list[str]) -> bool:
+    """Our reading of IAM for these statements: a Deny applies when every condition holds.
+
+    ``events:source`` is multivalued (ArrayOfString in the Service Authorization Reference):
+    the request's sources, one per entry. This only reads the policy; that EventBridge
+    evaluates it this way is what remains to confirm on a real account.
+    """
+    context = {"aws:PrincipalAccount": account, "aws:PrincipalArn": principal_arn, "events:source": sources}
+    operators = {
+        "StringNotEquals": lambda actual, allowed: actual not in allowed,
+        "ArnNotEquals": lambda actual, allowed: actual not in allowed,
+        "ForAnyValue:StringEquals": lambda actual, allowed: any(value in allowed for value in actual),
+    }
+    for statement in policy["Statement"]:
+        if all(operators[operator](context[key], [_resolve(v) for v in as_list(values)])
+               for operator, keys in statement["Condition"].items() for key, values in keys.items()):
+            return True
+    return False
+
+
+def test_the_policy_never_blocks_a_producer_and_blocks_every_forgery(template):
+    policy = bus_policy(template)
+    roles = {source: _resolve(role) for source, role in producers(template).items()}
+    internal = sorted(roles)
+    for source, role in roles.items():
+        assert not denied(policy, account=ACCOUNT, principal_arn=role, sources=[source]), source
+        assert not denied(policy, account=ACCOUNT, principal_arn=role, sources=[source] * 10), source
+        for other in internal:
+            if other != source:  # one producer cannot put another's results, alone or mixed in
+                assert denied(policy, account=ACCOUNT, principal_arn=role, sources=[other])
+                assert denied(policy, account=ACCOUNT, principal_arn=role, sources=[source, other])
+    user = f"arn:aws:iam::{ACCOUNT}:user/developer"
+    for outside_source in ("inferbus.demo", "inferbus.cli", "my.producer"):  # what people put on the bus
+        assert not denied(policy, account=ACCOUNT, principal_arn=user, sources=[outside_source])
+    for source in internal:
+        assert denied(policy, account=ACCOUNT, principal_arn=user, sources=[source])
+        assert denied(policy, account=ACCOUNT, principal_arn=user, sources=["my.producer", source])
+    stranger = f"arn:aws:iam::{OTHER_ACCOUNT}:role/{next(iter(roles.values())).rsplit('/', 1)[1]}"
+    assert denied(policy, account=OTHER_ACCOUNT, principal_arn=stranger, sources=["my.producer"])
+    assert denied(policy, account=OTHER_ACCOUNT, principal_arn=stranger, sources=[internal[0]])
+
+
+def test_restrict_sources_refuses_what_it_cannot_guard():
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_iam as iam
+
+    from infra.constructs.event_bus import InferbusBus
+
+    stack = Stack(App(), "Guard")
+    bus = InferbusBus(stack, "Bus", bus_name="guard", archive_retention_days=1)
+    role = iam.Role(stack, "Producer", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    with pytest.raises(ValueError, match="at least one source"):
+        bus.restrict_sources({})
+    with pytest.raises(ValueError, match="aws.s3"):
+        bus.restrict_sources({"aws.s3": role})
+    bus.restrict_sources({"guard.producer": role})
+    with pytest.raises(ValueError, match="already restricted"):
+        bus.restrict_sources({"guard.other": role})
+
+
+def test_the_embedded_runtime_provisions_the_guarded_bus_and_says_the_policy_is_cloud_only(template):
+    with EmbeddedPipeline(template, tap=False) as pipeline:
+        assert pipeline.bus_name == InferbusSettings().bus_name
+        listed = {(kind, why) for _, kind, why in pipeline.deployment.partly_local}
+        assert ("AWS::Events::EventBus", PARTLY_LOCAL["AWS::Events::EventBus"]) in listed
+        assert "moto does not enforce bus policies" in PARTLY_LOCAL["AWS::Events::EventBus"]
+        unexplained = [e for e in pipeline.deployment.cloud_only if e[2] == "not emulated by the embedded runtime"]
+        assert not unexplained
+
+
+# -- the FIS variant -----------------------------------------------------------------------------
+
+
+def experiment_templates(template) -> dict[str, dict]:
+    return {props["Actions"][next(iter(props["Actions"]))]["ActionId"]: props
+            for props in of_type(template, "AWS::FIS::ExperimentTemplate").values()}
+
+
+def zip_function_arns(template) -> list[dict]:
+    functions = of_type(template, "AWS::Lambda::Function")
+    return [get_att(k) for k, f in functions.items() if f.get("PackageType") != "Image"]
+
+
+def the_bucket(template) -> str:
+    (bucket_id,) = of_type(template, "AWS::S3::Bucket")
+    return bucket_id
+
+
+def test_the_default_template_has_no_fault_injection(template):
+    assert not {r["Type"] for r in template["Resources"].values()} & FIS_TYPES
+    for function in of_type(template, "AWS::Lambda::Function").values():
+        assert "Layers" not in function
+        assert not set(function["Environment"]["Variables"]) & FIS_VARIABLES
+    assert "fis" not in json.dumps(template.get("Parameters", {})).lower()
+    assert "s3:" not in json.dumps([p["PolicyDocument"] for p in of_type(template, "AWS::IAM::Policy").values()])
+
+
+def test_two_experiment_templates_fail_and_delay_invocations(fis_template):
+    experiments = experiment_templates(fis_template)
+    assert set(experiments) == {"aws:lambda:invocation-error", "aws:lambda:invocation-add-delay"}
+    for action_id, experiment in experiments.items():
+        for action in experiment["Actions"].values():
+            assert action["ActionId"] == action_id
+            parameters = action["Parameters"]
+            assert parameters["duration"] == "PT10M"
+            assert 1 <= int(parameters["invocationPercentage"]) <= 100
+            (target_key,) = action["Targets"]
+            assert target_key == "Functions" and action["Targets"]["Functions"] in experiment["Targets"]
+        assert experiment["LogConfiguration"]["LogSchemaVersion"] == 2
+    errors = experiments["aws:lambda:invocation-error"]["Actions"].values()
+    # Fail before the handler runs, as the local error_rate does: a failed invocation has no side effects.
+    assert {a["Parameters"]["preventExecution"] for a in errors} == {"true"}
+    delays = experiments["aws:lambda:invocation-add-delay"]["Actions"].values()
+    assert all(0 < int(a["Parameters"]["startupDelayMilliseconds"]) <= 900_000 for a in delays)
+
+
+def test_the_experiments_target_exactly_inferbus_functions_by_arn(fis_template):
+    expected = zip_function_arns(fis_template)
+    assert len(expected) == 10
+    for experiment in experiment_templates(fis_template).values():
+        targets = experiment["Targets"].values()
+        arns = [arn for target in targets for arn in target["ResourceArns"]]
+        assert sorted(map(json.dumps, arns)) == sorted(map(json.dumps, expected))  # each once, no other
+        for target in targets:
+            assert target["ResourceType"] == "aws:lambda:function" and target["SelectionMode"] == "ALL"
+            assert 1 <= len(target["ResourceArns"]) <= 5  # FIS: 5 resource ARNs per target
+            assert "ResourceTags" not in target and "Filters" not in target
+        # every target is hit by exactly one action
+        used = sorted(a["Targets"]["Functions"] for a in experiment["Actions"].values())
+        assert used == sorted(experiment["Targets"])
+
+
+def test_every_experiment_stops_on_alarms_of_the_template(fis_template):
+    alarms = of_type(fis_template, "AWS::CloudWatch::Alarm")
+    dead_letters = {get_att(k)["Fn::GetAtt"][0] for k in alarms if "DeadLetters" in k}
+    assert len(dead_letters) == 2  # both consumers' DLQs
+    for experiment in experiment_templates(fis_template).values():
+        conditions = experiment["StopConditions"]
+        assert 1 <= len(conditions) <= 5
+        assert {c["Source"] for c in conditions} == {"aws:cloudwatch:alarm"}
+        named = {c["Value"]["Fn::GetAtt"][0] for c in conditions}
+        assert named <= set(alarms) and dead_letters <= named
+        (workflows,) = named - dead_letters
+        metrics = alarms[workflows]["Metrics"]
+        failed = [m for m in metrics if "MetricStat" in m]
+        assert {m["MetricStat"]["Metric"]["MetricName"] for m in failed} == {"ExecutionsFailed"}
+        watched = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in failed}
+        assert watched == set(of_type(fis_template, "AWS::StepFunctions::StateMachine"))
+
+
+def test_the_experiment_role_is_least_privilege(fis_template):
+    experiments = list(experiment_templates(fis_template).values())
+    (role_arn,) = {json.dumps(e["RoleArn"]) for e in experiments}
+    role_id = json.loads(role_arn)["Fn::GetAtt"][0]
+    role = of_type(fis_template, "AWS::IAM::Role")[role_id]
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "fis.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert json.dumps(trust["Condition"]["ArnLike"]["aws:SourceArn"]).endswith(':experiment/*"]]}')
+    assert "ManagedPolicyArns" not in role and "Policies" not in role
+    statements = [s for p in of_type(fis_template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Roles"]
+                  for s in p["PolicyDocument"]["Statement"]]
+    by_action = {action: as_list(s["Resource"]) for s in statements for action in as_list(s["Action"])}
+    assert set(by_action) == {"s3:PutObject", "s3:DeleteObject", "lambda:GetFunction", "tag:GetResources",
+                              "logs:CreateLogDelivery", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies",
+                              "logs:DescribeLogGroups"}
+    objects = {"Fn::Join": ["", [get_att(the_bucket(fis_template)), f"/{CONFIGURATION_PREFIX}*"]]}
+    assert by_action["s3:PutObject"] == by_action["s3:DeleteObject"] == [objects]
+    targets = zip_function_arns(fis_template)
+    assert sorted(map(json.dumps, by_action["lambda:GetFunction"])) == sorted(map(json.dumps, targets))
+    assert {a for a, resources in by_action.items() if "*" in resources} <= FIS_WILDCARD_RESOURCE_ACTIONS
+
+
+def test_no_wildcard_actions_and_only_unscopable_actions_on_any_resource_in_the_fis_variant(fis_template):
+    """The IAM walk of test_template, on the FIS variant."""
+    for policy in of_type(fis_template, "AWS::IAM::Policy").values():
+        for statement in policy["PolicyDocument"]["Statement"]:
+            actions = as_list(statement["Action"])
+            assert not any("*" in action for action in actions), actions
+            resources = as_list(statement["Resource"])
+            assert not any(isinstance(r, str) and r != "*" and "*" in r for r in resources), resources
+            if "*" in resources:
+                assert set(actions) <= FIS_WILDCARD_RESOURCE_ACTIONS, actions
+    for role in of_type(fis_template, "AWS::IAM::Role").values():
+        assert "ManagedPolicyArns" not in role
+
+
+def test_the_configuration_bucket_is_private_encrypted_tls_only_and_short_lived(fis_template):
+    bucket_id = the_bucket(fis_template)
+    bucket = of_type(fis_template, "AWS::S3::Bucket")[bucket_id]
+    (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    assert bucket["PublicAccessBlockConfiguration"] == dict.fromkeys(
+        ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"), True)
+    assert bucket["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    assert bucket["LifecycleConfiguration"]["Rules"] == [
+        {"ExpirationInDays": 1, "Prefix": CONFIGURATION_PREFIX, "Status": "Enabled"}]
+    (policy,) = of_type(fis_template, "AWS::S3::BucketPolicy").values()
+    assert policy["Bucket"] == {"Ref": bucket_id}
+    conditions = [s["Condition"] for s in policy["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert {"Bool": {"aws:SecureTransport": "false"}} in conditions
+    assert {"NumericLessThan": {"s3:TlsVersion": 1.2}} in conditions
+
+
+def test_only_the_targeted_functions_carry_the_extension_and_read_only_its_prefix(fis_template):
+    bucket = get_att(the_bucket(fis_template))
+    location = {"Fn::Join": ["", [bucket, f"/{CONFIGURATION_PREFIX}"]]}
+    (parameter_id,) = [k for k, p in fis_template["Parameters"].items() if "fis" in p.get("Default", "")]
+    parameter = fis_template["Parameters"][parameter_id]
+    assert parameter == {"Type": "AWS::SSM::Parameter::Value<String>",
+                         "Default": EXTENSION_LAYER_PARAMETER.format(architecture=SETTINGS.lambda_architecture)}
+    policies = of_type(fis_template, "AWS::IAM::Policy")
+    for function_id, function in of_type(fis_template, "AWS::Lambda::Function").items():
+        assert function["Layers"] == [{"Ref": parameter_id}]
+        variables = function["Environment"]["Variables"]
+        assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == EXTENSION_WRAPPER
+        assert variables["AWS_FIS_CONFIGURATION_LOCATION"] == location
+        assert int(variables["AWS_FIS_POLL_MAX_WAIT_MILLISECONDS"]) > 0  # AWS's advice with preventExecution
+        role_id = function["Role"]["Fn::GetAtt"][0]
+        s3 = [s for p in policies.values() if {"Ref": role_id} in p["Roles"] for s in p["PolicyDocument"]["Statement"]
+              if any(a.startswith("s3:") for a in as_list(s["Action"]))]
+        assert sorted((s["Action"], json.dumps(s["Resource"]), json.dumps(s.get("Condition"))) for s in s3) == sorted([
+            ("s3:GetObject", json.dumps({"Fn::Join": ["", [bucket, f"/{CONFIGURATION_PREFIX}*"]]}), "null"),
+            ("s3:ListBucket", json.dumps(bucket),
+             json.dumps({"StringLike": {"s3:prefix": [f"{CONFIGURATION_PREFIX}*"]}})),
+        ]), function_id
+
+
+def _without_fault_injection(template: dict, bucket_id: str) -> dict:
+    """The FIS variant with what fault injection adds taken out again."""
+    stripped = copy.deepcopy(template)
+    resources = stripped["Resources"]
+    for logical_id in [k for k in resources if k.startswith("FaultInjection")]:
+        del resources[logical_id]
+    for resource in resources.values():
+        props = resource["Properties"]
+        if resource["Type"] == "AWS::Lambda::Function":
+            props.pop("Layers")
+            for name in FIS_VARIABLES:
+                del props["Environment"]["Variables"][name]
+        if resource["Type"] == "AWS::IAM::Policy":
+            props["PolicyDocument"]["Statement"] = [s for s in props["PolicyDocument"]["Statement"]
+                                                    if bucket_id not in json.dumps(s)]
+    stripped["Parameters"] = {k: p for k, p in stripped["Parameters"].items() if "fis" not in p.get("Default", "")}
+    return stripped
+
+
+def test_the_setting_adds_fault_injection_and_changes_nothing_else(template, fis_template):
+    added = {fis_template["Resources"][k]["Type"] for k in set(fis_template["Resources"]) - set(template["Resources"])}
+    assert added == FIS_TYPES | {"AWS::IAM::Role", "AWS::IAM::Policy", "AWS::Logs::LogGroup", "AWS::CloudWatch::Alarm"}
+    assert _without_fault_injection(fis_template, the_bucket(fis_template)) == template
+
+
+def test_cfn_lint_passes_on_the_fis_variant(fis_template, tmp_path):
+    path = tmp_path / "template.json"
+    path.write_text(json.dumps(fis_template))
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("cfn-lint")), "--ignore-checks", "W3005", "--", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_embedded_runtime_says_why_each_resource_type_is_or_is_not_local(template, fis_template):
+    known = set(CLOUD_ONLY) | set(PARTLY_LOCAL) | PROVISIONED_TYPES
+    for variant in (template, fis_template):
+        assert {r["Type"] for r in variant["Resources"].values()} <= known
+    assert FIS_TYPES <= set(CLOUD_ONLY)
+
+
+def test_the_setting_is_validated():
+    from infra.settings import SettingsError
+
+    with pytest.raises(SettingsError, match="fault_injection_experiments"):
+        InferbusSettings(fault_injection_experiments="yes")  # type: ignore[arg-type]
