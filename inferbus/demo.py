@@ -55,6 +55,7 @@ from inferbus_lambda.contracts import (  # noqa: E402
 Progress = Callable[[str, int, int], None]
 RESULT_TYPES = {"ImageClassified", "ImageAnalyzed", "TextAnalyzed", "RiskScored", "TransactionApproved", "ReviewCompleted"}
 FAILURE_TYPES = {"ImageAnalysisFailed", "TextAnalysisFailed", "ReviewFailed", "ApprovalFailed"}
+REJECTION_ERRORS = {"InvalidEventError", "IdConflictError"}  # the input was refused: it waits in InvalidEvents
 
 
 def malformed_entries(template: dict[str, Any], bus_name: str, cases: list[tuple[str, Callable[[dict], Any]]],
@@ -112,7 +113,8 @@ class KindReport:
     malformed: int = 0
     duplicates: int = 0
     results: int = 0
-    failure_events: int = 0
+    rejected: int = 0  # kept in the invalid-events queue with the reason
+    failure_events: int = 0  # a workflow failed after its retries: its ...Failed event says why
     duplicate_results: int = 0
     in_dead_letter_queues: int = 0
     correct: int = 0
@@ -125,14 +127,15 @@ class KindReport:
 
     @property
     def balanced(self) -> bool:
-        """Each distinct event: one result, one failure event, or a DLQ message; nothing twice."""
-        accounted = self.results + self.failure_events + self.in_dead_letter_queues
+        """Each distinct event: one result, one rejection, one failure event, or a DLQ message; nothing twice."""
+        accounted = self.results + self.rejected + self.failure_events + self.in_dead_letter_queues
         return accounted == self.sent + self.malformed and not self.duplicate_results
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "sent": self.sent, "malformed": self.malformed, "duplicate_deliveries": self.duplicates,
-            "results": self.results, "failure_events": self.failure_events, "in_dead_letter_queues": self.in_dead_letter_queues,
+            "results": self.results, "rejected": self.rejected, "failure_events": self.failure_events,
+            "in_dead_letter_queues": self.in_dead_letter_queues,
             "duplicate_results": self.duplicate_results, "balanced": self.balanced,
             "accuracy": None if self.accuracy is None else round(self.accuracy, 4), "scored": self.scored,
             "latency_ms": {"p50": round(percentile(self.latencies_ms, 50), 1), "p95": round(percentile(self.latencies_ms, 95), 1)},
@@ -164,6 +167,7 @@ class DemoReport:
     reviews: dict[str, int] = field(default_factory=dict)
     dead_letters: dict[str, int] = field(default_factory=dict)
     dead_letter_reasons: dict[str, str] = field(default_factory=dict)
+    rejection_reasons: dict[str, str] = field(default_factory=dict)  # event id -> why it was kept aside
     rejected_by_bus: int = 0
     invalid_results: list[str] = field(default_factory=list)  # events the pipeline published that break a contract
     invocations: dict[str, int] = field(default_factory=dict)
@@ -193,6 +197,7 @@ class DemoReport:
             "invalid_results": self.invalid_results,
             "dead_letters": self.dead_letters,
             "dead_letter_reasons": self.dead_letter_reasons,
+            "rejection_reasons": self.rejection_reasons,
             "invocations": self.invocations,
             "image_batch_sizes": self.image_batch_sizes,
             "inference_ms_per_batch": {"p50": round(percentile(self.inference_ms, 50), 3),
@@ -365,7 +370,7 @@ def account(pipeline: Any, sent: Sent, report: DemoReport) -> None:
             if input_id in sent.sent_at:
                 kind.latencies_ms.append((datetime.fromisoformat(detail["time"]) - sent.sent_at[input_id]).total_seconds() * 1000)
         if detail_type in FAILURE_TYPES:
-            if detail_type in failure_kind:
+            if detail_type in failure_kind and data["error"] not in REJECTION_ERRORS:  # rejections are counted below
                 kinds[failure_kind[detail_type]].failure_events += 1
             name = workflow_names[data["execution"].split(":")[-2]]
             workflow = report.workflows.setdefault(name, WorkflowReport(name))
@@ -386,6 +391,16 @@ def account(pipeline: Any, sent: Sent, report: DemoReport) -> None:
         queue = next(q for lid, q in pipeline.deployment.queues.items() if lid.startswith(f"{segment}CustomerOffersQueuesQueue"))
         routing[f"offers_{segment.lower()}"] = len(receive_all(pipeline.sqs, queue.url))
     report.routing = dict(routing)
+
+    for message in pipeline.peek("InvalidEvents"):
+        kept = json.loads(message["Body"])
+        if "consumer" in kept:  # sent by a queue consumer
+            event_id, reason = kept["event_id"], f"{kept['error']}: {kept['reason']}"
+        else:  # a workflow's ...Failed event, brought by the rule
+            event_id, reason = kept["detail"]["data"]["input_id"], f"{kept['detail']['data']['error']}: {kept['detail']['data']['cause']}"
+        report.rejection_reasons[str(event_id)] = reason
+        if sent.kind_of.get(event_id):
+            kinds[sent.kind_of[event_id]].rejected += 1
 
     for logical_id, messages in pipeline.dead_letters().items():
         report.dead_letters[logical_id] = len(messages)

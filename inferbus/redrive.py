@@ -26,7 +26,24 @@ add_code_root_to_path()
 
 from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event  # noqa: E402
 
-__all__ = ["DeadLetter", "inspect_dead_letters", "redrive"]
+__all__ = ["DeadLetter", "RedriveError", "inspect_dead_letters", "redrive", "resolve_queues"]
+
+
+class RedriveError(ValueError):
+    """The queues to redrive between cannot be told; the message says why."""
+
+
+def resolve_queues(sqs: Any, queue: str, source_url: str | None = None) -> tuple[str, str]:
+    """``(dlq_url, source_url)`` from a DLQ given by URL or name; the source is the one queue
+    whose redrive policy names this DLQ, unless ``source_url`` is given."""
+    dlq_url = queue if queue.startswith(("https://", "http://")) else sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+    if source_url:
+        return dlq_url, source_url
+    sources = sqs.list_dead_letter_source_queues(QueueUrl=dlq_url).get("queueUrls", [])
+    if len(sources) != 1:
+        found = ", ".join(sources) or "none"
+        raise RedriveError(f"{queue} is the DLQ of {len(sources)} queues ({found}): name the one with --source-url")
+    return dlq_url, sources[0]
 
 
 @dataclass(frozen=True)

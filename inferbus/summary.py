@@ -44,15 +44,17 @@ def short_queue_name(logical_id: str) -> str:
 
 def _kinds_table(data: dict[str, Any]) -> Table:
     table = Table(title="every event sent, and where it ended up", title_justify="left",
-                  caption="bad: malformed on purpose; dup: delivered twice; failed: a ...Failed event says why; "
-                  "accuracy vs the true labels; latency: sent → result", caption_justify="left")
-    for column in ("input", "sent", "bad", "dup", "results", "failed", "DLQ", "ledger", "accuracy", "latency p50/p95"):
+                  caption="bad: malformed on purpose; dup: delivered twice; rejected: kept in the invalid-events queue "
+                  "with the reason; failed: a workflow gave up after its retries; accuracy vs the true labels; "
+                  "latency: sent → result", caption_justify="left")
+    for column in ("input", "sent", "bad", "dup", "results", "rejected", "failed", "DLQ", "ledger", "accuracy",
+                   "latency p50/p95"):
         table.add_column(column, justify="left" if column == "input" else "right")
     for name, kind in data["kinds"].items():
         accuracy = "—" if kind["accuracy"] is None else f"{kind['accuracy']:.3f}"
         table.add_row(
             KIND_TITLES.get(name, name), str(kind["sent"]), str(kind["malformed"]), str(kind["duplicate_deliveries"]),
-            str(kind["results"]), str(kind["failure_events"]), str(kind["in_dead_letter_queues"]),
+            str(kind["results"]), str(kind["rejected"]), str(kind["failure_events"]), str(kind["in_dead_letter_queues"]),
             "[green]ok[/green]" if kind["balanced"] else "[red]OFF[/red]", accuracy,
             f"{kind['latency_ms']['p50'] / 1000:.1f}/{kind['latency_ms']['p95'] / 1000:.1f} s",
         )
@@ -103,11 +105,14 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     console.print(_workflows_table(data))
     console.print(_risk_table(data))
 
-    failures = [(name, failure) for name, workflow in data["workflows"].items() for failure in workflow["failures"]]
-    if failures or data["dead_letter_reasons"]:
-        table = Table(title="why each failure happened (failure events and the handlers' structured logs)", title_justify="left")
+    failures = [(name, failure) for name, workflow in data["workflows"].items() for failure in workflow["failures"]
+                if failure["error"] not in {"InvalidEventError", "IdConflictError"}]
+    if failures or data["dead_letter_reasons"] or data["rejection_reasons"]:
+        table = Table(title="why each event did not get a result", title_justify="left")
         for column in ("where", "event id", "reason"):
             table.add_column(column)
+        for event_id, reason in data["rejection_reasons"].items():
+            table.add_row("invalid-events queue", event_id, reason)
         for name, failure in failures:
             table.add_row(f"{name} → failure event", str(failure["input_id"]), f"{failure['error']}: {failure['cause']}")
         for event_id, reason in data["dead_letter_reasons"].items():

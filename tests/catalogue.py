@@ -1,7 +1,10 @@
-"""Malformed SQS bodies for the image consumer, each with the start of the reason it must give.
+"""Malformed inputs for every kind of event, each with the start of the reason it must give.
 
-Each case is ``(name, body, reason_prefix)``: ``body`` is what the queue delivers (the
-EventBridge envelope as JSON text), built from a valid ImageSubmitted by one corruption.
+Each case is ``(name, body, reason_prefix)``: ``body`` is what a consumer's queue or a
+workflow receives (the EventBridge envelope as JSON text), built from a valid event by one
+corruption. ``CASES`` are ImageSubmitted bodies for the image classifier (the envelope cases
+live here too: they fail the same way for every type), ``TRANSACTION_CASES`` go to the risk
+scorer, ``TEXT_CASES`` and ``ANALYSIS_CASES`` to the text and vision workflows.
 """
 
 from __future__ import annotations
@@ -13,16 +16,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 
-def valid_detail(event_id: str | None = None) -> dict[str, Any]:
+VALID_DATA = {
+    "ImageSubmitted": {"pixels": [3] * 64},
+    "TextSubmitted": {"text": "The parcel arrived on time and intact."},
+    "TransactionSubmitted": {"customer": {"id": "customer-1", "segment": "new"}, "features": [1.5] * 30},
+}
+
+
+def valid_detail(event_id: str | None = None, event_type: str = "ImageSubmitted") -> dict[str, Any]:
     return {
         "specversion": "1.0",
         "id": event_id or str(uuid.uuid4()),
         "source": "catalogue.producer",
-        "type": "ImageSubmitted",
+        "type": event_type,
         "time": datetime.now(UTC).isoformat(),
         "correlationid": "catalogue",
         "datacontenttype": "application/json",
-        "data": {"pixels": [3] * 64},
+        "data": json.loads(json.dumps(VALID_DATA[event_type])),
     }
 
 
@@ -33,8 +43,8 @@ def envelope(detail: Any) -> dict[str, Any]:
             "time": "2026-12-02T00:00:00Z", "region": "us-east-1", "resources": [], "detail": detail}
 
 
-def corrupt(change: Callable[[dict[str, Any]], Any]) -> str:
-    detail = valid_detail()
+def corrupt(change: Callable[[dict[str, Any]], Any], event_type: str = "ImageSubmitted") -> str:
+    detail = valid_detail(event_type=event_type)
     change(detail)
     return json.dumps(envelope(detail))
 
@@ -86,4 +96,48 @@ CASES: list[tuple[str, str, str]] = [
     ("pixel 10^30", corrupt(set_pixel(10**30)), "data.pixels.7: Input should be less than or equal to 16"),
     ("extra data field", corrupt(lambda d: d["data"].update(label=3)), "data.label: Extra inputs are not permitted"),
     ("Source forged against the envelope", json.dumps(envelope(valid_detail()) | {"source": "inferbus.image-classifier"}), "envelope mismatch"),
+]
+
+
+def text(change: Callable[[dict[str, Any]], Any]) -> str:
+    return corrupt(change, "TextSubmitted")
+
+
+def transaction(change: Callable[[dict[str, Any]], Any]) -> str:
+    return corrupt(change, "TransactionSubmitted")
+
+
+def set_feature(value: Any) -> Callable[[dict[str, Any]], Any]:
+    return lambda d: d["data"]["features"].__setitem__(4, value)
+
+
+TRANSACTION_CASES: list[tuple[str, str, str]] = [
+    ("no customer", transaction(lambda d: d["data"].pop("customer")), "data.customer: Field required"),
+    ("unknown segment", transaction(lambda d: d["data"]["customer"].update(segment="vip")), "data.customer.segment: Input should be"),
+    ("customer id with spaces", transaction(lambda d: d["data"]["customer"].update(id="a b")), "data.customer.id: String should match"),
+    ("29 features", transaction(lambda d: d["data"].update(features=[1.0] * 29)), "data.features: List should have at least 30"),
+    ("31 features", transaction(lambda d: d["data"].update(features=[1.0] * 31)), "data.features: List should have at most 30"),
+    ("feature NaN", transaction(set_feature(float("nan"))), "data.features.4: Input should be a finite number"),
+    ("feature Infinity", transaction(set_feature(float("-inf"))), "data.features.4: Input should be a finite number"),
+    ("feature 10^30", transaction(set_feature(1e30)), "data.features.4: Input should be less than or equal to 1000000"),
+    ("feature as a string", transaction(set_feature("12.5")), "data.features.4: Input should be a valid number"),
+    ("feature true", transaction(set_feature(True)), "data.features.4: Input should be a valid number"),
+    ("features as an object", transaction(lambda d: d["data"].update(features={"a": 1})), "data.features: Input should be a valid list"),
+]
+
+TEXT_CASES: list[tuple[str, str, str]] = [
+    ("empty text", text(lambda d: d["data"].update(text="")), "data.text: String should have at least 1 character"),
+    ("blank text", text(lambda d: d["data"].update(text=" \n\t ")), "data.text: Value error, text must not be blank"),
+    ("text over 2,000 characters", text(lambda d: d["data"].update(text="x" * 2001)), "data.text: String should have at most 2000"),
+    ("text as a number", text(lambda d: d["data"].update(text=42)), "data.text: Input should be a valid string"),
+    ("text not UTF-8 (lone surrogate)", text(lambda d: d["data"].update(text="caf\udce9")), "data.text: Input should be a valid string"),
+    ("no text", text(lambda d: d["data"].pop("text")), "data.text: Field required"),
+    ("extra field beside the text", text(lambda d: d["data"].update(language="en")), "data.language: Extra inputs are not permitted"),
+]
+
+ANALYSIS_CASES: list[tuple[str, str, str]] = [
+    ("full analysis of 65 pixels", corrupt(lambda d: d["data"].update(pixels=[1] * 65, analysis="full")),
+     "data.pixels: List should have at most 64"),
+    ("full analysis of a pixel 255", corrupt(lambda d: d["data"].update(analysis="full") or d["data"]["pixels"].__setitem__(0, 255)),
+     "data.pixels.0: Input should be less than or equal to 16"),
 ]

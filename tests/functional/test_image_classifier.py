@@ -42,27 +42,55 @@ def test_one_batch_one_inference_and_bad_records_reported(pipeline):
     invocation = source.pump(wait=True)
 
     assert invocation.records == 21 and invocation.error is None
-    assert len(invocation.failed_ids) == 1
+    assert invocation.failed_ids == []  # the bad record was handled: sent where invalid events wait
     function = source.function
     assert function.metrics["BatchSize"] == [21]
     assert len(function.metrics["InferenceMs"]) == 1  # ONE session.run for the whole batch
     published = results(pipeline)
     assert sorted(r["detail"]["data"]["input_id"] for r in published) == sorted(e.id for e in events)
     assert {r["detail"]["correlationid"] for r in published} == {e.correlationid for e in events}
-    warning = next(line for line in function.logs if line.get("status") == "invalid")
+    warning = next(line for line in function.logs if line.get("message") == "record rejected")
     assert warning["event_id"] == "bad-1" and warning["reason"].startswith("data.pixels.0:")
+    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek("InvalidEvents")]
+    assert (rejected["event_id"], rejected["error"], rejected["consumer"]) == ("bad-1", "InvalidEventError",
+                                                                              "inferbus.image-classifier")
+    assert rejected["reason"].startswith("data.pixels.0:") and json.loads(rejected["body"])["detail"]["id"] == "bad-1"
 
 
-def test_invalid_record_lands_in_the_dlq_after_max_receive_count(pipeline):
+def test_an_invalid_record_is_delivered_once_and_kept_with_its_reason(pipeline):
     _, entries = image_entries(pipeline, 1)
     bad = json.loads(entries[0]["Detail"]) | {"id": "bad-2"}
     bad["data"] = {"pixels": [1] * 10}
     pipeline.put_events([entries[0] | {"Detail": json.dumps(bad)}])
     pipeline.drain()
     source = pipeline.event_source("ImageClassifier")
+    assert source.deliveries == 1  # a retry would fail the same way
+    assert all(messages == [] for messages in pipeline.dead_letters().values())
+    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek("InvalidEvents")]
+    assert rejected["event_id"] == "bad-2"
+    assert rejected["reason"] == "data.pixels: List should have at least 64 items after validation, not 10"
+
+
+class DestinationDown:
+    """The invalid-events queue cannot be reached: SendMessageBatch fails every entry."""
+
+    def send_message_batch(self, QueueUrl, Entries):  # noqa: N803
+        return {"Successful": [], "Failed": [{"Id": e["Id"], "Code": "ServiceUnavailable", "SenderFault": False}
+                                             for e in Entries]}
+
+
+def test_an_invalid_record_that_cannot_be_kept_is_retried_then_dead_lettered(pipeline, monkeypatch):
+    monkeypatch.setattr(sys.modules["image_classifier.handler"], "SQS", DestinationDown())
+    _, entries = image_entries(pipeline, 1)
+    bad = json.loads(entries[0]["Detail"]) | {"id": "bad-3"}
+    bad["data"] = {"pixels": [1] * 10}
+    pipeline.put_events([entries[0] | {"Detail": json.dumps(bad)}])
+    pipeline.drain()
+    source = pipeline.event_source("ImageClassifier")
     assert source.deliveries == source.queue.max_receive_count
     dlq = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn)
-    assert [json.loads(m["Body"])["detail"]["id"] for m in pipeline.dead_letters()[dlq.logical_id]] == ["bad-2"]
+    assert [json.loads(m["Body"])["detail"]["id"] for m in pipeline.dead_letters()[dlq.logical_id]] == ["bad-3"]
+    assert pipeline.peek("InvalidEvents") == []
 
 
 def test_duplicate_delivery_is_processed_once(pipeline):
@@ -86,8 +114,8 @@ def test_same_id_with_different_data_is_rejected_as_a_conflict(pipeline):
     forged["data"]["pixels"] = [0] * 64
     pipeline.put_events([entries[0] | {"Detail": json.dumps(forged)}])
     pipeline.drain()
-    function = pipeline.function("ImageClassifier")
-    assert any(line.get("status") == "conflict" for line in function.logs)
+    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek("InvalidEvents")]
+    assert (rejected["error"], rejected["reason"]) == ("IdConflictError", "id already used by an event with different data")
     assert len(results(pipeline)) == 1
 
 

@@ -11,6 +11,13 @@ from inferbus.runtime import EmbeddedPipeline
 from tests.catalogue import envelope, valid_detail
 
 
+class QueuesDown:
+    """SendMessageBatch fails every entry: the invalid-events destination is unreachable too."""
+
+    def send_message_batch(self, QueueUrl, Entries):  # noqa: N803
+        return {"Failed": [{"Id": e["Id"], "Code": "ServiceUnavailable", "SenderFault": False} for e in Entries]}
+
+
 class BusDown:
     """PutEvents fails every entry with a transient error, as during an EventBridge outage."""
 
@@ -22,7 +29,8 @@ def test_redrive_moves_back_what_can_succeed_and_keeps_what_cannot(template, mon
     with EmbeddedPipeline(template) as pipeline:
         source = pipeline.event_source("ImageClassifier")
         handler = sys.modules["image_classifier.handler"]
-        monkeypatch.setattr(handler, "EVENTS", BusDown())
+        monkeypatch.setattr(handler, "EVENTS", BusDown())  # an outage: results cannot be published ...
+        monkeypatch.setattr(handler, "SQS", QueuesDown())  # ... nor invalid records kept aside
         bad = valid_detail("bad-pixels")
         bad["data"]["pixels"][0] = 99
         for detail in (valid_detail("good-1"), bad):
@@ -35,8 +43,8 @@ def test_redrive_moves_back_what_can_succeed_and_keeps_what_cannot(template, mon
         assert letters["good-1"].valid and letters["good-1"].receive_count >= source.queue.max_receive_count
         assert letters["bad-pixels"].verdict == "would fail again: data.pixels.0: Input should be less than or equal to 16"
 
-        assert main(["redrive", "--dlq-url", dlq_url, "--source-url", source.queue.url, "--dry-run"]) == 0
-        assert "would move 1 of 2" in capsys.readouterr().out
+        assert main(["redrive", dlq_url, "--dry-run"]) == 0  # the source queue is found from its redrive policy
+        assert f"would move 1 of 2 to {source.queue.url}" in capsys.readouterr().out
 
         monkeypatch.undo()  # the bus is back
         assert redrive(pipeline.sqs, dlq_url, source.queue.url) == 1
@@ -54,3 +62,10 @@ def test_redrive_all_falls_back_to_moving_one_by_one_without_the_move_api(templa
         assert redrive(pipeline.sqs, dlq_url, source.queue.url, only_valid=False) == 1
         attributes = pipeline.sqs.get_queue_attributes(QueueUrl=source.queue.url, AttributeNames=["ApproximateNumberOfMessages"])
         assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "1"
+
+
+def test_redrive_names_the_problem_when_the_source_queue_cannot_be_told(template, capsys):
+    with EmbeddedPipeline(template) as pipeline:
+        lonely = pipeline.queue("ReviewQueue").url  # no queue dead-letters into it
+        assert main(["redrive", lonely, "--dry-run"]) == 2
+        assert "is the DLQ of 0 queues (none): name the one with --source-url" in capsys.readouterr().err

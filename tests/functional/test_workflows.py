@@ -274,16 +274,15 @@ def test_a_review_nobody_decides_times_out_into_review_failed(template):
         assert list_reviews(pipeline.sqs, review_queue_url(pipeline)) == []  # the stale case is gone
 
 
-def test_a_malformed_transaction_is_retried_then_dead_lettered_with_its_reason(pipeline):
+def test_a_malformed_transaction_is_kept_aside_with_its_reason_at_once(pipeline):
     entry = to_put_events_entry(transaction(5), pipeline.bus_name)
     detail = json.loads(entry["Detail"])
     detail["data"]["features"][0] = float("nan")
     assert pipeline.put_events([entry | {"Detail": json.dumps(detail)}]) == []
     pipeline.drain()
     source = pipeline.event_source("RiskScorer")
-    assert source.deliveries == source.queue.max_receive_count
-    dlq = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn)
-    assert [json.loads(m["Body"])["detail"]["id"] for m in pipeline.dead_letters()[dlq.logical_id]] == [detail["id"]]
-    reasons = {line["reason"] for line in source.function.logs if line.get("status") == "invalid"}
-    assert reasons == {"data.features.0: Input should be a finite number"}
+    assert source.deliveries == 1
+    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek("InvalidEvents")]
+    assert (rejected["event_id"], rejected["reason"]) == (detail["id"], "data.features.0: Input should be a finite number")
+    assert all(messages == [] for messages in pipeline.dead_letters().values())
     assert published(pipeline, "RiskScored") == []

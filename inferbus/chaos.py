@@ -1,0 +1,196 @@
+"""Chaos: send N events while the pipeline fails on purpose, then account for every one of them.
+
+The image classifier gets a fault plan (``INFERBUS_FAULTS``, see
+``inferbus_lambda.faults``): a share of records fail with a transient error, a share of
+invocations time out after claiming their records, a share die after publishing half their
+results; and its event source delivers a share of records twice. After the queues drain,
+the ledger must hold: every input id has exactly one result event, or its event sits in the
+dead-letter queue unprocessed; none has neither, no result is published twice. (A message
+of an event that WAS processed can also end in the DLQ: a crash after publishing returns the
+whole batch to the queue, and if its redeliveries keep failing the message is dead-lettered.
+At-least-once delivery allows that; the ledger counts it apart, and a redrive skips it as a
+duplicate.) Then, with the faults off, the DLQ is redriven and the ledger taken again.
+
+Example
+-------
+>>> report = run_chaos(events=300)  # doctest: +SKIP
+>>> report.balanced, report.processed_twice  # doctest: +SKIP
+(True, 0)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from inferbus.demo import HOLDOUT
+from inferbus.runtime.lambda_host import add_code_root_to_path
+
+add_code_root_to_path()
+
+from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry  # noqa: E402
+
+CONSUMER = "ImageClassifier"
+SOURCE = "inferbus.chaos"
+
+
+@dataclass(frozen=True)
+class FaultRates:
+    # Set so that what is observed clears 20 % transient errors, 5 % timeouts and 10 % duplicate
+    # deliveries: a record that is a duplicate, or in a batch that timed out, draws no error.
+    record_error_rate: float = 0.25
+    timeout_rate: float = 0.06
+    crash_after_publish_rate: float = 0.02
+    duplicate_rate: float = 0.12
+    latency_ms: float = 0.0
+
+    def plan(self, seed: int) -> str:
+        """The handler's ``INFERBUS_FAULTS`` value (the duplicates are the event source's)."""
+        values = {key: value for key, value in asdict(self).items() if key != "duplicate_rate"}
+        return json.dumps(values | {"seed": seed})
+
+
+@dataclass
+class Ledger:
+    """Where each input id ended up."""
+
+    processed_once: int = 0
+    processed_twice: int = 0  # input ids with more than one result event
+    in_dead_letter_queue: int = 0  # not processed, waiting in the DLQ
+    dead_lettered_after_processing: int = 0  # processed once, and a redelivery of it sits in the DLQ
+    lost: int = 0
+
+    @classmethod
+    def take(cls, sent: list[str], results: Counter[str], dead: set[str]) -> Ledger:
+        ledger = cls()
+        for event_id in sent:
+            count, dead_lettered = results.get(event_id, 0), event_id in dead
+            ledger.processed_once += count == 1
+            ledger.processed_twice += count > 1
+            ledger.in_dead_letter_queue += dead_lettered and not count
+            ledger.dead_lettered_after_processing += dead_lettered and bool(count)
+            ledger.lost += not count and not dead_lettered
+        return ledger
+
+    def balanced(self, events: int) -> bool:
+        """Processed exactly once + waiting in the DLQ = every event sent; nothing twice, nothing lost."""
+        return self.processed_once + self.in_dead_letter_queue == events and self.processed_twice == self.lost == 0
+
+
+@dataclass
+class ChaosReport:
+    events: int
+    rates: FaultRates
+    seed: int
+    ledger: Ledger = field(default_factory=Ledger)
+    after_redrive: Ledger | None = None
+    redriven: int = 0
+    result_events: int = 0
+    invocations: int = 0
+    failed_invocations: dict[str, int] = field(default_factory=dict)  # by Lambda error type
+    records_failed_by_injection: int = 0
+    duplicates_delivered: int = 0
+    duplicates_skipped: int = 0
+    claims_expired: int = 0
+    deliveries: int = 0
+    seconds: float = 0.0
+
+    @property
+    def balanced(self) -> bool:
+        final = self.after_redrive or self.ledger
+        return self.ledger.balanced(self.events) and final.balanced(self.events)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["balanced"] = self.balanced
+        return data
+
+
+def _results_and_dead_letters(pipeline: Any, results: Counter[str]) -> set[str]:
+    for delivered in pipeline.tapped_events():
+        if delivered["detail-type"] == "ImageClassified":
+            results[delivered["detail"]["data"]["input_id"]] += 1
+    source = pipeline.event_source(CONSUMER)
+    dlq = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn)
+    return {json.loads(m["Body"])["detail"]["id"] for m in pipeline.dead_letters()[dlq.logical_id]}
+
+
+def chaos_template(batch_size: int) -> dict[str, Any]:
+    """The stack with the classifier's batches this small: more invocations, so more of them can fail."""
+    from infra.settings import ConsumerSettings, InferbusSettings
+
+    from inferbus.runtime.template import synthesize
+
+    window = 0 if batch_size <= 10 else 1  # SQS takes more than 10 per batch only with a window
+    return synthesize(InferbusSettings(image_consumer=ConsumerSettings(batch_size=batch_size, max_batching_window_s=window)))
+
+
+def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, seed: int = 7, redrive: bool = True,
+              batch_size: int = 10, progress: Callable[[str, int, int], None] | None = None,
+              template: dict[str, Any] | None = None) -> ChaosReport:
+    """Send ``events`` images through the faulty classifier, drain, take the ledger, redrive, take it again.
+
+    ``batch_size`` (1-10,000) sets the classifier's SQS batch for this run (default 10: many
+    invocations, so the per-invocation faults happen often); ``template`` overrides it.
+    """
+    from inferbus.redrive import redrive as move_back
+    from inferbus.runtime import EmbeddedPipeline
+
+    rates = rates or FaultRates()
+    report = ChaosReport(events, rates, seed)
+    notify = progress or (lambda stage, done, total: None)
+    started = time.perf_counter()
+    images = np.load(HOLDOUT)["images"]
+    notify("synthesize + provision", 0, 1)
+    with EmbeddedPipeline(template or chaos_template(batch_size)) as pipeline:
+        notify("synthesize + provision", 1, 1)
+        function, source = pipeline.function(CONSUMER), pipeline.event_source(CONSUMER)
+        function.set_environment(INFERBUS_FAULTS=rates.plan(seed))
+        source.redeliver(rates.duplicate_rate, seed=seed)
+
+        sent = [f"chaos-{i}" for i in range(events)]
+        entries = [
+            to_put_events_entry(new_event(ImageSubmitted(pixels=[int(v) for v in images[i % len(images)]]), source=SOURCE,
+                                          correlationid=event_id).model_copy(update={"id": event_id}), pipeline.bus_name)
+            for i, event_id in enumerate(sent)
+        ]
+        for start in range(0, events, 10):
+            rejected = pipeline.put_events(entries[start : start + 10])
+            if rejected:
+                raise RuntimeError(f"the bus refused {len(rejected)} events")
+            while pipeline.pump():  # keep the queue shallow: moto's SQS slows down as a queue grows
+                pass
+            notify("send", min(start + 10, events), events)
+        pipeline.drain()
+        notify("drain", 1, 1)
+
+        results: Counter[str] = Counter()
+        dead = _results_and_dead_letters(pipeline, results)
+        report.ledger = Ledger.take(sent, results, dead)
+        report.invocations = len(function.invocations)
+        report.failed_invocations = dict(Counter(i.error_type for i in function.invocations if i.error_type))
+        report.records_failed_by_injection = sum(
+            1 for line in function.logs if line.get("status") == "failed" and "injected fault" in line.get("reason", ""))
+        report.duplicates_delivered = source.duplicates_delivered
+        report.duplicates_skipped = int(sum(function.metrics.get("DuplicatesSkipped", [])))
+        report.claims_expired = source.claims_expired
+        report.deliveries = source.deliveries
+
+        if redrive and dead:
+            function.set_environment(INFERBUS_FAULTS="")  # the incident is over
+            source.redeliver(0.0)
+            dlq_url = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn).url
+            report.redriven = move_back(pipeline.sqs, dlq_url, source.queue.url)
+            pipeline.drain()
+            notify("redrive", 1, 1)
+            dead = _results_and_dead_letters(pipeline, results)
+            report.after_redrive = Ledger.take(sent, results, dead)
+        report.result_events = sum(results.values())
+    report.seconds = time.perf_counter() - started
+    return report
