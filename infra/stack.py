@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -218,9 +219,9 @@ class InferbusStack(Stack):
                 source=[RESULT_SOURCES[service] for service in WORKFLOW_SERVICES],
                 detail={"specversion": ["1.0"], "data": {"error": ["InvalidEventError", "IdConflictError"]}},
             ),
-            target=lambda dead_letter_queue: targets.SqsQueue(
-                queue, dead_letter_queue=dead_letter_queue, retry_attempts=self.settings.target_retry_attempts,
-                max_event_age=Duration.seconds(self.settings.target_max_event_age_s)),
+            target=functools.partial(targets.SqsQueue, queue),
+            retry_attempts=self.settings.target_retry_attempts,
+            max_event_age_s=self.settings.target_max_event_age_s,
             dlq_retention_days=self.settings.target_dlq_retention_days,
             description="Workflows' rejected inputs (...Failed with InvalidEventError or IdConflictError) -> invalid events",
         )

@@ -13,6 +13,7 @@ Secure defaults
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from aws_cdk import Duration
@@ -69,12 +70,9 @@ class RoutedQueue(Construct):
             self,
             bus=bus,
             event_pattern=event_pattern,
-            target=lambda dead_letter_queue: targets.SqsQueue(
-                self.queue,
-                dead_letter_queue=dead_letter_queue,
-                retry_attempts=target_retry_attempts,
-                max_event_age=Duration.seconds(target_max_event_age_s),
-            ),
+            target=functools.partial(targets.SqsQueue, self.queue),
+            retry_attempts=target_retry_attempts,
+            max_event_age_s=target_max_event_age_s,
             dlq_retention_days=dlq_retention_days,
             description=description,
         )

@@ -58,14 +58,21 @@ def add_rule_with_dead_letter_queue(
     *,
     bus: events.IEventBus,
     event_pattern: events.EventPattern,
-    target: Callable[[sqs.IQueue], events.IRuleTarget],
+    target: Callable[..., events.IRuleTarget],
+    retry_attempts: int,
+    max_event_age_s: int,
     dlq_retention_days: int,
     description: str = "",
 ) -> tuple[events.Rule, sqs.Queue]:
-    """Add ``TargetDeadLetterQueue`` and ``Rule`` to ``scope``: a rule whose one target keeps
-    what it cannot deliver. ``target`` builds the target around that DLQ (with its retries)."""
+    """Add ``TargetDeadLetterQueue`` and ``Rule`` to ``scope``: a rule whose one target retries
+    ``retry_attempts`` times for up to ``max_event_age_s`` and keeps what it cannot deliver.
+
+    ``target`` is a target class (or a ``functools.partial`` of one with its resource), called
+    with ``dead_letter_queue``, ``retry_attempts`` and ``max_event_age``.
+    """
     dead_letter_queue = build_queue(scope, "TargetDeadLetterQueue", retention_period=Duration.days(dlq_retention_days))
     acknowledge_target_dead_letter_queue(dead_letter_queue)
     rule = events.Rule(scope, "Rule", event_bus=bus, event_pattern=event_pattern, description=description,
-                       targets=[target(dead_letter_queue)])
+                       targets=[target(dead_letter_queue=dead_letter_queue, retry_attempts=retry_attempts,
+                                       max_event_age=Duration.seconds(max_event_age_s))])
     return rule, dead_letter_queue

@@ -14,11 +14,11 @@ Secure defaults
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -126,12 +126,9 @@ class Workflow(Construct):
             self,
             bus=bus,
             event_pattern=event_pattern,
-            target=lambda dead_letter_queue: targets.SfnStateMachine(
-                self.state_machine,
-                dead_letter_queue=dead_letter_queue,
-                retry_attempts=target_retry_attempts,
-                max_event_age=Duration.seconds(target_max_event_age_s),
-            ),
+            target=functools.partial(targets.SfnStateMachine, self.state_machine),
+            retry_attempts=target_retry_attempts,
+            max_event_age_s=target_max_event_age_s,
             dlq_retention_days=dlq_retention_days,
             description=description,
         )

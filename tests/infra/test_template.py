@@ -240,7 +240,7 @@ def test_the_text_encoder_can_be_a_container_image(template, image_variant_templ
     assert image_embed["Environment"]["Variables"]["INFERBUS_LOCAL_HANDLER"] == zip_embed["Handler"]
     dockerfile = (Path(__file__).resolve().parents[2] / "functions" / "text_pipeline" / "Dockerfile").read_text()
     assert f'CMD ["{zip_embed["Handler"]}"]' in dockerfile
-    assert f"lambda/python:${{PYTHON_VERSION}}" in dockerfile
+    assert "lambda/python:${PYTHON_VERSION}" in dockerfile
     # Only the encoder changes: the other nine functions stay zip functions.
     others = [f for k, f in of_type(image_variant_template, "AWS::Lambda::Function").items() if k != image_id]
     assert len(others) == 9 and all("Handler" in f for f in others)
