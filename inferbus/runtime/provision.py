@@ -284,7 +284,8 @@ def _provision_tables(resources: dict[str, Any], deployment: Deployment, dynamod
 
 def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) -> None:
     """Synthetic names and ARNs only: IAM is not enforced and logs are captured elsewhere,
-    but state machines and functions name them (``RoleArn``, ``LogGroupArn``)."""
+    but state machines and functions name them (``RoleArn``, ``LogGroupArn``, and the FIS
+    configuration bucket in the environment of functions an experiment targets)."""
     for logical_id, props in _of_type(resources, "AWS::IAM::Role"):
         name = props.get("RoleName") or resolver.physical_name(logical_id)
         resolver.refs[logical_id] = name
@@ -295,6 +296,10 @@ def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) ->
         name = props.get("LogGroupName") or resolver.physical_name(logical_id, 512)
         resolver.refs[logical_id] = name
         resolver.attributes[(logical_id, "Arn")] = f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{name}:*"
+    for logical_id, props in _of_type(resources, "AWS::S3::Bucket"):
+        name = props.get("BucketName") or resolver.physical_name(logical_id, 63).lower()
+        resolver.refs[logical_id] = name
+        resolver.attributes[(logical_id, "Arn")] = f"arn:{PARTITION}:s3:::{name}"
 
 
 def _name_functions(resources: dict[str, Any], resolver: Resolver) -> None:

@@ -399,3 +399,19 @@ def test_the_setting_is_validated():
 
     with pytest.raises(SettingsError, match="fault_injection_experiments"):
         InferbusSettings(fault_injection_experiments="yes")  # type: ignore[arg-type]
+
+
+def test_the_fis_variant_still_runs_embedded(fis_template):
+    """The experiments are cloud-only; the pipeline they would fault still runs locally, unchanged."""
+    import numpy as np
+    from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry
+
+    from inferbus.demo import HOLDOUT
+
+    pixels = [int(v) for v in np.load(HOLDOUT)["images"][0]]
+    with EmbeddedPipeline(fis_template) as pipeline:
+        event = new_event(ImageSubmitted(pixels=pixels), source="fis.test")
+        assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name)]) == []
+        pipeline.drain()
+        classified = [e for e in pipeline.tapped_events() if e["detail-type"] == "ImageClassified"]
+        assert [e["detail"]["data"]["input_id"] for e in classified] == [event.id]
