@@ -1,6 +1,7 @@
 """Who may put what on the bus, and the opt-in AWS FIS experiments: assertions on the templates.
 
-The default template comes from the session fixture; the FIS variant is synthesized once here.
+The default template and the FIS variant come from session fixtures (tests/conftest.py,
+tests/infra/conftest.py); cfn-lint checks every variant in test_template.py.
 No experiment is ever started: the templates are checked, not run.
 """
 
@@ -8,9 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,21 +18,15 @@ from inferbus.runtime.provision import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYP
 from infra.constructs.fault_injection import CONFIGURATION_PREFIX, EXTENSION_LAYER_PARAMETER, EXTENSION_WRAPPER
 from infra.settings import InferbusSettings
 from infra.stack import RESULT_SOURCES
+from tests.infra.conftest import FIS_SETTINGS
 from tests.infra.test_template import WILDCARD_RESOURCE_ACTIONS, of_type
 
-SETTINGS = InferbusSettings(fault_injection_experiments=True)
+SETTINGS = FIS_SETTINGS
 ACCOUNT, OTHER_ACCOUNT = "111111111111", "222222222222"
 FIS_TYPES = {"AWS::FIS::ExperimentTemplate", "AWS::S3::Bucket", "AWS::S3::BucketPolicy"}
 FIS_VARIABLES = {"AWS_LAMBDA_EXEC_WRAPPER", "AWS_FIS_CONFIGURATION_LOCATION", "AWS_FIS_POLL_MAX_WAIT_MILLISECONDS"}
 # Besides the unscopable actions the default template has: tag:GetResources, which FIS's Lambda actions require.
 FIS_WILDCARD_RESOURCE_ACTIONS = WILDCARD_RESOURCE_ACTIONS | {"tag:GetResources"}
-
-
-@pytest.fixture(scope="module")
-def fis_template(tmp_path_factory):
-    from inferbus.runtime.template import synthesize
-
-    return synthesize(SETTINGS, outdir=str(tmp_path_factory.mktemp("cdk.fis")))
 
 
 def as_list(value: Any) -> list[Any]:
@@ -374,17 +366,6 @@ def test_the_setting_adds_fault_injection_and_changes_nothing_else(template, fis
     added = {fis_template["Resources"][k]["Type"] for k in set(fis_template["Resources"]) - set(template["Resources"])}
     assert added == FIS_TYPES | {"AWS::IAM::Role", "AWS::IAM::Policy", "AWS::Logs::LogGroup", "AWS::CloudWatch::Alarm"}
     assert _without_fault_injection(fis_template, the_bucket(fis_template)) == template
-
-
-def test_cfn_lint_passes_on_the_fis_variant(fis_template, tmp_path):
-    path = tmp_path / "template.json"
-    path.write_text(json.dumps(fis_template))
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("cfn-lint")), "--ignore-checks", "W3005", "--", str(path)],
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_embedded_runtime_says_why_each_resource_type_is_or_is_not_local(template, fis_template):

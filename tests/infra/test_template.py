@@ -192,9 +192,10 @@ app.synth()
     assert "AwsSolutions-SQS" in result.stdout + result.stderr
 
 
-def test_cfn_lint_passes(template, tmp_path):
+@pytest.mark.parametrize("variant", ["template", "image_variant_template", "fis_template"])
+def test_cfn_lint_passes(variant, request, tmp_path):
     path = tmp_path / "template.json"
-    path.write_text(json.dumps(template))
+    path.write_text(json.dumps(request.getfixturevalue(variant)))
     result = subprocess.run(
         [str(Path(sys.executable).with_name("cfn-lint")), "--ignore-checks", "W3005", "--", str(path)],
         capture_output=True,
@@ -221,13 +222,6 @@ def test_dashboard_shows_rate_latency_errors_and_dlq_depth(template):
     body = json.dumps(dashboard["DashboardBody"])
     for title in ("consumption rate", "latency", "errors", "DLQ depth", "executions", "undelivered events"):
         assert title in body
-
-
-@pytest.fixture(scope="module")
-def image_variant_template(tmp_path_factory):
-    from inferbus.runtime.template import synthesize
-
-    return synthesize(InferbusSettings(text_encoder_package="image"), outdir=str(tmp_path_factory.mktemp("cdk.image")))
 
 
 def test_the_text_encoder_can_be_a_container_image(template, image_variant_template):
