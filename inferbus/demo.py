@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from inferbus.runtime.lambda_host import add_code_root_to_path
-from inferbus.runtime.queue_ops import receive_all
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MODELS = REPO_ROOT / "models"
@@ -53,7 +52,6 @@ from inferbus_lambda.contracts import (  # noqa: E402
 )
 
 Progress = Callable[[str, int, int], None]
-RESULT_TYPES = {"ImageClassified", "ImageAnalyzed", "TextAnalyzed", "RiskScored", "TransactionApproved", "ReviewCompleted"}
 FAILURE_TYPES = {"ImageAnalysisFailed", "TextAnalysisFailed", "ReviewFailed", "ApprovalFailed"}
 REJECTION_ERRORS = {"InvalidEventError", "IdConflictError"}  # the input was refused: it waits in InvalidEvents
 
@@ -303,7 +301,7 @@ def run_demo(images: int = 200, analyses: int = 16, texts: int = 40, transaction
         pipeline.drain()
         notify("drain", 1, 1)
 
-        review_queue = next(queue for lid, queue in pipeline.deployment.queues.items() if lid.startswith("ReviewQueue"))
+        review_queue = pipeline.queue("ReviewQueue")
         pending = list_reviews(pipeline.sqs, review_queue.url)
         report.reviews["requested"] = len(pending)
         outcomes: Counter[str] = Counter()
@@ -388,8 +386,7 @@ def account(pipeline: Any, sent: Sent, report: DemoReport) -> None:
             routing["review_failed" if detail_type == "ReviewFailed" else "approval_failed"] += 1
     routing["reviews_pending"] = report.reviews.get("still_pending", 0)
     for segment in ("New", "Returning"):  # what the content-based rules put on each offers queue
-        queue = next(q for lid, q in pipeline.deployment.queues.items() if lid.startswith(f"{segment}CustomerOffersQueuesQueue"))
-        routing[f"offers_{segment.lower()}"] = len(receive_all(pipeline.sqs, queue.url))
+        routing[f"offers_{segment.lower()}"] = len(pipeline.peek(f"{segment}CustomerOffersQueuesQueue"))
     report.routing = dict(routing)
 
     for message in pipeline.peek("InvalidEvents"):

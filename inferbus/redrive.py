@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inferbus.runtime.lambda_host import add_code_root_to_path
-from inferbus.runtime.queue_ops import receive_all, release_messages
+from inferbus.runtime.queue_ops import peek_messages, receive_all, release_messages
 
 add_code_root_to_path()
 
@@ -60,15 +60,13 @@ class DeadLetter:
 
 def inspect_dead_letters(sqs: Any, dlq_url: str) -> list[DeadLetter]:
     """Every message in the DLQ with a verdict; the messages stay in the DLQ."""
-    messages = receive_all(sqs, dlq_url)
     letters = []
-    for message in messages:
+    for message in peek_messages(sqs, dlq_url):
         try:
             event_id, verdict = from_eventbridge_event(message["Body"]).id, "valid now: failed for a transient reason, safe to redrive"
         except InvalidEventError as error:
             event_id, verdict = error.event_id, f"would fail again: {error.reason}"
         letters.append(DeadLetter(message["MessageId"], event_id, int(message["Attributes"]["ApproximateReceiveCount"]), verdict))
-    release_messages(sqs, dlq_url, messages)
     return letters
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from inferbus.runtime.lambda_host import add_code_root_to_path
-from inferbus.runtime.queue_ops import delete_messages, receive_all, release_messages
+from inferbus.runtime.queue_ops import delete_messages, peek_messages, receive_all, release_messages
 
 add_code_root_to_path()
 
@@ -66,9 +66,7 @@ def _read(message: dict[str, Any]) -> PendingReview:
 
 def list_reviews(sqs: Any, queue_url: str) -> list[PendingReview]:
     """Every case on the queue, oldest request first; the messages stay on the queue."""
-    messages = receive_all(sqs, queue_url)
-    release_messages(sqs, queue_url, messages)
-    reviews = [_read(message) for message in messages]
+    reviews = [_read(message) for message in peek_messages(sqs, queue_url)]
     return sorted(reviews, key=lambda r: (r.request is None, r.request.case.requested_at if r.request else 0))
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from .demo import REJECTION_ERRORS
+
 KIND_TITLES = {
     "image": "images → classifier",
     "analysis": "images → vision flow",
@@ -106,7 +108,7 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     console.print(_risk_table(data))
 
     failures = [(name, failure) for name, workflow in data["workflows"].items() for failure in workflow["failures"]
-                if failure["error"] not in {"InvalidEventError", "IdConflictError"}]
+                if failure["error"] not in REJECTION_ERRORS]
     if failures or data["dead_letter_reasons"] or data["rejection_reasons"]:
         table = Table(title="why each event did not get a result", title_justify="left")
         for column in ("where", "event id", "reason"):

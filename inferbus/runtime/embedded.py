@@ -31,7 +31,7 @@ from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
 from .lambda_host import LocalFunction, add_code_root_to_path, remove_added_environment
 from .provision import Deployment, QueueInfo, StateMachineInfo, provision
-from .queue_ops import delete_messages, receive_all, release_messages
+from .queue_ops import delete_messages, peek_messages, receive_all
 from .resources import ACCOUNT, REGION
 from .template import synthesize
 
@@ -204,10 +204,7 @@ class EmbeddedPipeline:
 
     def peek(self, construct_id: str) -> list[dict[str, Any]]:
         """The messages on a construct's queue, left in place (visible again at once)."""
-        url = self.queue(construct_id).url
-        messages = receive_all(self.sqs, url)
-        release_messages(self.sqs, url, messages)
-        return messages
+        return peek_messages(self.sqs, self.queue(construct_id).url)
 
     def function(self, construct_id: str) -> LocalFunction:
         """The function a construct made (``"ImageClassifier"`` -> ``ImageClassifierFunction1A2B3C4D``)."""
@@ -308,8 +305,4 @@ class EmbeddedPipeline:
     def dead_letters(self) -> dict[str, list[dict[str, Any]]]:
         """Messages in each dead-letter queue, by queue logical id (left in place: a DLQ is only looked at)."""
         assert self.deployment is not None
-        result: dict[str, list[dict[str, Any]]] = {}
-        for queue in self.deployment.dead_letter_queues:
-            result[queue.logical_id] = receive_all(self.sqs, queue.url)
-            release_messages(self.sqs, queue.url, result[queue.logical_id])
-        return result
+        return {queue.logical_id: peek_messages(self.sqs, queue.url) for queue in self.deployment.dead_letter_queues}

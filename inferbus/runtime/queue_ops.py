@@ -26,6 +26,13 @@ def receive_all(sqs: Any, queue_url: str, *, visibility_timeout_s: int = 30) -> 
     return messages
 
 
+def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Every visible message, left on the queue (visible again at once): a look, not a take."""
+    messages = receive_all(sqs, queue_url)
+    release_messages(sqs, queue_url, messages)
+    return messages
+
+
 def delete_messages(sqs: Any, queue_url: str, messages: list[dict[str, Any]]) -> None:
     """Delete received messages, 10 per call."""
     for chunk in _chunks(messages):

@@ -61,7 +61,7 @@ def test_reviews_list_and_approve_resume_the_waiting_workflow(template, capsys):
         event = new_event(TransactionSubmitted(customer=Customer(id="c-1", segment="new"), features=risky), source="cli.test")
         pipeline.put_events([to_put_events_entry(event, pipeline.bus_name)])
         pipeline.drain()
-        url = next(q.url for lid, q in pipeline.deployment.queues.items() if lid.startswith("ReviewQueue"))
+        url = pipeline.queue("ReviewQueue").url
 
         assert main(["reviews", "list", "--queue-url", url]) == 0
         listing = capsys.readouterr().out

@@ -185,14 +185,11 @@ def transaction(index, segment="returning"):
 
 
 def review_queue_url(pipeline):
-    return next(q.url for lid, q in pipeline.deployment.queues.items() if lid.startswith("ReviewQueue"))
+    return pipeline.queue("ReviewQueue").url
 
 
 def offers(pipeline, segment):
-    from inferbus.runtime.queue_ops import receive_all
-
-    queue = next(q for lid, q in pipeline.deployment.queues.items() if lid.startswith(f"{segment}CustomerOffersQueuesQueue"))
-    return [json.loads(m["Body"])["detail"]["data"]["input_id"] for m in receive_all(pipeline.sqs, queue.url)]
+    return [json.loads(m["Body"])["detail"]["data"]["input_id"] for m in pipeline.peek(f"{segment}CustomerOffersQueuesQueue")]
 
 
 LOW_RISK, HIGH_RISK = 0, 1  # rows of risk-holdout.npz: benign (risk 0.001) and malignant (risk 1.0)
