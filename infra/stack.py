@@ -46,6 +46,10 @@ RESULT_SOURCES = {
     "auto-approve": "inferbus.auto-approve",
     "risk-review": "inferbus.risk-review",
 }
+# Idempotency claims (inferbus_lambda.idempotency): claim = PutItem, read = GetItem, complete =
+# UpdateItem; a consumer also releases a claim after a failure (DeleteItem).
+CLAIM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+RELEASE_CLAIM_ACTION = "dynamodb:DeleteItem"
 WORKFLOW_SERVICES = ("text-pipeline", "vision-fanout", "auto-approve", "risk-review")
 WORKFLOW_FAILURE_TYPES = ("TextAnalysisFailed", "ImageAnalysisFailed", "ApprovalFailed", "ReviewFailed")
 # The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
@@ -159,9 +163,7 @@ class InferbusStack(Stack):
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[service] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
-        self.idempotency_table.grant(
-            consumer.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
-        )
+        self.idempotency_table.grant(consumer.function, *CLAIM_ACTIONS, RELEASE_CLAIM_ACTION)
         ConsumerMonitoring(
             self,
             f"{construct_id}Monitoring",
@@ -250,8 +252,7 @@ class InferbusStack(Stack):
                             "Every workflow's first step: validate the event, claim its id once",
                             IDEMPOTENCY_TABLE_NAME=self.idempotency_table.table_name,
                             IDEMPOTENCY_TTL_SECONDS=self.settings.idempotency_ttl_s)
-        self.idempotency_table.grant(accept, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-                                     "dynamodb:DeleteItem")
+        self.idempotency_table.grant(accept, *CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
         return accept
 
     def _text_pipeline(self, accept: lambda_.IFunction) -> None:
