@@ -35,6 +35,15 @@ MANIFEST_FILE = MODELS_DIR / "manifest.json"
 SEED = 7
 HOLDOUT_FRACTION = 0.2
 INPUT_NAME = "pixels"
+# The I/O every digit model shares, so the vision workflow's branches are interchangeable.
+DIGITS_IO = {
+    "inputs": [{"name": INPUT_NAME, "dtype": "float32", "shape": [None, 64]}],
+    "outputs": [
+        {"name": "label", "dtype": "int64", "shape": [None]},
+        {"name": "probabilities", "dtype": "float32", "shape": [None, 10]},
+    ],
+    "labels": list(range(10)),
+}
 
 
 def holdout_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -95,12 +104,7 @@ def main() -> None:
                 "sha256": sha256_of(MODEL_FILE),
                 "bytes": MODEL_FILE.stat().st_size,
                 "task": "classify an 8x8 greyscale digit image (pixels 0-16) into 0-9",
-                "inputs": [{"name": INPUT_NAME, "dtype": "float32", "shape": [None, 64]}],
-                "outputs": [
-                    {"name": "label", "dtype": "int64", "shape": [None]},
-                    {"name": "probabilities", "dtype": "float32", "shape": [None, 10]},
-                ],
-                "labels": list(range(10)),
+                **DIGITS_IO,
                 "metrics": {
                     "holdout_accuracy": round(accuracy, 4),
                     "holdout_size": int(len(y_holdout)),

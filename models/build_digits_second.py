@@ -30,7 +30,7 @@ import platform
 
 import numpy as np
 
-from build_digits import HOLDOUT_FILE, HOLDOUT_FRACTION, INPUT_NAME, SEED, holdout_split
+from build_digits import DIGITS_IO, HOLDOUT_FILE, HOLDOUT_FRACTION, INPUT_NAME, SEED, holdout_split
 from build_digits import MODEL_FILE as MLP_FILE
 from build_digits import MODEL_NAME as MLP_NAME
 from manifest_io import MODELS_DIR, sha256_of, update_manifest
@@ -140,12 +140,7 @@ def main() -> None:
         "bytes": MODEL_FILE.stat().st_size,
         "task": "classify an 8x8 greyscale digit image (pixels 0-16) into 0-9; branch 2 of the vision "
         "fan-out, a different architecture from digits-mlp on the same data and split",
-        "inputs": [{"name": INPUT_NAME, "dtype": "float32", "shape": [None, 64]}],
-        "outputs": [
-            {"name": "label", "dtype": "int64", "shape": [None]},
-            {"name": "probabilities", "dtype": "float32", "shape": [None, 10]},
-        ],
-        "labels": list(range(10)),
+        **DIGITS_IO,
         "metrics": {
             "holdout_accuracy": round(accuracy, 4),
             "holdout_size": int(len(y_holdout)),
