@@ -2,13 +2,15 @@
 
 Examples
 --------
-    inferbus demo                      # the whole pipeline on this laptop, no AWS account
-    inferbus demo --texts 100 --json   # machine-readable summary
-    inferbus send --bus inferbus --image 3   # one held-out digit to a deployed stack (real AWS)
-    inferbus redrive DLQ_URL --dry-run                            # why each DLQ message failed
-    inferbus reviews list --queue-url URL                       # high-risk cases waiting for a person
-    inferbus reviews approve TXN_ID --queue-url URL --note "..."  # resume its workflow
-    inferbus chaos --events 5000       # faults on purpose, then a ledger of every event (embedded)
+    inferbus demo                                   # the whole pipeline on this laptop, no AWS account
+    inferbus demo --count text-pipeline=100 --json  # more texts; machine-readable summary
+    inferbus send --bus inferbus --sample image-classifier --index 3   # a held-out sample to a deployed stack
+    inferbus send --bus inferbus --type TextSubmitted --data '{"text": "Great service."}'
+    inferbus redrive DLQ_URL --dry-run                             # why each DLQ message failed
+    inferbus reviews list --queue-url URL                        # cases waiting for a person
+    inferbus reviews approve TXN_ID --queue-url URL --note "..."   # resume its workflow
+    inferbus chaos --events 5000                    # faults on purpose, then a ledger of every event (embedded)
+    inferbus new consumer iris-classifier --model iris.onnx --event IrisSubmitted   # add your own model
 """
 
 from __future__ import annotations
@@ -39,42 +41,52 @@ def _with_progress(run: Callable[[Callable[[str, int, int], None]], T]) -> T:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
-    from .summary import print_summary
+    from .demo import DemoInputError, run_demo
+    from .demo.summary import print_summary
 
-    sizes = dict(images=args.images, analyses=args.analyses, texts=args.texts, transactions=args.transactions,
-                 duplicates=args.duplicates)
-    if args.json:
-        report = run_demo(**sizes)
-        print(json.dumps(report.as_dict(), indent=2))
-    else:
-        report = _with_progress(lambda show: run_demo(**sizes, progress=show))
-        print_summary(report)
+    sizes = dict(counts=dict(args.count), duplicates=dict(args.duplicates))
+    try:
+        if args.json:
+            report = run_demo(**sizes)
+            print(json.dumps(report.as_dict(), indent=2))
+        else:
+            report = _with_progress(lambda show: run_demo(**sizes, progress=show))
+            print_summary(report)
+    except DemoInputError as error:
+        print(f"inferbus demo: {error}", file=sys.stderr)
+        return 2
     return 0 if report.balanced else 1
 
 
 def _send(args: argparse.Namespace) -> int:
     import boto3
-
-    from .demo import DEMO_SOURCE, held_out_input
-    from inferbus_lambda.contracts import new_event, to_put_events_entry
-
+    from inferbus_lambda.contracts import data_model, known_event_types, new_event, to_put_events_entry
     from pydantic import ValidationError
+    from pipeline import load_pipeline
 
+    from .demo import DEMO_SOURCE, DemoInputError, sample_event
+
+    source = args.source or DEMO_SOURCE
+    truth = None
     try:
-        if args.text is not None:
-            data, truth = held_out_input("text", text=args.text)
-        elif args.transaction is not None:
-            data, truth = held_out_input("transaction", index=args.transaction, segment=args.segment)
+        if args.sample is not None:
+            event, truth = sample_event(load_pipeline().component(args.sample), args.index, source=source)
         else:
-            data, truth = held_out_input("image", index=args.image, full=args.full)
+            model = data_model(args.type)
+            if model is None:
+                print(f"inferbus send: no contract defines {args.type!r}; known: {', '.join(known_event_types())}",
+                      file=sys.stderr)
+                return 2
+            event = new_event(model.model_validate_json(args.data), source=source)
+    except (KeyError, DemoInputError) as error:
+        print(f"inferbus send: {error.args[0]}", file=sys.stderr)
+        return 2
     except ValidationError as error:
         print(f"inferbus send: not sent, the event breaks its contract: {error.errors(include_url=False)[0]['msg']}",
               file=sys.stderr)
         return 2
-    event = new_event(data, source=args.source or DEMO_SOURCE)  # validated by the consumers' own contracts
     response = boto3.client("events").put_events(Entries=[to_put_events_entry(event, args.bus)])
-    print(json.dumps({"id": event.id, "type": event.type, "true_label": truth, "response": response["Entries"]}, default=str))
+    print(json.dumps({"id": event.id, "type": event.type, "true_answer": truth, "response": response["Entries"]}, default=str))
     return 1 if response.get("FailedEntryCount") else 0
 
 
@@ -108,49 +120,23 @@ def _redrive(args: argparse.Namespace) -> int:
 
 
 def _chaos(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    from .chaos import FaultRates, run_chaos
+    from .chaos import ChaosError, FaultRates, run_chaos
+    from .chaos.report import print_chaos_report
 
     rates = FaultRates(record_error_rate=args.record_error_rate, timeout_rate=args.timeout_rate,
                        crash_after_publish_rate=args.crash_rate, duplicate_rate=args.duplicate_rate, latency_ms=args.latency_ms)
-    options = dict(events=args.events, rates=rates, seed=args.seed, redrive=not args.no_redrive, batch_size=args.batch_size)
-    if args.json:
-        report = run_chaos(**options)
-        print(json.dumps(report.as_dict(), indent=2))
-        return 0 if report.balanced else 1
-    report = _with_progress(lambda show: run_chaos(**options, progress=show))
-    console = Console()
-    timeouts = report.failed_invocations.get("Sandbox.Timedout", 0)
-    crashes = report.failed_invocations.get("Runtime.ExitError", 0)
-    faults = Table(title=f"chaos: {report.events} images through the image classifier, seed {report.seed}, "
-                   f"{report.seconds:.0f} s", show_header=False, title_justify="left")
-    faults.add_column(style="bold")
-    faults.add_column()
-    faults.add_row("records failed by injected transient errors",
-                   f"{report.records_failed_by_injection} of {report.deliveries} deliveries "
-                   f"({report.records_failed_by_injection / max(report.deliveries, 1):.1%})")
-    faults.add_row("invocations timed out / crashed after publishing half",
-                   f"{timeouts} / {crashes} of {report.invocations} ({timeouts / max(report.invocations, 1):.1%} / "
-                   f"{crashes / max(report.invocations, 1):.1%}); in-progress claims released: {report.claims_expired}")
-    faults.add_row("duplicate deliveries", f"{report.duplicates_delivered} ({report.duplicates_delivered / report.events:.1%} "
-                   f"of events); skipped as duplicates: {report.duplicates_skipped}")
-    console.print(faults)
-    ledger = Table(title="ledger: where every event ended up", title_justify="left")
-    for column in ("", "processed exactly once", "in the DLQ", "processed twice", "lost", "also in the DLQ, processed",
-                   "balanced"):
-        ledger.add_column(column, justify="right")
-    rows = [("after the faults", report.ledger)] + ([("after redrive", report.after_redrive)] if report.after_redrive else [])
-    for name, entry in rows:
-        ok = entry.balanced(report.events)
-        ledger.add_row(name, str(entry.processed_once), str(entry.in_dead_letter_queue), str(entry.processed_twice),
-                       str(entry.lost), str(entry.dead_lettered_after_processing),
-                       "[green]yes[/green]" if ok else "[red]NO[/red]")
-    console.print(ledger)
-    console.print(f"{report.ledger.processed_once} + {report.ledger.in_dead_letter_queue} = "
-                  f"{report.ledger.processed_once + report.ledger.in_dead_letter_queue} of {report.events} events; "
-                  f"{report.result_events} result events in all; {report.redriven} redriven")
+    options = dict(events=args.events, rates=rates, consumer=args.consumer, seed=args.seed, redrive=not args.no_redrive,
+                   batch_size=args.batch_size)
+    try:
+        if args.json:
+            report = run_chaos(**options)
+            print(json.dumps(report.as_dict(), indent=2))
+        else:
+            report = _with_progress(lambda show: run_chaos(**options, progress=show))
+            print_chaos_report(report)
+    except ChaosError as error:
+        print(f"inferbus chaos: {error}", file=sys.stderr)
+        return 2
     return 0 if report.balanced else 1
 
 
@@ -199,34 +185,35 @@ def _in_range(low: int, high: int):  # noqa: ANN202 - an argparse type
     return parse
 
 
+def _component_number(text: str) -> tuple[str, int]:
+    name, sep, number = text.partition("=")
+    if not sep or not number.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected COMPONENT=N, got {text!r}")
+    return name.strip(), int(number)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .chaos import FaultRates  # light: the chaos module loads moto only when it runs
 
     parser = argparse.ArgumentParser(prog="inferbus", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the whole pipeline embedded on moto and print what happened")
-    demo.add_argument("--images", type=_in_range(1, 300), default=200,
-                      help="held-out digits for the batched classifier, 1-300 (default 200)")
-    demo.add_argument("--analyses", type=_in_range(0, 60), default=16,
-                      help="held-out digits for the parallel vision workflow, 0-60 (default 16)")
-    demo.add_argument("--texts", type=_in_range(0, 200), default=40,
-                      help="held-out review sentences for the text pipeline, 0-200 (default 40)")
-    demo.add_argument("--transactions", type=_in_range(0, 143), default=40,
-                      help="held-out rows for risk scoring and review, 0-143 (default 40)")
-    demo.add_argument("--duplicates", type=_in_range(0, 300), default=5,
-                      help="image events to deliver a second time (default 5)")
+    demo = commands.add_parser("demo", help="run the whole pipeline embedded on moto and print what happened",
+                                description="Sends every declared component's held-out samples (pipeline/), with "
+                                "malformed copies and duplicate deliveries, through the pipeline embedded on moto, "
+                                "and accounts for every event.")
+    demo.add_argument("--count", type=_component_number, action="append", default=[], metavar="COMPONENT=N",
+                      help="samples to send to a component (default: its declaration's demo count); repeatable")
+    demo.add_argument("--duplicates", type=_component_number, action="append", default=[], metavar="COMPONENT=N",
+                      help="samples to deliver a second time (default: its declaration's); repeatable")
     demo.add_argument("--json", action="store_true", help="print the summary as JSON")
     demo.set_defaults(run=_demo)
     send = commands.add_parser("send", help="put one event on a deployed bus (uses your AWS credentials)")
     send.add_argument("--bus", required=True, help="event bus name (stack output EventBusName)")
-    kind = send.add_mutually_exclusive_group()
-    kind.add_argument("--image", type=_in_range(0, 359), default=0,
-                      help="ImageSubmitted: index of the held-out digit, 0-359 (default 0)")
-    kind.add_argument("--text", help="TextSubmitted with this text (1-2,000 characters)")
-    kind.add_argument("--transaction", type=_in_range(0, 142), help="TransactionSubmitted: index of the held-out row, 0-142")
-    send.add_argument("--full", action="store_true", help="with --image: ask for the parallel vision workflow")
-    send.add_argument("--segment", choices=["new", "returning"], default="returning",
-                      help="with --transaction: the customer segment (default returning)")
+    kind = send.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--sample", metavar="COMPONENT", help="a held-out demo sample of this component (pipeline/)")
+    kind.add_argument("--type", help="an event of this type, its data given by --data")
+    send.add_argument("--index", type=_in_range(0, 100_000), default=0, help="with --sample: which sample (default 0)")
+    send.add_argument("--data", default="{}", help="with --type: the event's data, as JSON")
     send.add_argument("--source", help="CloudEvents source (default inferbus.demo)")
     send.set_defaults(run=_send)
     redrive = commands.add_parser("redrive", help="show why DLQ messages failed, and move them back to their queue")
@@ -248,8 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--reviewer", default=os.environ.get("USER", "reviewer"), help="who decides (default $USER)")
         sub.add_argument("--note", help="why; carried in ReviewCompleted")
     reviews.set_defaults(run=_reviews)
-    chaos = commands.add_parser("chaos", help="run the image pipeline embedded with faults on purpose; account for every event")
-    chaos.add_argument("--events", type=_in_range(1, 100_000), default=5000, help="images to send (default 5000)")
+    chaos = commands.add_parser("chaos", help="run a consumer embedded with faults on purpose; account for every event")
+    chaos.add_argument("--consumer", help="a declared consumer (default: the first with demo samples)")
+    chaos.add_argument("--events", type=_in_range(1, 100_000), default=5000, help="events to send (default 5000)")
     defaults = FaultRates()
     chaos.add_argument("--record-error-rate", type=_rate, default=defaults.record_error_rate,
                        help=f"share of claimed records failing transiently (default {defaults.record_error_rate})")
@@ -261,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--duplicate-rate", type=_rate, default=defaults.duplicate_rate,
                        help=f"share of processed records delivered twice (default {defaults.duplicate_rate})")
     chaos.add_argument("--latency-ms", type=float, default=0.0, help="added to every invocation (default 0)")
-    chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the classifier's SQS batch (default 10)")
+    chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -19,12 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from inferbus.runtime.lambda_host import add_code_root_to_path
+from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
+
 from inferbus.runtime.queue_ops import peek_messages, receive_all, release_messages
-
-add_code_root_to_path()
-
-from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event  # noqa: E402
 
 __all__ = ["DeadLetter", "RedriveError", "inspect_dead_letters", "redrive", "resolve_queues"]
 

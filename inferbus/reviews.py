@@ -25,13 +25,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from inferbus.runtime.lambda_host import add_code_root_to_path
+from inferbus_lambda.contracts import ReviewRequest
+from pydantic import ValidationError
+
 from inferbus.runtime.queue_ops import delete_messages, peek_messages, receive_all, release_messages
-
-add_code_root_to_path()
-
-from inferbus_lambda.contracts import ReviewRequest  # noqa: E402
-from pydantic import ValidationError  # noqa: E402
 
 __all__ = ["Decision", "PendingReview", "decide", "list_reviews"]
 

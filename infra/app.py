@@ -1,27 +1,58 @@
 """CDK entry point (``cdk.json`` runs ``python -m infra.app``).
 
+``npx cdk deploy -c stage=dev`` deploys the stage ``dev`` (stack ``Inferbus-dev``, bus
+``inferbus-dev``) beside the default one; every setting can be set the same way
+(:mod:`infra.configuration`).
+
 ``build_app`` is what the tests and the embedded runtime call: they synthesize without
 bundling and, in tests, without the slow built-in template validation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import App, Environment
 
+from .configuration import configure
+from .declarations import Pipeline
 from .nag import add_nag_checks
 from .settings import InferbusSettings
 from .stack import InferbusStack
 
 
-def build_app(settings: InferbusSettings | None = None, **app_props: Any) -> tuple[App, InferbusStack]:
-    settings = settings or InferbusSettings()
+def build_app(settings: InferbusSettings | None = None, pipeline: Pipeline | None = None, *,
+              overrides: Mapping[str, Any] | None = None, **app_props: Any) -> tuple[App, InferbusStack]:
+    """The app and its one stack.
+
+    Parameters
+    ----------
+    settings
+        Default: from the app's context (``-c``, ``cdk.json``), else the defaults.
+    pipeline
+        Default: the declarations in ``pipeline/``.
+    overrides
+        Component settings to change (``{"image-classifier.batch_size": 10}``), on top of context's.
+    app_props
+        Passed to ``App`` (``outdir``, ``context``, ...).
+    """
+    from pipeline import load_pipeline
+
     app = App(**app_props)
+    context_settings, declared = configure(app.node.get_all_context(), pipeline or load_pipeline())
+    settings = settings or context_settings
+    declared = declared.with_overrides(overrides or {})
     add_nag_checks(app)
-    stack = InferbusStack(app, settings.stack_name, settings=settings, env=Environment())
+    stack = InferbusStack(app, settings.staged(settings.stack_name), settings=settings, pipeline=declared,
+                          env=Environment())
     return app, stack
 
 
 if __name__ == "__main__":
-    build_app()[0].synth()
+    from .settings import SettingsError
+
+    try:
+        build_app()[0].synth()
+    except SettingsError as error:  # a wrong -c value: one line saying what to fix
+        raise SystemExit(f"inferbus: {error}") from None

@@ -1,25 +1,33 @@
 """The one place where inferbus's tunable numbers live.
 
-The CDK stack reads these settings; the embedded runtime reads the template the
-stack synthesizes from them, so a number is never written twice.
+:class:`InferbusSettings` holds the deployment-wide ones; each component's own
+(:class:`ConsumerSettings`, :class:`FunctionSettings`, :class:`QueueSettings`) sit in its
+declaration in ``pipeline/``. The CDK stack reads them; the embedded runtime reads the template
+the stack synthesizes from them, so a number is never written twice. Any of them can be
+overridden from CDK context (``-c review_threshold=0.6``, ``-c image-classifier.batch_size=50``,
+see :mod:`infra.configuration`).
 
 Example
 -------
 >>> from infra.settings import InferbusSettings, ConsumerSettings
->>> settings = InferbusSettings(image_consumer=ConsumerSettings(batch_size=50))
->>> settings.image_consumer.visibility_timeout_s
+>>> ConsumerSettings(batch_size=50).visibility_timeout_s
 181
+>>> InferbusSettings(stage="dev").staged("Inferbus")
+'Inferbus-dev'
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 from typing import Literal
 
 __all__ = ["ConsumerSettings", "FunctionSettings", "InferbusSettings", "QueueSettings", "SettingsError"]
 
 
 LOG_RETENTION_CHOICES = (7, 14, 30, 90, 365)
+PACKAGES = ("zip", "image")
+STAGE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 WORKFLOW_LOG_LEVELS = ("ALL", "ERROR", "FATAL", "OFF")
 MAX_QUEUE_RETENTION_S = 14 * 86_400
 
@@ -31,6 +39,11 @@ class SettingsError(ValueError):
 def _check_range(owner: str, name: str, value: int, low: int, high: int) -> None:
     if not low <= value <= high:
         raise SettingsError(f"{owner}.{name} must be in [{low}, {high}], got {value}")
+
+
+def _check_package(owner: str, package: str) -> None:
+    if package not in PACKAGES:
+        raise SettingsError(f"{owner}.package must be zip or image, got {package!r}")
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,10 @@ class ConsumerSettings:
         Lambda timeout, 1-900 s. Default 30.
     dlq_retention_days
         How long failed records wait in the DLQ, 1-14 days. Default 14 (the maximum).
+    package
+        ``zip`` (default: the shared code bundle) or ``image``: a container image built at
+        deploy from ``functions/Dockerfile`` (Docker where you deploy), for models too big
+        for a zip (250 MB unzipped; an image may hold 10 GB).
     """
 
     batch_size: int = 100
@@ -64,9 +81,11 @@ class ConsumerSettings:
     memory_mb: int = 1024
     timeout_s: int = 30
     dlq_retention_days: int = 14
+    package: Literal["zip", "image"] = "zip"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        _check_package(owner, self.package)
         _check_range(owner, "batch_size", self.batch_size, 1, 10_000)
         _check_range(owner, "max_batching_window_s", self.max_batching_window_s, 0, 300)
         _check_range(owner, "max_concurrency", self.max_concurrency, 2, 1000)
@@ -121,13 +140,17 @@ class FunctionSettings:
         Lambda memory, 128-10,240 MB; vCPUs scale with it. Default 1,024.
     timeout_s
         Lambda timeout, 1-900 s. Default 30. A timed-out step is retried by its workflow.
+    package
+        ``zip`` (default) or ``image`` (see :class:`ConsumerSettings`).
     """
 
     memory_mb: int = 1024
     timeout_s: int = 30
+    package: Literal["zip", "image"] = "zip"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        _check_package(owner, self.package)
         _check_range(owner, "memory_mb", self.memory_mb, 128, 10_240)
         _check_range(owner, "timeout_s", self.timeout_s, 1, 900)
 
@@ -138,10 +161,14 @@ class InferbusSettings:
 
     Attributes
     ----------
+    stage
+        Empty (default) or a short lowercase name (``dev``, ``prod``; letters and digits, at most
+        12): the stack and bus names get ``-<stage>``, and with them every generated name (queues,
+        table, functions), so stages deploy side by side in one account.
     stack_name
-        CloudFormation stack name. Default ``Inferbus``.
+        CloudFormation stack name, before the stage. Default ``Inferbus``.
     bus_name
-        The custom event bus. Default ``inferbus``.
+        The custom event bus, before the stage. Default ``inferbus``.
     archive_retention_days
         Days the archive keeps every event for replay, 1-3,650. Default 30.
     idempotency_ttl_s
@@ -162,10 +189,6 @@ class InferbusSettings:
     max_message_age_s
         Age of the oldest queued message that raises a consumer's latency alarm, 1 s or more.
         Default 300.
-    image_consumer
-        The image classifier consumer.
-    risk_consumer
-        The transaction risk scorer consumer.
     review_threshold
         Risk score, in (0, 1), at or above which a transaction waits for a person (manual
         review); below it, it is approved automatically. Default 0.5. The bus rules route on it.
@@ -176,17 +199,8 @@ class InferbusSettings:
         Step Functions execution logging: ALL, ERROR, FATAL or OFF. Default ALL.
     workflow_log_execution_data
         Also log each state's input and output (may hold users' data). Default False.
-    workflow_step
-        Memory and timeout of the workflows' light steps (accept, tokenize, classify, entities,
-        image scoring, merge).
-    text_encoder
-        Memory and timeout of the text encoder step. Default 2,048 MB (more vCPU for the encoder).
-    offers_queue
-        The queues approved transactions are routed to by customer segment (new, returning),
-        for your recommendation services to consume.
-    text_encoder_package
-        ``zip`` (default: the shared code bundle) or ``image`` (a container image built from
-        ``functions/text_pipeline/Dockerfile`` at deploy time; needs Docker where you deploy).
+    accept_step
+        Memory and timeout of the kit's ``Accept`` step, which every workflow starts with.
     fault_injection_experiments
         Add AWS FIS experiment templates (invocation errors, added delay) over the zip functions,
         with the FIS Lambda extension layer, its configuration bucket and an experiment role.
@@ -194,6 +208,7 @@ class InferbusSettings:
         when someone starts it, and stops when work is lost (see ``constructs/fault_injection.py``).
     """
 
+    stage: str = ""
     stack_name: str = "Inferbus"
     bus_name: str = "inferbus"
     archive_retention_days: int = 30
@@ -205,16 +220,11 @@ class InferbusSettings:
     target_max_event_age_s: int = 86_400
     target_dlq_retention_days: int = 14
     max_message_age_s: int = 300
-    image_consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
-    risk_consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
     review_threshold: float = 0.5
     review_timeout_s: int = 3 * 86_400
     workflow_log_level: Literal["ALL", "ERROR", "FATAL", "OFF"] = "ALL"
     workflow_log_execution_data: bool = False
-    workflow_step: FunctionSettings = field(default_factory=FunctionSettings)
-    text_encoder: FunctionSettings = field(default_factory=lambda: FunctionSettings(memory_mb=2048))
-    offers_queue: QueueSettings = field(default_factory=QueueSettings)
-    text_encoder_package: Literal["zip", "image"] = "zip"
+    accept_step: FunctionSettings = FunctionSettings()
     fault_injection_experiments: bool = False
 
     def __post_init__(self) -> None:
@@ -234,11 +244,16 @@ class InferbusSettings:
         _check_range(owner, "review_timeout_s", self.review_timeout_s, 60, MAX_QUEUE_RETENTION_S)
         if self.workflow_log_level not in WORKFLOW_LOG_LEVELS:
             raise SettingsError(f"{owner}.workflow_log_level must be one of {WORKFLOW_LOG_LEVELS}, got {self.workflow_log_level!r}")
-        if self.text_encoder_package not in ("zip", "image"):
-            raise SettingsError(f"{owner}.text_encoder_package must be zip or image, got {self.text_encoder_package!r}")
+        if self.stage and not STAGE.fullmatch(self.stage):
+            raise SettingsError(f"{owner}.stage must be empty or 1-12 lowercase letters and digits starting with a "
+                                f"letter (dev, prod, test1), got {self.stage!r}")
         if not isinstance(self.fault_injection_experiments, bool):
             raise SettingsError(f"{owner}.fault_injection_experiments must be True or False, "
                                 f"got {self.fault_injection_experiments!r}")
         major, _, minor = self.python_version.partition(".")
         if not (major == "3" and minor.isdigit() and int(minor) >= 12):
             raise SettingsError(f"{owner}.python_version must be 3.12 or newer, got {self.python_version!r}")
+
+    def staged(self, name: str) -> str:
+        """``name`` with this stage: ``Inferbus`` -> ``Inferbus-dev`` (unchanged without a stage)."""
+        return f"{name}-{self.stage}" if self.stage else name

@@ -1,4 +1,5 @@
-"""The inferbus stack: it wires constructs and reads settings, nothing more."""
+"""The inferbus stack: the shared core (bus, table, alarm topic, invalid events) and one set of
+constructs per declared component. It reads settings and declarations, nothing more."""
 
 from __future__ import annotations
 
@@ -19,16 +20,29 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
+from inferbus_lambda.errors import REJECTION_ERRORS
 
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
 from .constructs.alarms import PERIOD, add_alarm
-from .constructs.bundling import text_encoder_image
-from .constructs.consumer_monitoring import ConsumerMonitoring
+from .constructs.bundling import container_image
+from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec
-from .constructs.queue_consumer import consumer_environment
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
 from .constructs.workflow_monitoring import WorkflowMonitoring
+from .declarations import (
+    ACCEPT_STEM,
+    DEAD_LETTER_QUEUE_URL,
+    FUNCTION_NAME,
+    QUEUE_URL,
+    STATE_MACHINE_ARN,
+    Consumer,
+    EventFilter,
+    Pipeline,
+    Route,
+)
+from .declarations import Workflow as WorkflowDeclaration
 from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue
 from .settings import LOG_RETENTION_CHOICES, MAX_QUEUE_RETENTION_S, ConsumerSettings, FunctionSettings, InferbusSettings
 
@@ -36,22 +50,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / "models" / "manifest.json"
 STATEMACHINES = REPO_ROOT / "statemachines"
 METRICS_NAMESPACE = "Inferbus"
-# The `source` of each producer's events. Rules on results match these, so an outside
-# producer cannot start a workflow by forging a result.
-RESULT_SOURCES = {
-    "image-classifier": "inferbus.image-classifier",
-    "risk-scorer": "inferbus.risk-scorer",
-    "text-pipeline": "inferbus.text-pipeline",
-    "vision-fanout": "inferbus.vision-fanout",
-    "auto-approve": "inferbus.auto-approve",
-    "risk-review": "inferbus.risk-review",
-}
 # Idempotency claims (inferbus_lambda.idempotency): claim = PutItem, read = GetItem, complete =
 # UpdateItem; a consumer also releases a claim after a failure (DeleteItem).
 CLAIM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 RELEASE_CLAIM_ACTION = "dynamodb:DeleteItem"
-WORKFLOW_SERVICES = ("text-pipeline", "vision-fanout", "auto-approve", "risk-review")
-WORKFLOW_FAILURE_TYPES = ("TextAnalysisFailed", "ImageAnalysisFailed", "ApprovalFailed", "ReviewFailed")
+# CloudWatch alarms on metric math take at most 10 metrics; FIS takes at most 5 stop conditions.
+METRICS_PER_ALARM = 10
 # The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
 LOG_RETENTION = dict(
     zip(
@@ -61,31 +65,39 @@ LOG_RETENTION = dict(
         strict=True,
     )
 )
-
-
-def cloud_event_pattern(event_type: str, *, sources: list[str] | None = None, data: dict[str, Any] | None = None) -> events.EventPattern:
-    """Match CloudEvents 1.0 of one type (optionally from given sources, with ``data`` content)."""
-    detail: dict[str, Any] = {"specversion": ["1.0"]}
-    if data:
-        detail["data"] = data
-    return events.EventPattern(detail_type=[event_type], source=sources, detail=detail)
+# Stack outputs of the shared core (each component's are named by its declaration).
+EVENT_BUS_NAME_OUTPUT = "EventBusName"
+INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"
+ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
+IDEMPOTENCY_TABLE_OUTPUT = "IdempotencyTableName"
 
 
 class InferbusStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: InferbusSettings, **kwargs: Any) -> None:
+    """Parameters
+    ----------
+    settings
+        The deployment-wide settings.
+    pipeline
+        The declared components (``pipeline.load_pipeline()``), their settings overrides applied.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: InferbusSettings, pipeline: Pipeline,
+                 **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
+        self.pipeline = pipeline
         self.models = json.loads(MANIFEST.read_text())["models"]
+        self._check_declarations()
         self.log_retention = LOG_RETENTION[settings.log_retention_days]
         self.runtime = lambda_.Runtime(f"python{settings.python_version}", lambda_.RuntimeFamily.PYTHON)
         self.architecture = (lambda_.Architecture.ARM_64 if settings.lambda_architecture == "arm64"
                              else lambda_.Architecture.X86_64)
         self.code = python_lambda_code(settings.lambda_architecture, settings.python_version)
 
-        self.bus_construct = InferbusBus(self, "EventBus", bus_name=settings.bus_name,
+        self.bus_construct = InferbusBus(self, "EventBus", bus_name=settings.staged(settings.bus_name),
                                          archive_retention_days=settings.archive_retention_days)
         self.bus = self.bus_construct.bus
-        self.result_producers: dict[str, iam.IRole] = {}  # service -> the role that publishes its results
+        self.result_producers: dict[str, iam.IRole] = {}  # result source -> the role that publishes it
         self.idempotency_table = dynamodb.Table(
             self,
             "IdempotencyTable",
@@ -96,277 +108,253 @@ class InferbusStack(Stack):
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             removal_policy=RemovalPolicy.DESTROY,  # it holds only short-lived claims
         )
-        alarm_topic = sns.Topic(
+        self.alarm_topic = sns.Topic(
             self,
             "AlarmTopic",
-            display_name="inferbus alarms",
+            display_name=f"{self.stack_name} alarms",
             master_key=kms.Alias.from_alias_name(self, "SnsManagedKey", "alias/aws/sns"),
             enforce_ssl=True,
         )
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{self.stack_name}-pipeline")
-        self.alarm_topic = alarm_topic
-
         self.invalid_events = self._invalid_events_queue()
-        self._image_classifier()
-        accept = self._accept_function()
-        self._text_pipeline(accept)
-        self._vision_fanout(accept)
-        self._risk_routing(accept)
-        self._restrict_result_sources()
+        self.consumers: dict[str, QueueConsumer] = {}
+        self.workflows: dict[str, Workflow] = {}
+        self.routes: dict[str, RoutedQueue] = {}
+
+        for consumer in pipeline.consumers:
+            self.consumers[consumer.name] = self._consumer(consumer)
+        if pipeline.workflows:
+            accept = self._accept_function()
+            for workflow in pipeline.workflows:
+                self.workflows[workflow.name] = self._workflow(workflow, accept)
+            self._route_workflow_rejections()
+        for route in pipeline.routes:
+            self.routes[route.name] = self._route(route)
+        self.bus_construct.restrict_sources(self.result_producers)
         if settings.fault_injection_experiments:
             self._fault_injection_experiments()
-        CfnOutput(self, "AlarmTopicArn", value=alarm_topic.topic_arn)
-        CfnOutput(self, "EventBusName", value=self.bus.event_bus_name)
+        CfnOutput(self, ALARM_TOPIC_OUTPUT, value=self.alarm_topic.topic_arn)
+        CfnOutput(self, EVENT_BUS_NAME_OUTPUT, value=self.bus.event_bus_name)
+        CfnOutput(self, IDEMPOTENCY_TABLE_OUTPUT, value=self.idempotency_table.table_name)
 
-    # -- helpers: every function and consumer is built the same way -----------------------------
+    # -- checks: a declaration that cannot deploy fails the synth, naming what is wrong -------------
 
-    def _model_environment(self, model_name: str) -> dict[str, str]:
-        model = self.models[model_name]
-        return {"MODEL_PATH": f"models/{model['file']}", "MODEL_NAME": model_name, "MODEL_VERSION": model["version"]}
+    def _check_declarations(self) -> None:
+        for component in self.pipeline.components:
+            models = list(getattr(component, "models", ()))
+            if isinstance(component, WorkflowDeclaration):
+                models = [m for task in component.tasks.values() for m in task.models]
+                if not (STATEMACHINES / component.definition).is_file():
+                    raise ValueError(f"workflow {component.name}: no ASL file statemachines/{component.definition}")
+            unknown = sorted(set(models) - set(self.models))
+            if unknown:
+                raise ValueError(f"{component.name}: models {unknown} are not in models/manifest.json "
+                                 f"(known: {sorted(self.models)})")
+
+    def _pattern(self, event_filter: EventFilter) -> events.EventPattern:
+        pattern = self.pipeline.pattern(event_filter, self.settings)
+        return events.EventPattern(detail_type=pattern["detail-type"], source=pattern.get("source"), detail=pattern["detail"])
+
+    # -- functions: every one is built the same way ------------------------------------------------
 
     def _spec(self, handler: str, sizing: ConsumerSettings | FunctionSettings, description: str,
-              image_code: lambda_.DockerImageCode | None = None, **environment: Any) -> FunctionSpec:
-        code = (FunctionCode(handler, image_code=image_code) if image_code is not None
-                else FunctionCode(handler, zip_code=self.code, runtime=self.runtime))
+              environment: FunctionEnvironment, models: tuple[str, ...] = ()) -> FunctionSpec:
+        if sizing.package == "image":
+            code = FunctionCode(handler, image_code=container_image(
+                handler, [self.models[name] for name in models], self.settings.lambda_architecture,
+                self.settings.python_version))
+        else:
+            code = FunctionCode(handler, zip_code=self.code, runtime=self.runtime)
         return FunctionSpec(
             code=code,
             architecture=self.architecture,
             memory_mb=sizing.memory_mb,
             timeout_s=sizing.timeout_s,
-            environment=consumer_environment(POWERTOOLS_METRICS_NAMESPACE=METRICS_NAMESPACE, POWERTOOLS_LOG_LEVEL="INFO",
-                                             **environment),
+            environment=environment.as_variables(),
             log_retention=self.log_retention,
             description=description,
         )
 
-    def _consumer(self, construct_id: str, *, service: str, handler: str, settings: ConsumerSettings,
-                  pattern: events.EventPattern, description: str, **environment: Any) -> QueueConsumer:
+    def _common_environment(self, service: str, models: tuple[str, ...]) -> dict[str, Any]:
+        return {"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                "INFERBUS_MODELS": models}
+
+    def _claims_environment(self) -> dict[str, Any]:
+        return {"IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
+                "IDEMPOTENCY_TTL_SECONDS": self.settings.idempotency_ttl_s}
+
+    # -- components ----------------------------------------------------------------------------------
+
+    def _consumer(self, declaration: Consumer) -> QueueConsumer:
+        environment = ConsumerEnvironment(
+            **self._common_environment(declaration.name, declaration.models),
+            **self._claims_environment(),
+            EVENT_BUS_NAME=self.bus.event_bus_name,
+            RESULT_SOURCE=declaration.result_source,
+            CONSUMES=declaration.consumes.type,
+            PRODUCES=declaration.produces,
+            INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+        )
         consumer = QueueConsumer(
             self,
-            construct_id,
+            declaration.construct_id,
             bus=self.bus,
-            event_pattern=pattern,
-            settings=settings,
-            function=self._spec(
-                handler, settings, description,
-                EVENT_BUS_NAME=self.bus.event_bus_name,
-                INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
-                IDEMPOTENCY_TABLE_NAME=self.idempotency_table.table_name,
-                IDEMPOTENCY_TTL_SECONDS=self.settings.idempotency_ttl_s,
-                RESULT_SOURCE=RESULT_SOURCES[service],
-                POWERTOOLS_SERVICE_NAME=service,
-                **environment,
-            ),
+            event_pattern=self._pattern(declaration.consumes),
+            settings=declaration.settings,
+            function=self._spec(declaration.handler, declaration.settings, declaration.description, environment,
+                                declaration.models),
             target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s,
         )
         self.bus.grant_put_events_to(consumer.function)
-        self.result_producers[service] = consumer.role
+        self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
         self.idempotency_table.grant(consumer.function, *CLAIM_ACTIONS, RELEASE_CLAIM_ACTION)
         ConsumerMonitoring(
             self,
-            f"{construct_id}Monitoring",
+            f"{declaration.construct_id}Monitoring",
             consumer=consumer,
             alarm_topic=self.alarm_topic,
             metrics_namespace=METRICS_NAMESPACE,
-            service=service,
+            service=declaration.name,
             max_message_age_s=self.settings.max_message_age_s,
             dashboard=self.dashboard,
         )
+        CfnOutput(self, declaration.output_key(QUEUE_URL), value=consumer.queue.queue_url)
+        CfnOutput(self, declaration.output_key(DEAD_LETTER_QUEUE_URL), value=consumer.dead_letter_queue.queue_url)
+        CfnOutput(self, declaration.output_key(FUNCTION_NAME), value=consumer.function.function_name)
         return consumer
 
-    def _step(self, construct_id: str, handler: str, description: str, *, sizing: FunctionSettings | None = None,
-              image_code: lambda_.DockerImageCode | None = None, **environment: Any) -> lambda_.IFunction:
-        spec = self._spec(handler, sizing or self.settings.workflow_step, description, image_code=image_code,
-                          POWERTOOLS_SERVICE_NAME=construct_id, **environment)
-        return WorkflowFunction(self, construct_id, spec=spec).function
+    def _accept_function(self) -> lambda_.IFunction:
+        """The kit's first step of every workflow: validate the event, claim its id once."""
+        environment = AcceptEnvironment(**self._common_environment("accept", ()), **self._claims_environment())
+        spec = self._spec("accept_event.handler.lambda_handler", self.settings.accept_step,
+                          "Every workflow's first step: validate the event, claim its id once", environment)
+        accept = WorkflowFunction(self, "AcceptEvent", spec=spec).function
+        self.idempotency_table.grant(accept, *CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
+        return accept
 
-    def _workflow(self, construct_id: str, *, service: str, asl: str, pattern: events.EventPattern, express: bool,
-                  functions: dict[str, lambda_.IFunction], description: str, **props: Any) -> Workflow:
+    def _workflow(self, declaration: WorkflowDeclaration, accept: lambda_.IFunction) -> Workflow:
+        functions: dict[str, lambda_.IFunction] = {ACCEPT_STEM: accept}
+        for stem, task in declaration.tasks.items():
+            environment = StepEnvironment(**self._common_environment(declaration.task_service(stem), task.models))
+            spec = self._spec(task.handler, task.settings, task.description, environment, task.models)
+            functions[stem] = WorkflowFunction(self, declaration.task_construct_id(stem), spec=spec).function
+        queues: list[sqs.IQueue] = []
+        substitutions = {
+            "WorkflowName": declaration.name,
+            "FailureType": declaration.failure,
+            "TriggerType": declaration.trigger.type,
+            **{key: str(value) for key, value in self.pipeline.resolve(dict(declaration.substitutions), self.settings).items()},
+        }
+        if declaration.review_queue:
+            review_queue = self._review_queue(declaration)
+            queues.append(review_queue)
+            substitutions[declaration.review_queue_output] = review_queue.queue_url
         workflow = Workflow(
             self,
-            construct_id,
+            declaration.construct_id,
             bus=self.bus,
-            event_pattern=pattern,
-            definition_file=STATEMACHINES / asl,
-            result_source=RESULT_SOURCES[service],
+            event_pattern=self._pattern(declaration.trigger),
+            definition_file=STATEMACHINES / declaration.definition,
+            result_source=declaration.result_source,
             functions=functions,
-            express=express,
+            express=declaration.express,
             log_level=self.settings.workflow_log_level,
             log_execution_data=self.settings.workflow_log_execution_data,
             log_retention=self.log_retention,
             target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s,
             dlq_retention_days=self.settings.target_dlq_retention_days,
-            description=description,
-            **props,
+            description=declaration.description,
+            substitutions=substitutions,
+            send_to_queues=queues,
         )
-        WorkflowMonitoring(self, f"{construct_id}Monitoring", workflow=workflow, alarm_topic=self.alarm_topic,
+        WorkflowMonitoring(self, f"{declaration.construct_id}Monitoring", workflow=workflow, alarm_topic=self.alarm_topic,
                            dashboard=self.dashboard)
-        CfnOutput(self, f"{construct_id}StateMachineArn", value=workflow.state_machine.state_machine_arn)
-        self.result_producers[service] = workflow.state_machine.role
+        CfnOutput(self, declaration.output_key(STATE_MACHINE_ARN), value=workflow.state_machine.state_machine_arn)
+        self.result_producers[declaration.result_source] = workflow.state_machine.role
         return workflow
+
+    def _review_queue(self, declaration: WorkflowDeclaration) -> sqs.Queue:
+        # People read this queue: every listing is a receive, so a redrive policy would move
+        # waiting cases to a DLQ after N looks. A case nobody decides times out in its workflow.
+        assert declaration.review_queue_output is not None
+        construct_id = declaration.review_queue_output.removesuffix("Url")
+        queue = build_queue(self, construct_id, retention_period=Duration.seconds(MAX_QUEUE_RETENTION_S))
+        acknowledge_review_queue(queue)
+        CfnOutput(self, declaration.review_queue_output, value=queue.queue_url)
+        return queue
+
+    def _route(self, declaration: Route) -> RoutedQueue:
+        settings = declaration.settings
+        route = RoutedQueue(
+            self, declaration.construct_id, bus=self.bus, event_pattern=self._pattern(declaration.routes),
+            visibility_timeout_s=settings.visibility_timeout_s, max_receive_count=settings.max_receive_count,
+            dlq_retention_days=settings.dlq_retention_days, target_retry_attempts=self.settings.target_retry_attempts,
+            target_max_event_age_s=self.settings.target_max_event_age_s, description=declaration.description,
+        )
+        RouteMonitoring(self, f"{declaration.construct_id}Monitoring", route=route, alarm_topic=self.alarm_topic,
+                        dashboard=self.dashboard)
+        CfnOutput(self, declaration.output_key(QUEUE_URL), value=route.queue.queue_url)
+        CfnOutput(self, declaration.output_key(DEAD_LETTER_QUEUE_URL), value=route.dead_letter_queue.queue_url)
+        return route
+
+    # -- invalid events -----------------------------------------------------------------------------
 
     def _invalid_events_queue(self) -> sqs.Queue:
         """Where events that break their contract wait, with the reason: consumers send them here
         at once (a retry would fail the same way), and a rule brings the workflows' rejections."""
         queue = build_queue(self, "InvalidEvents", retention_period=Duration.seconds(MAX_QUEUE_RETENTION_S))
         acknowledge_invalid_events_queue(queue)
+        CfnOutput(self, INVALID_EVENTS_OUTPUT, value=queue.queue_url)
+        return queue
+
+    def _route_workflow_rejections(self) -> None:
+        workflows = self.pipeline.workflows
         add_rule_with_dead_letter_queue(
             Construct(self, "InvalidEventsRouting"),
             bus=self.bus,
             event_pattern=events.EventPattern(
-                detail_type=list(WORKFLOW_FAILURE_TYPES),
-                source=[RESULT_SOURCES[service] for service in WORKFLOW_SERVICES],
-                detail={"specversion": ["1.0"], "data": {"error": ["InvalidEventError", "IdConflictError"]}},
+                detail_type=sorted({w.failure for w in workflows}),
+                source=[w.result_source for w in workflows],
+                detail={"specversion": ["1.0"], "data": {"error": list(REJECTION_ERRORS)}},
             ),
-            target=functools.partial(targets.SqsQueue, queue),
+            target=functools.partial(targets.SqsQueue, self.invalid_events),
             retry_attempts=self.settings.target_retry_attempts,
             max_event_age_s=self.settings.target_max_event_age_s,
             dlq_retention_days=self.settings.target_dlq_retention_days,
-            description="Workflows' rejected inputs (...Failed with InvalidEventError or IdConflictError) -> invalid events",
+            description="Workflows' rejected inputs (...Failed with a rejection error) -> invalid events",
         )
-        CfnOutput(self, "InvalidEventsQueueUrl", value=queue.queue_url)
-        return queue
 
-    # -- the pipelines --------------------------------------------------------------------------
-
-    def _image_classifier(self) -> None:
-        consumer = self._consumer(
-            "ImageClassifier",
-            service="image-classifier",
-            handler="image_classifier.handler.lambda_handler",
-            settings=self.settings.image_consumer,
-            # Images that ask for the full analysis go to the vision workflow instead.
-            pattern=cloud_event_pattern("ImageSubmitted", data={
-                "$or": [{"analysis": [{"exists": False}]}, {"analysis": ["classify"]}]}),
-            description="ImageSubmitted -> digits ONNX model -> ImageClassified",
-            **self._model_environment("digits-mlp"),
-        )
-        CfnOutput(self, "ImageQueueUrl", value=consumer.queue.queue_url)
-        CfnOutput(self, "ImageDeadLetterQueueUrl", value=consumer.dead_letter_queue.queue_url)
-
-    def _accept_function(self) -> lambda_.IFunction:
-        accept = self._step("AcceptEvent", "accept_event.handler.lambda_handler",
-                            "Every workflow's first step: validate the event, claim its id once",
-                            IDEMPOTENCY_TABLE_NAME=self.idempotency_table.table_name,
-                            IDEMPOTENCY_TTL_SECONDS=self.settings.idempotency_ttl_s)
-        self.idempotency_table.grant(accept, *CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
-        return accept
-
-    def _text_pipeline(self, accept: lambda_.IFunction) -> None:
-        encoder, head = self.models["minilm-l6-int8"], self.models["text-sentiment"]
-        image_code = (text_encoder_image(self.settings.lambda_architecture, self.settings.python_version)
-                      if self.settings.text_encoder_package == "image" else None)
-        functions = {
-            "Accept": accept,
-            "Tokenize": self._step("TextTokenize", "text_pipeline.tokenize.lambda_handler", "Text -> MiniLM token ids",
-                                   TOKENIZER_PATH=f"models/{encoder['tokenizer']['file']}", MAX_TOKENS=encoder["max_tokens"]),
-            "Embed": self._step("TextEmbed", "text_pipeline.embed.lambda_handler", "Token ids -> sentence embedding",
-                                sizing=self.settings.text_encoder, image_code=image_code,
-                                **self._model_environment("minilm-l6-int8")),
-            "Classify": self._step("TextClassify", "text_pipeline.classify.lambda_handler", "Embedding -> sentiment",
-                                   MODEL_LABELS=",".join(head["labels"]), **self._model_environment("text-sentiment")),
-            "Entities": self._step("TextEntities", "text_pipeline.entities.lambda_handler", "Text -> entities (rules)"),
-        }
-        self._workflow("TextPipeline", service="text-pipeline", asl="text_pipeline.asl.json",
-                       pattern=cloud_event_pattern("TextSubmitted"), express=True, functions=functions,
-                       description="TextSubmitted -> tokenize -> embed -> classify -> entities -> TextAnalyzed")
-
-    def _vision_fanout(self, accept: lambda_.IFunction) -> None:
-        functions = {
-            "Accept": accept,
-            "ScoreMlp": self._step("VisionScoreMlp", "vision.score.lambda_handler", "One image, the digits MLP",
-                                   **self._model_environment("digits-mlp")),
-            "ScoreSvc": self._step("VisionScoreSvc", "vision.score.lambda_handler", "One image, the digits SVM",
-                                   **self._model_environment("digits-svc")),
-            "Merge": self._step("VisionMerge", "vision.merge.lambda_handler", "Branch scores -> combined confidence"),
-        }
-        self._workflow("VisionFanout", service="vision-fanout", asl="vision_fanout.asl.json",
-                       pattern=cloud_event_pattern("ImageSubmitted", data={"analysis": ["full"]}), express=True,
-                       functions=functions, description="ImageSubmitted (analysis=full) -> two models in parallel -> ImageAnalyzed")
-
-    def _risk_routing(self, accept: lambda_.IFunction) -> None:
-        settings = self.settings
-        scorer = self._consumer(
-            "RiskScorer",
-            service="risk-scorer",
-            handler="risk_scorer.handler.lambda_handler",
-            settings=settings.risk_consumer,
-            pattern=cloud_event_pattern("TransactionSubmitted"),
-            description="TransactionSubmitted -> risk ONNX model -> RiskScored",
-            RISK_COLUMN=self.models["risk-logreg"]["risk_column"],
-            **self._model_environment("risk-logreg"),
-        )
-        scored = [RESULT_SOURCES["risk-scorer"]]
-        self._workflow(
-            "AutoApprove", service="auto-approve", asl="auto_approve.asl.json", express=True,
-            pattern=cloud_event_pattern("RiskScored", sources=scored,
-                                        data={"risk_score": [{"numeric": ["<", settings.review_threshold]}]}),
-            functions={"Accept": accept}, substitutions={"InputSource": RESULT_SOURCES["risk-scorer"]},
-            description="RiskScored below the review threshold -> TransactionApproved",
-        )
-        # People read this queue: every listing is a receive, so a redrive policy would move
-        # waiting cases to a DLQ after N looks. A case nobody decides times out in its workflow.
-        review_queue = build_queue(self, "ReviewQueue", retention_period=Duration.seconds(MAX_QUEUE_RETENTION_S))
-        acknowledge_review_queue(review_queue)
-        self._workflow(
-            "RiskReview", service="risk-review", asl="risk_review.asl.json", express=False,
-            pattern=cloud_event_pattern("RiskScored", sources=scored,
-                                        data={"risk_score": [{"numeric": [">=", settings.review_threshold]}]}),
-            functions={"Accept": accept}, send_to_queues=[review_queue],
-            substitutions={"ReviewQueueUrl": review_queue.queue_url, "ReviewTimeoutSeconds": str(settings.review_timeout_s),
-                           "InputSource": RESULT_SOURCES["risk-scorer"]},
-            description="RiskScored at or above the review threshold -> manual review (task token) -> ReviewCompleted",
-        )
-        # Content-based routing at the bus: approved transactions go to the offers consumer of
-        # their customer segment (integration points for recommendation services).
-        deciders = [RESULT_SOURCES["auto-approve"], RESULT_SOURCES["risk-review"]]
-        offers = {}
-        for segment in ("new", "returning"):
-            offers[segment] = RoutedQueue(
-                self, f"{segment.capitalize()}CustomerOffers", bus=self.bus,
-                event_pattern=cloud_event_pattern("TransactionApproved", sources=deciders,
-                                                  data={"customer": {"segment": [segment]}}),
-                visibility_timeout_s=settings.offers_queue.visibility_timeout_s,
-                max_receive_count=settings.offers_queue.max_receive_count,
-                dlq_retention_days=settings.offers_queue.dlq_retention_days,
-                target_retry_attempts=settings.target_retry_attempts, target_max_event_age_s=settings.target_max_event_age_s,
-                description=f"TransactionApproved for a {segment} customer -> {segment}-customer offers",
-            )
-            CfnOutput(self, f"{segment.capitalize()}CustomerOffersQueueUrl", value=offers[segment].queue.queue_url)
-        CfnOutput(self, "RiskQueueUrl", value=scorer.queue.queue_url)
-        CfnOutput(self, "RiskDeadLetterQueueUrl", value=scorer.dead_letter_queue.queue_url)
-        CfnOutput(self, "ReviewQueueUrl", value=review_queue.queue_url)
-
-    # -- guards and experiments -------------------------------------------------------------------
-
-    def _restrict_result_sources(self) -> None:
-        """Reserve each internal result ``source`` on the bus to the role that produces it."""
-        unguarded = set(RESULT_SOURCES) - set(self.result_producers)
-        if unguarded:
-            raise ValueError(f"RESULT_SOURCES without a producer to reserve them to: {sorted(unguarded)}")
-        self.bus_construct.restrict_sources({RESULT_SOURCES[s]: role for s, role in self.result_producers.items()})
+    # -- experiments ----------------------------------------------------------------------------------
 
     def _fault_injection_experiments(self) -> FaultInjectionExperiments:
         """AWS FIS templates over every inferbus function, stopped as soon as work is lost: a record
         in a consumer's DLQ, or a failed workflow execution."""
-        tree = self.node.find_all()
-        dead_letters = [alarm for c in tree if isinstance(c, ConsumerMonitoring) for alarm in c.alarms
-                        if alarm.node.id == "DeadLetters"]
-        failed = {f"failed{i}": c.state_machine.metric_failed(period=PERIOD, statistic="Sum")
-                  for i, c in enumerate(c for c in tree if isinstance(c, Workflow))}
-        # One alarm for the four workflows: FIS takes at most 5 stop conditions per template.
-        workflows_failed = add_alarm(
-            self, "FaultInjectionWorkflowsFailed",
-            cloudwatch.MathExpression(expression=f"SUM([{', '.join(failed)}])", using_metrics=failed, period=PERIOD,
-                                      label="failed executions, all workflows"),
-            1, "Any workflow: executions that failed (stops a running FIS experiment)", self.alarm_topic)
+        lost: dict[str, cloudwatch.IMetric] = {}
+        for name, consumer in self.consumers.items():
+            lost[f"dlq{len(lost)}"] = consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=PERIOD, statistic="Maximum", label=f"{name}: DLQ depth")
+        for name, workflow in self.workflows.items():
+            lost[f"failed{len(lost)}"] = workflow.state_machine.metric_failed(period=PERIOD, statistic="Sum",
+                                                                              label=f"{name}: failed executions")
+        # One alarm per 10 metrics (the most a metric-math alarm takes).
+        keys = list(lost)
+        chunks = [keys[start:start + METRICS_PER_ALARM] for start in range(0, len(keys), METRICS_PER_ALARM)]
+        stop_alarms = [
+            add_alarm(self, f"FaultInjectionWorkLost{n}",
+                      cloudwatch.MathExpression(expression=f"SUM([{', '.join(chunk)}])",
+                                                using_metrics={key: lost[key] for key in chunk}, period=PERIOD,
+                                                label="records dead-lettered + executions failed"),
+                      1, "Work lost: a record in a consumer's DLQ or a failed execution (stops a running FIS experiment)",
+                      self.alarm_topic)
+            for n, chunk in enumerate(chunks, start=1)
+        ]
         return FaultInjectionExperiments(
             self, "FaultInjection",
-            functions=[c for c in tree if isinstance(c, lambda_.Function)],
+            functions=[c for c in self.node.find_all() if isinstance(c, lambda_.Function)],
             architecture=self.settings.lambda_architecture,
-            stop_alarms=[*dead_letters, workflows_failed],
+            stop_alarms=stop_alarms,
             log_retention=self.log_retention,
         )

@@ -17,10 +17,8 @@ status             reported    meaning
                                the claim is released
 =================  ==========  ====================================================
 
-Example
--------
->>> consumer = InferenceConsumer(parse=..., infer=..., claims=..., publish=..., metrics=metrics, logger=logger)  # doctest: +SKIP
->>> consumer.handle(event, context)  # in the Lambda handler: {"batchItemFailures": [...]}  # doctest: +SKIP
+A handler does not build one itself: :func:`inferbus_lambda.handlers.consumer_handler` does,
+around the handler's ``infer``.
 """
 
 from __future__ import annotations
@@ -34,8 +32,9 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
-from .contracts import CloudEvent, EventData, InvalidEventError, from_eventbridge_event, new_event
-from .faults import FaultPlan, InjectedCrash, InjectedTimeout, TransientError, inject_invocation_faults
+from .contracts.core import CloudEvent, EventData, from_eventbridge_event, new_event
+from .errors import IdConflictError, InvalidEventError, TransientError
+from .faults import FaultPlan, InjectedCrash, InjectedTimeout, inject_invocation_faults
 from .idempotency import ClaimStatus, EventClaims
 from .publishing import PublishFailure
 from .rejections import Rejection
@@ -43,7 +42,7 @@ from .rejections import Rejection
 __all__ = ["InferenceConsumer", "RecordFailedError", "RecordOutcome", "BatchReport", "result_event_id"]
 
 SUCCESS_STATUSES = frozenset({"published", "duplicate", "rejected"})
-REJECTABLE = {"invalid": "InvalidEventError", "conflict": "IdConflictError"}
+REJECTABLE = {"invalid": InvalidEventError.__name__, "conflict": IdConflictError.__name__}  # status -> error
 
 
 class RecordFailedError(Exception):
@@ -187,8 +186,7 @@ class InferenceConsumer:
             elif status is ClaimStatus.IN_PROGRESS:
                 report.add(RecordOutcome(message_id, "in_progress", "claimed by another invocation", event.id, event.correlationid))
             else:
-                reason = "id already used by an event with different data"
-                report.add(RecordOutcome(message_id, "conflict", reason, event.id, event.correlationid))
+                report.add(RecordOutcome(message_id, "conflict", IdConflictError.REASON, event.id, event.correlationid))
 
         if faults and faults.draw(faults.timeout_rate):
             raise InjectedTimeout(f"injected timeout after claiming {len(claimed)} records")

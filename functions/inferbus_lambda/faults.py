@@ -35,7 +35,7 @@ Example
 >>> inject_invocation_faults()
 Traceback (most recent call last):
 ...
-inferbus_lambda.faults.TransientError: injected fault (error_rate=1.0)
+inferbus_lambda.errors.TransientError: injected fault (error_rate=1.0)
 >>> del os.environ["INFERBUS_FAULTS"]
 >>> inject_invocation_faults()  # no plan: nothing happens
 """
@@ -48,16 +48,14 @@ import random
 import time
 from dataclasses import dataclass, fields
 
+from .errors import TransientError
+
 __all__ = ["FaultPlan", "InjectedCrash", "InjectedTimeout", "TransientError", "inject_invocation_faults"]
 
 ENVIRONMENT_VARIABLE = "INFERBUS_FAULTS"
 RATES = ("error_rate", "record_error_rate", "timeout_rate", "crash_after_publish_rate")
 _DRAWS = random.Random()  # noqa: S311 - chaos, not crypto
 _SEEDED: set[int] = set()
-
-
-class TransientError(Exception):
-    """A failure worth retrying. Step Functions retriers match it by this class name."""
 
 
 class InjectedTimeout(BaseException):  # noqa: N818 - named for what it stands for

@@ -21,7 +21,6 @@ Example
 from __future__ import annotations
 
 import enum
-import os
 from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
@@ -31,9 +30,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS
 
-from .contracts import CloudEvent
+from .contracts.core import CloudEvent
 
-__all__ = ["ClaimStatus", "EventClaims", "claims_from_environment"]
+__all__ = ["ClaimStatus", "EventClaims"]
 
 
 class ClaimStatus(enum.Enum):
@@ -119,12 +118,3 @@ class EventClaims:
             if record is not None and (record.response_json_as_dict() or {}).get("owner") == owner:
                 return ClaimStatus.CLAIMED
         return status
-
-
-def claims_from_environment(scope: str) -> EventClaims:
-    """Claims in the table the stack configures (``IDEMPOTENCY_TABLE_NAME``, ``IDEMPOTENCY_TTL_SECONDS``)."""
-    return EventClaims(
-        os.environ["IDEMPOTENCY_TABLE_NAME"],
-        scope=scope,
-        expires_after_seconds=int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", "3600")),
-    )

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .inference import load_session, resolve_model_path
+from .inference import ModelInfo, load_session, resolve_model_path
 
 __all__ = ["Embeddings", "TextEncoder", "TextTokenizer", "TokenizedText", "pad_batch"]
 
@@ -52,6 +52,11 @@ class TextTokenizer:
         from tokenizers import Tokenizer  # imported at init only
 
         return cls(Tokenizer.from_file(str(resolve_model_path(path))), max_tokens=max_tokens)
+
+    @classmethod
+    def from_info(cls, info: ModelInfo) -> TextTokenizer:
+        """The tokenizer a manifest model names (``tokenizer.file``), truncating at its ``max_tokens``."""
+        return cls.load(info.path.with_name(info.metadata["tokenizer"]["file"]), max_tokens=int(info.metadata["max_tokens"]))
 
     def encode(self, texts: Sequence[str]) -> list[TokenizedText]:
         return [
@@ -95,6 +100,11 @@ class TextEncoder:
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, name: str, version: str, threads: int | None = None) -> TextEncoder:
         return cls(load_session(path, threads=threads), name=name, version=version)
+
+    @classmethod
+    def from_info(cls, info: ModelInfo) -> TextEncoder:
+        """Open an encoder of the manifest."""
+        return cls.load(info.path, name=info.name, version=info.version)
 
     def embed(self, sequences: Sequence[Sequence[int]]) -> Embeddings:
         """ONE ``session.run`` over the batch, padded to its longest sequence."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .contracts import ModelScore
+from .contracts.images import ModelScore
 
 __all__ = ["combine_scores"]
 

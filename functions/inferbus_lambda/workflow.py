@@ -26,24 +26,22 @@ will use, so each failure path can emit one without reading the (maybe broken) i
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .consumer import result_event_id
-from .contracts import CloudEvent, InvalidEventError, from_eventbridge_event
-from .faults import TransientError
+from .contracts.core import CloudEvent, from_eventbridge_event, is_identifier
+from .errors import IdConflictError, InvalidEventError, TransientError
 from .idempotency import ClaimStatus, EventClaims
 
 __all__ = ["AcceptRequest", "accept"]
 
-IDENTIFIER = re.compile(r"^[A-Za-z0-9._:/@#-]{1,128}$")
 AcceptRequest = Mapping[str, Any]
 
 
 def _identifier_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and IDENTIFIER.match(value) else None
+    return value if is_identifier(value) else None
 
 
 def failure_context(event_id: str | None, correlationid: str | None, result_source: str) -> dict[str, Any]:
@@ -88,15 +86,14 @@ def accept(request: AcceptRequest, claims: EventClaims, *, remaining_ms: int | N
                                     f"not {event.source!r}", event.id)
     except InvalidEventError as invalid:
         event_id = _identifier_or_none(invalid.event_id)
-        return _rejected(request, "InvalidEventError", invalid.reason, event_id,
+        return _rejected(request, InvalidEventError.__name__, invalid.reason, event_id,
                          _identifier_or_none(_raw_attribute(raw, "correlationid")))
 
     status = claims.accept_once(event, owner=request["execution"], remaining_ms=remaining_ms)
     if status is ClaimStatus.IN_PROGRESS:
         raise TransientError(f"event {event.id} is being accepted by another execution")
     if status is ClaimStatus.CONFLICT:
-        return _rejected(request, "IdConflictError", "id already used by an event with different data",
-                         event.id, event.correlationid)
+        return _rejected(request, IdConflictError.__name__, IdConflictError.REASON, event.id, event.correlationid)
     source = request["result_source"]
     return {
         "status": "accepted" if status is ClaimStatus.CLAIMED else "duplicate",

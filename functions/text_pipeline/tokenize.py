@@ -1,29 +1,18 @@
-"""Step 1 of the text pipeline: text -> MiniLM token ids (truncated at the encoder's max tokens).
-
-Configuration: ``TOKENIZER_PATH``, ``MAX_TOKENS``.
-"""
+"""Step 1 of the text pipeline: text -> token ids of the encoder's tokenizer, truncated at its max tokens."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
-from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from inferbus_lambda.contracts import TextSubmitted
-from inferbus_lambda.faults import inject_invocation_faults
+from inferbus_lambda.handlers import StepRuntime, step_handler
 from inferbus_lambda.text import TextTokenizer
 
-logger = Logger()
-tracer = Tracer()
-TOKENIZER = TextTokenizer.load(os.environ["TOKENIZER_PATH"], max_tokens=int(os.environ["MAX_TOKENS"]))
 
-
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    inject_invocation_faults()
+def tokenize(event: dict[str, Any], runtime: StepRuntime) -> dict[str, Any]:
     text = TextSubmitted(text=event["text"]).text  # the step checks its own input, whoever calls it
-    (tokenized,) = TOKENIZER.encode([text])
+    (tokenized,) = runtime.models.only.encode([text])
     return {"input_ids": tokenized.input_ids, "tokens": tokenized.tokens, "truncated": tokenized.truncated}
+
+
+lambda_handler = step_handler(tokenize, load=TextTokenizer.from_info)

@@ -24,7 +24,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .provision import SIMPLE_PATH, BridgeSpec, UnsupportedTemplateError
+from .provision import SIMPLE_PATH
+from .specs import BridgeSpec, UnsupportedTemplateError
 from .queue_ops import delete_messages, receive_all
 
 MAX_EXECUTION_NAME = 80
@@ -53,7 +54,7 @@ def execution_name(event_id: str, bridge: BridgeSpec) -> str:
 
     Examples
     --------
-    >>> from inferbus.runtime.provision import BridgeSpec, QueueInfo
+    >>> from inferbus.runtime.specs import BridgeSpec, QueueInfo
     >>> queue = QueueInfo("q", "q", "url", "arn", 30, None, None)
     >>> bridge = BridgeSpec("Rule", "rule", "arn:rule", "Target0", "arn:sm", queue, None, None, None)
     >>> execution_name("6a7e8feb-b491-4cf7-a9f1-bf3703467718", bridge)

@@ -1,14 +1,19 @@
-"""The embedded pipeline: synthesize, provision on moto, run handlers in-process, send, drain.
+"""The embedded pipeline: a synthesized template provisioned on moto, its handlers run in-process.
 
 Step Functions executions run for real on moto's ASL interpreter, on its worker threads;
 their Lambda tasks run the template's handlers in-process (:mod:`.lambda_adapter`). A
 rule whose target is a state machine delivers through a local bridge queue
 (:mod:`.bridge`). :meth:`EmbeddedPipeline.drain` runs everything until nothing moves.
 
+The runtime knows AWS, not the application: it reads the template and resolves its
+``Outputs`` as CloudFormation would, and finds resources by those values (a queue by URL,
+a function by name or ARN). What is the application's own (where its code is, what an
+injected fault stands for, what to expire after a failed invocation) is passed in.
+
 Example
 -------
->>> from inferbus.runtime import EmbeddedPipeline
->>> with EmbeddedPipeline() as pipeline:  # doctest: +SKIP
+>>> from inferbus.runtime import EmbeddedPipeline, HostConfig
+>>> with EmbeddedPipeline(template, stack_name="App", host=HostConfig(code_root, task_root)) as pipeline:  # doctest: +SKIP
 ...     pipeline.put_events(entries)
 ...     pipeline.drain()
 ...     results = pipeline.tapped_events()
@@ -26,14 +31,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .bridge import StateMachineBridge
-from .event_source import LocalEventSource
+from .event_source import AfterFailure, LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
-from .lambda_host import LocalFunction, add_code_root_to_path, remove_added_environment
-from .provision import Deployment, QueueInfo, StateMachineInfo, provision
+from .lambda_host import CodeRoot, HostConfig, LocalFunction, remove_added_environment
+from .provision import provision
 from .queue_ops import delete_messages, peek_messages, receive_all
 from .resources import ACCOUNT, REGION
-from .template import synthesize
+from .specs import Deployment, QueueInfo, StateMachineInfo
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -43,7 +48,8 @@ FAKE_CREDENTIALS = {
     "AWS_DEFAULT_REGION": REGION,
     "AWS_REGION": REGION,
 }
-TAP_NAME = "inferbus-local-tap"
+TAP_NAME = "local-tap"
+PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
 MAX_DRAIN_ROUNDS = 10_000
 DRAIN_TIMEOUT_S = 300.0
 IDLE_POLL_S = 0.02  # how long drain sleeps when only executions on other threads are busy
@@ -60,7 +66,14 @@ class EmbeddedPipeline:
     Parameters
     ----------
     template
-        A synthesized template; default, synthesize the app with default settings.
+        A synthesized CloudFormation template.
+    stack_name
+        The stack's name (the prefix of generated physical names).
+    host
+        Where the functions' code is, and what the caller adds to their invocations.
+    after_failure
+        Run after every event-source invocation that failed as a whole, with its function;
+        returns how many leases it expired (see :mod:`.event_source`).
     tap
         Also route every event on the bus to a local-only queue, so what the
         pipeline publishes can be read back (:meth:`tapped_events`). Default True.
@@ -71,8 +84,8 @@ class EmbeddedPipeline:
         A boto3 session inside the mock and its clients (answer a task token with
         ``pipeline.stepfunctions.send_task_success(taskToken=..., output=...)``).
     deployment
-        What was provisioned (:class:`~.provision.Deployment`), with what is cloud-only
-        or partly local.
+        What was provisioned (:class:`~.specs.Deployment`): the resolved stack ``outputs``,
+        and what is cloud-only or partly local.
     functions
         Each Lambda function by logical id (:class:`~.lambda_host.LocalFunction`): its
         invocations, captured logs and metrics. ``functions[id].set_environment(NAME="value")``
@@ -85,8 +98,12 @@ class EmbeddedPipeline:
     Nested pipelines share one moto and are not supported: enter one at a time.
     """
 
-    def __init__(self, template: dict[str, Any] | None = None, *, tap: bool = True) -> None:
+    def __init__(self, template: dict[str, Any], *, stack_name: str, host: HostConfig,
+                 after_failure: AfterFailure | None = None, tap: bool = True) -> None:
         self.template = template
+        self.stack_name = stack_name
+        self.host = host
+        self.after_failure = after_failure
         self.tap = tap
         self.deployment: Deployment | None = None
         self.functions: dict[str, LocalFunction] = {}
@@ -136,14 +153,13 @@ class EmbeddedPipeline:
         self.events = self.session.client("events")
         self.sqs = self.session.client("sqs")
         self.stepfunctions = self.session.client("stepfunctions")
-        template = self.template if self.template is not None else synthesize()
-        self.deployment = provision(template, self.session)
+        self.deployment = provision(self.template, self.session, stack_name=self.stack_name)
         for logical_id, spec in self.deployment.functions.items():
-            self.functions[logical_id] = LocalFunction(spec)
+            self.functions[logical_id] = LocalFunction(spec, self.host)
         for source in self.deployment.event_sources:
             queue = self.deployment.queue_by_arn(source.queue_arn)
             self.event_sources.append(LocalEventSource(source, queue, self.functions[source.function_logical_id], self.sqs,
-                                                       self.session.client("dynamodb")))
+                                                       self.after_failure))
         for bridge in self.deployment.bridges:
             dead_letter = self.deployment.queue_by_arn(bridge.dead_letter_arn).url if bridge.dead_letter_arn else None
             self.bridges.append(StateMachineBridge(bridge, self.sqs, self.stepfunctions, dead_letter))
@@ -165,6 +181,7 @@ class EmbeddedPipeline:
                 self._adapter.uninstall()
             self._mock.stop()
             remove_added_environment()
+            CodeRoot(self.host.code_root).uninstall()
             if self._jsonpath_parse is not None:
                 import jsonpath_ng.ext
 
@@ -178,9 +195,16 @@ class EmbeddedPipeline:
 
     @property
     def bus_name(self) -> str:
+        """The template's one event bus (a template with several must name one by output)."""
         assert self.deployment is not None
         (name,) = self.deployment.bus_names.values()
         return name
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """The stack's ``Outputs``, resolved as CloudFormation would."""
+        assert self.deployment is not None
+        return self.deployment.outputs
 
     def _add_tap(self) -> None:
         self._tap_url = self.sqs.create_queue(QueueName=TAP_NAME)["QueueUrl"]
@@ -189,33 +213,34 @@ class EmbeddedPipeline:
         self.events.put_targets(Rule=TAP_NAME, EventBusName=self.bus_name, Targets=[{"Id": "tap", "Arn": tap_arn}])
 
     def put_events(self, entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Send entries as a producer would, through the handlers' own ``publish_events``
-        (10 entries and 256 KB per call); return the entries that were not accepted."""
-        add_code_root_to_path()
-        from inferbus_lambda.publishing import publish_events
+        """Send entries as a producer would (10 per PutEvents request); return those not accepted."""
+        rejected = []
+        for start in range(0, len(entries), PUT_EVENTS_LIMIT):
+            chunk = entries[start : start + PUT_EVENTS_LIMIT]
+            response = self.events.put_events(Entries=list(chunk))
+            rejected += [entry for entry, result in zip(chunk, response["Entries"], strict=True) if result.get("ErrorCode")]
+        return rejected
 
-        return [entries[failure.index] for failure in publish_events(self.events, entries, max_attempts=1)]
-
-    def queue(self, construct_id: str) -> QueueInfo:
-        """The queue a construct made (``"InvalidEvents"`` -> ``InvalidEvents1A2B3C4D``; CDK appends 8 hex digits)."""
+    def queue(self, url: str) -> QueueInfo:
+        """The template's queue with this URL (as a stack output gives it)."""
         assert self.deployment is not None
-        (queue,) = [q for logical_id, q in self.deployment.queues.items() if logical_id[:-8] == construct_id]
-        return queue
+        return self.deployment.queue_by_url(url)
 
-    def peek(self, construct_id: str) -> list[dict[str, Any]]:
-        """The messages on a construct's queue, left in place (visible again at once)."""
-        return peek_messages(self.sqs, self.queue(construct_id).url)
+    def peek(self, url: str) -> list[dict[str, Any]]:
+        """The messages on a queue, left in place (visible again at once)."""
+        return peek_messages(self.sqs, url)
 
-    def function(self, construct_id: str) -> LocalFunction:
-        """The function a construct made (``"ImageClassifier"`` -> ``ImageClassifierFunction1A2B3C4D``)."""
-        (function,) = [f for logical_id, f in self.functions.items() if logical_id.startswith(f"{construct_id}Function")]
-        return function
+    def function(self, name: str) -> LocalFunction:
+        """The template's function with this name or ARN (as a stack output or a state machine names it)."""
+        assert self.deployment is not None
+        return self.functions[self.deployment.function_by_name(name).logical_id]
 
-    def event_source(self, construct_id: str) -> LocalEventSource:
-        """The local event source that feeds the function ``construct_id`` made."""
-        function = self.function(construct_id)
-        (source,) = [source for source in self.event_sources if source.function is function]
-        return source
+    def event_source(self, queue_url: str) -> LocalEventSource:
+        """The local event source that drains the queue with this URL."""
+        found = [source for source in self.event_sources if source.queue.url == queue_url]
+        if not found:
+            raise KeyError(f"no event source mapping reads {queue_url}")
+        return found[0]
 
     @property
     def state_machines(self) -> dict[str, StateMachineInfo]:

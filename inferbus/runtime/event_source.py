@@ -8,8 +8,9 @@ while a batch fills, as Lambda's poller holds them.
 One difference, on purpose: a failed record is made visible again at once instead of
 after ``VisibilityTimeout`` seconds, so a local run does not wait minutes per retry. The
 number of deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
-When a whole invocation fails, the idempotency claims it left in progress are expired at
-once for the same reason (see :mod:`.claims`).
+Whatever else the timeout would have let expire (an application's own leases, such as
+idempotency claims an invocation left in progress) is the caller's to expire at once: the
+``after_failure`` hook runs after every invocation that failed as a whole.
 
 For chaos experiments the source can also deliver records twice, as SQS's at-least-once
 delivery may: ``duplicate_rate`` is the share of successfully processed records that are
@@ -21,30 +22,45 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
-from .claims import expire_in_progress_claims
-
-DUPLICATE_MARK = "inferbus-local-duplicate"  # a message attribute on the copies the source delivers again
 from .lambda_host import Invocation, LocalFunction
-from .provision import EventSourceSpec, QueueInfo
 from .queue_ops import SQS_BATCH_LIMIT, delete_messages, release_messages
 from .resources import REGION
+from .specs import EventSourceSpec, QueueInfo
+
+DUPLICATE_MARK = "local-duplicate"  # a message attribute on the copies the source delivers again
+AfterFailure = Callable[[LocalFunction], int]
+
 
 class LocalEventSource:
+    """One event source mapping: a queue, its function, and the poller between them.
+
+    Parameters
+    ----------
+    spec, queue, function
+        The mapping, its queue and its function, as provisioned.
+    sqs
+        A boto3 SQS client inside the mock.
+    after_failure
+        Called with the function after an invocation that failed as a whole; returns how many
+        leases it expired (summed in :attr:`expired_after_failures`).
+    """
+
     def __init__(self, spec: EventSourceSpec, queue: QueueInfo, function: LocalFunction, sqs: Any,
-                 dynamodb: Any = None) -> None:
+                 after_failure: AfterFailure | None = None) -> None:
         self.spec = spec
         self.queue = queue
         self.function = function
         self.sqs = sqs
-        self.dynamodb = dynamodb
+        self.after_failure = after_failure
         self._held: list[dict[str, Any]] = []
         self._first_held_at = 0.0
         self.deliveries = 0
         self.duplicate_rate = 0.0
         self.duplicates_delivered = 0
-        self.claims_expired = 0
+        self.expired_after_failures = 0
         self._draws = random.Random()  # noqa: S311 - chaos, not crypto
 
     def redeliver(self, rate: float, *, seed: int | None = None) -> None:
@@ -91,9 +107,8 @@ class LocalEventSource:
         response, invocation = self.function.invoke({"Records": records})
         if invocation.error is not None:
             failed = {message["MessageId"] for message in messages}
-            table = self.function.spec.environment.get("IDEMPOTENCY_TABLE_NAME")
-            if table and self.dynamodb is not None:
-                self.claims_expired += expire_in_progress_claims(self.dynamodb, table)
+            if self.after_failure is not None:
+                self.expired_after_failures += self.after_failure(self.function)
         elif self.spec.report_batch_item_failures:
             failed = set(invocation.failed_ids)
         else:

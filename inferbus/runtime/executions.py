@@ -28,7 +28,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .provision import StateMachineInfo
+from .specs import StateMachineInfo
 
 PARK_SETTLE_S = 0.2
 CONTAINER_STATES = ("Parallel", "Map")

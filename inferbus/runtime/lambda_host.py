@@ -1,9 +1,10 @@
 """Run a template's Lambda function in-process, from the source tree.
 
-The handler is imported by the template's ``Handler`` property with ``functions/`` on
-``sys.path`` (the bundle root on Lambda) and the repository root as ``LAMBDA_TASK_ROOT``
-(where ``models/`` sits, as it does in the bundle). Its environment is the template's.
-What it prints (Powertools JSON logs and EMF metrics) is captured per function.
+The handler is imported by the template's ``Handler`` property from the code root (what the
+bundle's root is on Lambda: :class:`CodeRoot` makes its top-level packages importable) and
+runs with ``LAMBDA_TASK_ROOT`` set to the task root (where its data files sit, as in the
+bundle). Its environment is the template's, plus what the caller adds (:class:`HostConfig`).
+What it prints (JSON logs and EMF metrics) is captured per function.
 
 Handlers run one at a time in the whole process (:data:`INVOCATION_LOCK`): an event
 source invokes on the caller's thread while Step Functions executions invoke on moto's
@@ -16,6 +17,8 @@ handler's ``put_events`` only enqueues, executions are started and polled outsid
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import io
 import json
 import os
@@ -24,40 +27,71 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .provision import FunctionSpec
+from .specs import FunctionSpec
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FUNCTIONS_DIR = REPO_ROOT / "functions"
-LOCAL_ENV = {
-    "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-    "LAMBDA_TASK_ROOT": str(REPO_ROOT),
-    "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon locally
-    "POWERTOOLS_DEV": "false",
-    "INFERBUS_FAULTS": "",  # fault injection off unless a function's environment switches it on
-}
 # Keys a handler's environment added to os.environ. They stay (with their last value) until
 # the pipeline stops: botocore clients made on Step Functions' threads iterate os.environ
 # (urllib's proxy lookup), and a key removed during that iteration makes it raise KeyError.
 # Every key a handler reads is in its own environment, so a value left over is never read.
 ADDED_TO_ENVIRONMENT: set[str] = set()
-# The faults a chaos experiment injects that stand for the Lambda service ending an invocation
-# (inferbus_lambda.faults), reported as Lambda reports a timeout and a dead runtime.
-SERVICE_FAILURES = {
-    "InjectedTimeout": ("Sandbox.Timedout", "Task timed out after {timeout_s}.00 seconds"),
-    "InjectedCrash": ("Runtime.ExitError", "Runtime exited unexpectedly"),
-}
+# What Lambda reports when it ends an invocation itself (HostConfig.service_failures maps
+# exceptions that stand for these to them).
+TIMED_OUT = ("Sandbox.Timedout", "Task timed out after {timeout_s}.00 seconds")
+RUNTIME_EXITED = ("Runtime.ExitError", "Runtime exited unexpectedly")
 # One handler at a time in the whole process: see the module docstring.
 INVOCATION_LOCK = threading.RLock()
 
 
-def add_code_root_to_path() -> None:
-    """Make ``functions/`` importable, as the bundle root is on Lambda."""
-    if str(FUNCTIONS_DIR) not in sys.path:
-        sys.path.insert(0, str(FUNCTIONS_DIR))
+@dataclass(frozen=True)
+class HostConfig:
+    """Where the functions' code is and what the caller adds to every invocation.
+
+    Parameters
+    ----------
+    code_root
+        The folder the handlers import from (a zip bundle's root).
+    task_root
+        ``LAMBDA_TASK_ROOT``: where the functions find their data files.
+    environment
+        Variables every function gets before its own (a function's template environment wins).
+    service_failures
+        Exception class name -> ``(errorType, errorMessage)``: exceptions that stand for the
+        Lambda service ending an invocation (a timeout, a dead runtime), reported as Lambda
+        reports those (``{timeout_s}`` in the message is the function's timeout).
+    """
+
+    code_root: Path
+    task_root: Path
+    environment: Mapping[str, str] = field(default_factory=dict)
+    service_failures: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+
+class CodeRoot(importlib.abc.MetaPathFinder):
+    """Makes the top-level modules of a code root importable, as Lambda does for a bundle's root.
+
+    Consulted after the regular import path, so installed packages win; removed again by
+    :meth:`uninstall`.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if path is not None:  # a submodule: its package's __path__ finds it
+            return None
+        return importlib.machinery.PathFinder.find_spec(fullname, [self.root])
+
+    def install(self) -> None:
+        if not any(isinstance(f, CodeRoot) and f.root == self.root for f in sys.meta_path):
+            sys.meta_path.append(self)
+
+    def uninstall(self) -> None:
+        sys.meta_path[:] = [f for f in sys.meta_path if not (isinstance(f, CodeRoot) and f.root == self.root)]
 
 
 class LocalContext:
@@ -118,6 +152,7 @@ class Invocation:
 @dataclass
 class LocalFunction:
     spec: FunctionSpec
+    host: HostConfig
     sink: OutputSink = field(default_factory=OutputSink)
     invocations: list[Invocation] = field(default_factory=list)
     overrides: dict[str, str] = field(default_factory=dict)
@@ -126,8 +161,9 @@ class LocalFunction:
     @property
     def environment(self) -> dict[str, str]:
         """The environment the handler runs with: the template's, then :meth:`set_environment`'s."""
-        return {**LOCAL_ENV, **self.spec.environment, **self.overrides, "AWS_LAMBDA_FUNCTION_NAME": self.spec.name,
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.spec.memory_mb)}
+        return {**self.host.environment, **self.spec.environment, **self.overrides,
+                "AWS_LAMBDA_FUNCTION_NAME": self.spec.name, "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.spec.memory_mb), "LAMBDA_TASK_ROOT": str(self.host.task_root)}
 
     def set_environment(self, **variables: str) -> None:
         """Override environment variables for every later invocation (the template is unchanged).
@@ -148,7 +184,7 @@ class LocalFunction:
     def load(self) -> None:
         """Import the handler fresh (a cold start), inside its environment."""
         module_name, _, attribute = self.spec.handler.rpartition(".")
-        add_code_root_to_path()
+        CodeRoot(self.host.code_root).install()
         with INVOCATION_LOCK, self._with_environment():
             sys.modules.pop(module_name, None)
             self._handler = getattr(importlib.import_module(module_name), attribute)
@@ -183,7 +219,7 @@ class LocalFunction:
             try:
                 response = self._handler(event, context)
             except BaseException as exc:  # a handler error fails the invocation, as on Lambda
-                service_failure = SERVICE_FAILURES.get(type(exc).__name__)
+                service_failure = self.host.service_failures.get(type(exc).__name__)
                 if service_failure is None and not isinstance(exc, Exception):
                     raise  # KeyboardInterrupt, SystemExit: not the handler's to report
                 if service_failure is None:

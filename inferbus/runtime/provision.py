@@ -15,154 +15,30 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
-from .resources import ACCOUNT, PARTITION, REGION, Resolver
+from .catalogue import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
+from .resources import ACCOUNT, PARTITION, REGION, Resolver, UnsupportedIntrinsicError, substitute
+from .specs import (
+    BridgeSpec,
+    Deployment,
+    EventSourceSpec,
+    FunctionSpec,
+    QueueInfo,
+    StateMachineInfo,
+    UnsupportedTemplateError,
+)
 
-# What the runtime does not run, and why (listed in every summary, never silently skipped).
-CLOUD_ONLY = {
-    "AWS::IAM::Role": "IAM is not enforced locally: handlers and state machines run with the runtime's credentials "
-    "(roles get a synthetic ARN only)",
-    "AWS::IAM::Policy": "IAM is not enforced locally",
-    "AWS::Logs::LogGroup": "not created (synthetic ARN): handler logs are captured from stdout, "
-    "state machine execution logs exist only in the cloud",
-    "AWS::CloudWatch::Alarm": "alarms need CloudWatch",
-    "AWS::CloudWatch::Dashboard": "dashboards need CloudWatch",
-    "AWS::KMS::Key": "KMS encryption is not emulated",
-    "AWS::SNS::Topic": "the alarm topic is only notified by CloudWatch alarms",
-    "AWS::SNS::TopicPolicy": "the alarm topic is only notified by CloudWatch alarms",
-    "AWS::FIS::ExperimentTemplate": "fault injection experiments run only in AWS",
-    # Only with fault_injection_experiments: the FIS extension's configuration bucket. Locally,
-    # faults come from the INFERBUS_FAULTS switch instead.
-    "AWS::S3::Bucket": "the AWS FIS configuration bucket serves only the FIS Lambda extension, which runs only in AWS "
-    "(locally, INFERBUS_FAULTS injects the same faults)",
-    "AWS::S3::BucketPolicy": "the AWS FIS configuration bucket's TLS-only policy: the bucket exists only in AWS",
-}
-PARTLY_LOCAL = {
-    "AWS::Events::EventBus": "the bus is created in moto without its resource policy: moto does not enforce bus "
-    "policies, so locally any caller may put any source (account-only PutEvents and each internal source reserved to "
-    "its producer's role hold only in AWS)",
-    "AWS::SQS::QueuePolicy": "policy stored on the queue, not enforced (TLS-only, SourceArn)",
-    "AWS::Events::Rule": "target DeadLetterConfig and RetryPolicy are not applied by moto",
-    "AWS::Lambda::Function": "runs in-process from the source tree; memory, architecture and tracing are cloud-only",
-    "AWS::Lambda::EventSourceMapping": "local poller: one invocation at a time (MaximumConcurrency is cloud-only)",
-    "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
-    "AWS::StepFunctions::StateMachine": "the ASL runs on moto's interpreter, Lambda tasks in-process; logging to "
-    "CloudWatch Logs and X-Ray tracing are cloud-only; Retry intervals and Wait states take real time; moto applies "
-    "execution-name idempotency to EXPRESS machines too (AWS only to STANDARD); SendTaskFailure drops the cause",
-}
-PROVISIONED_TYPES = {"AWS::Events::EventBus", "AWS::Events::Archive", "AWS::SQS::Queue"}
-# The name of the Python handler of a container-image function, which has no Handler property.
-LOCAL_HANDLER_VARIABLE = "INFERBUS_LOCAL_HANDLER"
-BRIDGE_PREFIX = "inferbus-local-bridge-"
-PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
+BRIDGE_PREFIX = "local-bridge-"
 # The InputPath forms the bridge applies: $ and $.field.field (no filters, wildcards, indexes).
 SIMPLE_PATH = re.compile(r"\$(\.[A-Za-z0-9_-]+)*")
-
-
-class UnsupportedTemplateError(ValueError):
-    """The template asks for something the embedded runtime cannot run faithfully."""
-
-
-@dataclass(frozen=True)
-class QueueInfo:
-    logical_id: str
-    name: str
-    url: str
-    arn: str
-    visibility_timeout_s: int
-    max_receive_count: int | None
-    dead_letter_arn: str | None
-
-
-@dataclass(frozen=True)
-class FunctionSpec:
-    logical_id: str
-    name: str
-    arn: str
-    handler: str
-    environment: dict[str, str]
-    timeout_s: int
-    memory_mb: int
-    package_type: str = "Zip"
-
-
-@dataclass(frozen=True)
-class EventSourceSpec:
-    logical_id: str
-    function_logical_id: str
-    queue_arn: str
-    batch_size: int
-    max_batching_window_s: int
-    report_batch_item_failures: bool
-    max_concurrency: int | None
-
-
-@dataclass(frozen=True)
-class StateMachineInfo:
-    """A provisioned state machine: ``definition`` is the ASL with its substitutions applied."""
-
-    logical_id: str
-    name: str
-    arn: str
-    type: str
-    role_arn: str
-    definition: str
-
-
-@dataclass(frozen=True)
-class BridgeSpec:
-    """A rule target that is a state machine, reached locally through a bridge queue.
-
-    ``input``/``input_path`` are the target's ``Input``/``InputPath`` (at most one is set).
-    """
-
-    rule_logical_id: str
-    rule_name: str
-    rule_arn: str
-    target_id: str
-    state_machine_arn: str
-    queue: QueueInfo
-    input: str | None
-    input_path: str | None
-    dead_letter_arn: str | None
-
-
-@dataclass
-class Deployment:
-    """What was provisioned, by logical id."""
-
-    resolver: Resolver
-    bus_names: dict[str, str] = field(default_factory=dict)
-    queues: dict[str, QueueInfo] = field(default_factory=dict)
-    tables: dict[str, str] = field(default_factory=dict)
-    rules: dict[str, str] = field(default_factory=dict)
-    functions: dict[str, FunctionSpec] = field(default_factory=dict)
-    event_sources: list[EventSourceSpec] = field(default_factory=list)
-    state_machines: dict[str, StateMachineInfo] = field(default_factory=dict)
-    bridges: list[BridgeSpec] = field(default_factory=list)
-    target_dead_letter_arns: set[str] = field(default_factory=set)
-    cloud_only: list[tuple[str, str, str]] = field(default_factory=list)
-    partly_local: list[tuple[str, str, str]] = field(default_factory=list)
-
-    def queue_by_arn(self, arn: str) -> QueueInfo:
-        return next(queue for queue in self.queues.values() if queue.arn == arn)
-
-    def state_machine_by_arn(self, arn: str) -> StateMachineInfo:
-        return next(machine for machine in self.state_machines.values() if machine.arn == arn)
-
-    @property
-    def dead_letter_queues(self) -> list[QueueInfo]:
-        arns = {queue.dead_letter_arn for queue in self.queues.values()} | self.target_dead_letter_arns
-        return [queue for queue in self.queues.values() if queue.arn in arns]
 
 
 def _of_type(resources: dict[str, Any], resource_type: str) -> list[tuple[str, dict[str, Any]]]:
     return [(logical_id, r.get("Properties", {})) for logical_id, r in resources.items() if r["Type"] == resource_type]
 
 
-def provision(template: dict[str, Any], session: Any, *, stack_name: str = "Inferbus") -> Deployment:
+def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Deployment:
     """Provision ``template`` in moto.
 
     Parameters
@@ -172,12 +48,13 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str = "Infe
     session
         A boto3 session created inside ``mock_aws``.
     stack_name
-        Prefix of generated physical names, as CloudFormation's stack name is.
+        The stack's name: the prefix of generated physical names, as in CloudFormation.
 
     Returns
     -------
     Deployment
-        Names, ARNs and specs by logical id, plus what is cloud-only or partly local.
+        Names, ARNs and specs by logical id, the resolved ``Outputs``, and what is cloud-only
+        or partly local.
 
     Raises
     ------
@@ -205,7 +82,18 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str = "Infe
     _specify_functions(resources, deployment, notes)
     _specify_event_sources(resources, deployment)
     _list_what_is_not_local(resources, deployment, notes)
+    _resolve_outputs(template.get("Outputs", {}), deployment)
     return deployment
+
+
+def _resolve_outputs(outputs: dict[str, Any], deployment: Deployment) -> None:
+    """Each output's value as CloudFormation would give it; one that names a resource the runtime
+    does not provision (an alarm topic) is listed as cloud-only instead."""
+    for key, output in outputs.items():
+        try:
+            deployment.outputs[key] = str(deployment.resolver.resolve(output["Value"]))
+        except UnsupportedIntrinsicError as error:
+            deployment.cloud_only.append((key, "Output", f"names a resource that is not provisioned locally ({error})"))
 
 
 def _provision_buses(resources: dict[str, Any], deployment: Deployment, events: Any) -> None:
@@ -283,9 +171,9 @@ def _provision_tables(resources: dict[str, Any], deployment: Deployment, dynamod
 
 
 def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) -> None:
-    """Synthetic names and ARNs only: IAM is not enforced and logs are captured elsewhere,
-    but state machines and functions name them (``RoleArn``, ``LogGroupArn``, and the FIS
-    configuration bucket in the environment of functions an experiment targets)."""
+    """Synthetic names and ARNs only: IAM is not enforced, logs are captured elsewhere and
+    topics are not notified locally, but state machines, functions and outputs name them
+    (``RoleArn``, ``LogGroupArn``, a bucket in a function's environment, a topic's ARN)."""
     for logical_id, props in _of_type(resources, "AWS::IAM::Role"):
         name = props.get("RoleName") or resolver.physical_name(logical_id)
         resolver.refs[logical_id] = name
@@ -296,6 +184,10 @@ def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) ->
         name = props.get("LogGroupName") or resolver.physical_name(logical_id, 512)
         resolver.refs[logical_id] = name
         resolver.attributes[(logical_id, "Arn")] = f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{name}:*"
+    for logical_id, props in _of_type(resources, "AWS::SNS::Topic"):  # Ref is the topic's ARN
+        name = props.get("TopicName") or resolver.physical_name(logical_id, 256)
+        resolver.refs[logical_id] = f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}"
+        resolver.attributes[(logical_id, "TopicName")] = name
     for logical_id, props in _of_type(resources, "AWS::S3::Bucket"):
         name = props.get("BucketName") or resolver.physical_name(logical_id, 63).lower()
         resolver.refs[logical_id] = name
@@ -323,8 +215,11 @@ def _provision_state_machines(resources: dict[str, Any], deployment: Deployment,
     for logical_id, props in machines:
         name = resolver.attributes[(logical_id, "Name")]
         machine_type = props.get("StateMachineType", "STANDARD")
-        definition = substitute_definition(logical_id, _definition_text(logical_id, props, resolver),
-                                           resolver.resolve(props.get("DefinitionSubstitutions", {})))
+        substitutions = {key: str(value) for key, value in resolver.resolve(props.get("DefinitionSubstitutions", {})).items()}
+        try:
+            definition = substitute(_definition_text(logical_id, props, resolver), substitutions)
+        except KeyError as missing:
+            raise UnsupportedTemplateError(f"state machine {logical_id}: no DefinitionSubstitutions for {missing.args[0]}") from None
         role_arn = resolver.resolve(props["RoleArn"])
         optional: dict[str, Any] = {}
         if "LoggingConfiguration" in props:
@@ -338,7 +233,8 @@ def _provision_state_machines(resources: dict[str, Any], deployment: Deployment,
             raise UnsupportedTemplateError(
                 f"state machine {logical_id}: moto named it {arn}, not {resolver.refs[logical_id]}"
             )
-        deployment.state_machines[logical_id] = StateMachineInfo(logical_id, name, arn, machine_type, role_arn, definition)
+        deployment.state_machines[logical_id] = StateMachineInfo(logical_id, name, arn, machine_type, role_arn, definition,
+                                                                 substitutions)
 
 
 def _definition_text(logical_id: str, props: dict[str, Any], resolver: Resolver) -> str:
@@ -350,34 +246,6 @@ def _definition_text(logical_id: str, props: dict[str, Any], resolver: Resolver)
         f"state machine {logical_id}: only DefinitionString or Definition can run locally "
         "(DefinitionS3Location is an asset the runtime does not read; use DefinitionBody.from_string)"
     )
-
-
-def substitute_definition(logical_id: str, definition: str, substitutions: dict[str, Any]) -> str:
-    """Replace every ``${Key}`` in an ASL definition with its resolved substitution.
-
-    Parameters
-    ----------
-    logical_id
-        The state machine's logical id (named in errors).
-    definition
-        The ASL text, intrinsics already resolved.
-    substitutions
-        ``DefinitionSubstitutions`` with intrinsics resolved.
-
-    Raises
-    ------
-    UnsupportedTemplateError
-        A placeholder has no substitution (CloudFormation would deploy a broken definition).
-
-    Examples
-    --------
-    >>> substitute_definition("Sm", '{"Resource": "${FnArn}"}', {"FnArn": "arn:x"})
-    '{"Resource": "arn:x"}'
-    """
-    missing = sorted({key for key in PLACEHOLDER.findall(definition) if key not in substitutions})
-    if missing:
-        raise UnsupportedTemplateError(f"state machine {logical_id}: no DefinitionSubstitutions for {missing}")
-    return PLACEHOLDER.sub(lambda match: str(substitutions[match.group(1)]), definition)
 
 
 def _logging_configuration(config: dict[str, Any]) -> dict[str, Any]:
@@ -469,15 +337,16 @@ def _specify_functions(resources: dict[str, Any], deployment: Deployment, notes:
         variables = resolver.resolve(props.get("Environment", {}).get("Variables", {}))
         environment = {key: str(value) for key, value in variables.items()}
         package_type = props.get("PackageType", "Zip")
-        handler = props.get("Handler") or environment.get(LOCAL_HANDLER_VARIABLE)
+        command = props.get("ImageConfig", {}).get("Command", [])
+        handler = props.get("Handler") or (command[0] if command else None)
         if not handler:
             raise UnsupportedTemplateError(
                 f"Lambda function {logical_id} names no Python handler: a container-image function must set "
-                f"Environment.Variables.{LOCAL_HANDLER_VARIABLE} (e.g. 'text_pipeline.embed.lambda_handler')"
+                "ImageConfig.Command to its handler (e.g. ['text_pipeline.embed.lambda_handler'])"
             )
         if package_type == "Image":
             notes.setdefault(logical_id, []).append(
-                f"container image not built: its handler {handler} ({LOCAL_HANDLER_VARIABLE}) runs from the source tree"
+                f"container image not built: its handler {handler} (ImageConfig.Command) runs from the source tree"
             )
         deployment.functions[logical_id] = FunctionSpec(
             logical_id,
@@ -488,6 +357,7 @@ def _specify_functions(resources: dict[str, Any], deployment: Deployment, notes:
             int(props.get("Timeout", 3)),
             int(props.get("MemorySize", 128)),
             package_type,
+            props.get("ReservedConcurrentExecutions"),
         )
 
 

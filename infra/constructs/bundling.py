@@ -5,8 +5,8 @@ The bundle holds ``functions/`` (handlers + shared package), the pip dependencie
 manifest and every file it names for a model (ONNX files, tokenizers; not the held-out
 data). boto3 is not bundled: the runtime provides it.
 
-The text encoder step can instead be a container image (:func:`text_encoder_image`), built
-at deploy time from ``functions/text_pipeline/Dockerfile``.
+A function whose settings say ``package="image"`` is a container image instead
+(:func:`container_image`), built at deploy time from ``functions/Dockerfile``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import jsii
@@ -83,7 +85,7 @@ class LocalPipBundling:
             for path in [*output.glob(f"{name}"), *output.glob(f"{name}-*.dist-info"), *output.glob(f"{name}.py")]:
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
         shutil.copytree(FUNCTIONS_DIR, output_dir, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "Dockerfile", "requirements*.txt"))
+                        ignore=shutil.ignore_patterns("__pycache__", "Dockerfile", "requirements*.txt", "*.egg-info"))
         models_out = output / "models"
         models_out.mkdir(exist_ok=True)
         for model_file in model_files():
@@ -108,26 +110,32 @@ def python_lambda_code(architecture: str, python_version: str) -> lambda_.Code:
     )
 
 
-TEXT_ENCODER_DOCKERFILE = FUNCTIONS_DIR / "text_pipeline" / "Dockerfile"
-TEXT_ENCODER_MODEL = "minilm-l6-int8"
+DOCKERFILE = FUNCTIONS_DIR / "Dockerfile"
 DOCKER_PLATFORMS = {"arm64": "LINUX_ARM64", "x86_64": "LINUX_AMD64"}
 
 
-def text_encoder_image(architecture: str, python_version: str) -> lambda_.DockerImageCode:
-    """The text encoder step as a container image on the AWS Lambda Python base image.
+def container_image(handler: str, models: Sequence[Mapping[str, Any]], architecture: str,
+                    python_version: str) -> lambda_.DockerImageCode:
+    """A function as a container image on the AWS Lambda Python base image (``functions/Dockerfile``).
 
-    Synthesizing needs no Docker; ``cdk deploy`` builds the image (Docker where you deploy).
-    The build context is the repository with everything but ``functions/`` and the
-    encoder's model files left out.
+    For a function whose models are too big for a zip bundle (250 MB unzipped; an image may
+    hold 10 GB). Synthesizing needs no Docker; ``cdk deploy`` builds the image (Docker where
+    you deploy). The build context is the repository with everything left out but
+    ``functions/``, the manifest and the files of ``models`` (manifest entries); the image
+    runs ``handler`` (``ImageConfig.Command``).
     """
     from aws_cdk import aws_ecr_assets as ecr_assets
 
-    manifest = json.loads((MODELS_DIR / "manifest.json").read_text())["models"][TEXT_ENCODER_MODEL]
-    keep = ["functions", "models/manifest.json", f"models/{manifest['file']}"]
+    keep = ["functions", "models/manifest.json"]
+    for model in models:
+        keep.append(f"models/{model['file']}")
+        if "tokenizer" in model:
+            keep.append(f"models/{model['tokenizer']['file']}")
     return lambda_.DockerImageCode.from_image_asset(
         str(REPO_ROOT),
-        file=str(TEXT_ENCODER_DOCKERFILE.relative_to(REPO_ROOT)),
-        build_args={"PYTHON_VERSION": python_version, "ENCODER_FILE": manifest["file"]},
+        file=str(DOCKERFILE.relative_to(REPO_ROOT)),
+        build_args={"PYTHON_VERSION": python_version},
+        cmd=[handler],
         platform=getattr(ecr_assets.Platform, DOCKER_PLATFORMS[architecture]),
         exclude=["*", *(f"!{path}" for path in keep), "**/__pycache__"],
         ignore_mode=cdk.IgnoreMode.DOCKER,

@@ -1,4 +1,4 @@
-"""Alarms and a dashboard for one queue consumer: latency, consumption rate, errors, DLQ depth.
+"""Alarms and dashboard widgets for a queue consumer (latency, consumption rate, errors, DLQ depth) and a routed queue.
 
 Secure defaults
 ---------------
@@ -14,7 +14,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from .alarms import PERIOD, add_alarm
-from .queue_consumer import QueueConsumer
+from .queue_consumer import QueueConsumer, RoutedQueue
 
 
 class ConsumerMonitoring(Construct):
@@ -79,3 +79,34 @@ class ConsumerMonitoring(Construct):
             cloudwatch.GraphWidget(title=f"{construct_id}: errors", left=[function_errors, failed]),
             cloudwatch.GraphWidget(title=f"{construct_id}: DLQ depth", left=[dlq_depth, target_dlq_depth]),
         )
+
+
+class RouteMonitoring(Construct):
+    """Alarms and widgets for a routed queue your own service consumes: its DLQ and its undelivered events.
+
+    Parameters
+    ----------
+    route
+        The routed queue to watch.
+    alarm_topic
+        Where alarms notify.
+    dashboard
+        The dashboard to add its widget to.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, route: RoutedQueue, alarm_topic: sns.ITopic,
+                 dashboard: cloudwatch.Dashboard) -> None:
+        super().__init__(scope, construct_id)
+        name = route.node.id
+        dlq_depth = route.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
+        undelivered = route.target_dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=PERIOD, statistic="Maximum")
+        self.alarms = [
+            add_alarm(self, "DeadLetters", dlq_depth, 1,
+                      f"{name}: messages in the DLQ (your consumer failed them max_receive_count times)", alarm_topic),
+            add_alarm(self, "UndeliveredEvents", undelivered, 1, f"{name}: events EventBridge could not deliver", alarm_topic),
+        ]
+        dashboard.add_widgets(cloudwatch.GraphWidget(
+            title=f"{name}: queue depth and DLQ depth",
+            left=[route.queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+                  dlq_depth, undelivered]))

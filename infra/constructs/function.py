@@ -20,8 +20,6 @@ from constructs import Construct
 
 from ..nag import acknowledge_tracing_wildcard
 
-LOCAL_HANDLER_VARIABLE = "INFERBUS_LOCAL_HANDLER"  # an image function's handler, for the embedded runtime
-
 
 @dataclass(frozen=True)
 class FunctionCode:
@@ -30,8 +28,8 @@ class FunctionCode:
     Parameters
     ----------
     handler
-        ``module.function``, as the zip bundle's root sees it. An image's CMD names the
-        same handler; the embedded runtime reads it from ``INFERBUS_LOCAL_HANDLER``.
+        ``module.function``, as the zip bundle's root sees it. An image function runs the
+        same handler (its ``ImageConfig.Command``, which the embedded runtime reads too).
     zip_code, runtime
         The shared bundle and the Python runtime, for a zip function.
     image_code
@@ -86,8 +84,7 @@ def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function
     )
     if spec.code.image_code is not None:
         function: lambda_.Function = lambda_.DockerImageFunction(
-            scope, "Function", code=spec.code.image_code,
-            environment={**spec.environment, LOCAL_HANDLER_VARIABLE: spec.code.handler}, **common,
+            scope, "Function", code=spec.code.image_code, environment=spec.environment, **common,
         )
     else:
         function = lambda_.Function(

@@ -15,7 +15,6 @@ Secure defaults
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -28,15 +27,10 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from inferbus.runtime.resources import placeholders
+
 from ..nag import acknowledge_state_machine_role
 from .secure_queue import add_rule_with_dead_letter_queue
-
-PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\}")
-
-
-def placeholders(definition: str) -> set[str]:
-    """The ``${Name}`` placeholders of an ASL text."""
-    return set(PLACEHOLDER.findall(definition))
 
 
 class Workflow(Construct):

@@ -1,4 +1,4 @@
-"""The demo's summary for people: one table per pipeline, the ledger, latency pictures, what runs only in AWS."""
+"""The demo's summary for people: the ledger per component, workflows, chains, latency pictures, what is cloud-only."""
 
 from __future__ import annotations
 
@@ -6,20 +6,9 @@ import re
 from collections import Counter
 from typing import Any
 
+from inferbus_lambda.errors import REJECTION_ERRORS
 from rich.console import Console
 from rich.table import Table
-
-from .demo import REJECTION_ERRORS
-
-KIND_TITLES = {
-    "image": "images → classifier",
-    "analysis": "images → vision flow",
-    "text": "texts → text flow",
-    "transaction": "transactions → risk",
-}
-STAGE_ORDER = ["Accept", "Tokenize", "Embed", "Classify", "ExtractEntities", "Analyze", "ScoreMlp", "ScoreSvc", "Merge",
-               "RequestReview", "Approve", "PublishApproval", "PublishRejection", "Publish", "EmitFailure"]
-
 
 HISTOGRAM_MIN_RESULTS = 20  # fewer points make a picture of noise
 
@@ -44,21 +33,25 @@ def short_queue_name(logical_id: str) -> str:
     return re.sub("[0-9A-F]{8}$", "", logical_id)
 
 
+def _seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value / 1000:.1f}"
+
+
 def _kinds_table(data: dict[str, Any]) -> Table:
     table = Table(title="every event sent, and where it ended up", title_justify="left",
                   caption="bad: malformed on purpose; dup: delivered twice; rejected: kept in the invalid-events queue "
-                  "with the reason; failed: a workflow gave up after its retries; accuracy vs the true labels; "
+                  "with the reason; failed: a workflow gave up after its retries; accuracy vs the true answers; "
                   "latency: sent → result", caption_justify="left")
     for column in ("input", "sent", "bad", "dup", "results", "rejected", "failed", "DLQ", "ledger", "accuracy",
-                   "latency p50/p95"):
+                   "latency p50/p95 s"):
         table.add_column(column, justify="left" if column == "input" else "right")
     for name, kind in data["kinds"].items():
         accuracy = "—" if kind["accuracy"] is None else f"{kind['accuracy']:.3f}"
         table.add_row(
-            KIND_TITLES.get(name, name), str(kind["sent"]), str(kind["malformed"]), str(kind["duplicate_deliveries"]),
+            f"{kind['input_type']} → {name}", str(kind["sent"]), str(kind["malformed"]), str(kind["duplicate_deliveries"]),
             str(kind["results"]), str(kind["rejected"]), str(kind["failure_events"]), str(kind["in_dead_letter_queues"]),
             "[green]ok[/green]" if kind["balanced"] else "[red]OFF[/red]", accuracy,
-            f"{kind['latency_ms']['p50'] / 1000:.1f}/{kind['latency_ms']['p95'] / 1000:.1f} s",
+            f"{_seconds(kind['latency_ms']['p50'])}/{_seconds(kind['latency_ms']['p95'])}",
         )
     return table
 
@@ -72,25 +65,24 @@ def _workflows_table(data: dict[str, Any]) -> Table:
     for name, workflow in sorted(data["workflows"].items()):
         statuses = ", ".join(f"{status.lower()} {count}" for status, count in sorted(workflow["executions"].items()))
         stages, handlers = workflow["stage_latency_ms_p50"], workflow["handler_ms_p50"]
-        ordered = sorted((s for s in stages if s in STAGE_ORDER), key=STAGE_ORDER.index)
         table.add_row(name, statuses or "none", "  ".join(
-            f"{stage} {stages[stage]:.0f}" + (f" ({handlers[stage]:.0f})" if stage in handlers else "") for stage in ordered))
+            f"{stage} {ms:.0f}" + (f" ({handlers[stage]:.0f})" if handlers.get(stage) is not None else "")
+            for stage, ms in stages.items() if ms is not None))
     return table
 
 
-def _risk_table(data: dict[str, Any]) -> Table:
-    risk, reviews = data["risk_routing"], data["reviews"]
-    table = Table(title="risk routing (bus rules on the score) and manual review", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    table.add_row("scored (RiskScored)", str(risk.get("scored", 0)))
-    table.add_row("below threshold → approved automatically", str(risk.get("auto_approved", 0)))
-    table.add_row("at/above threshold → review queue", f"{reviews.get('requested', 0)} cases waited for a person")
-    table.add_row("reviewer decisions", f"approved {reviews.get('approved', 0)}, rejected {reviews.get('rejected', 0)}, "
-                  f"expired {reviews.get('expired', 0)}; still pending {reviews.get('still_pending', 0)}")
-    table.add_row("ReviewCompleted events", f"{risk.get('reviews_completed', 0)} (approved {risk.get('review_approved', 0)}, "
-                  f"rejected {risk.get('review_rejected', 0)})")
-    table.add_row("offers routed by segment", f"new {risk.get('offers_new', 0)}, returning {risk.get('offers_returning', 0)}")
+def _chains_table(data: dict[str, Any]) -> Table:
+    table = Table(title="results routed on: who took each one, and what became of it", title_justify="left",
+                  caption="untaken: matched by no rule of a component; missing: taken, and no result, failure or "
+                  "pending review for it", caption_justify="left")
+    for column in ("event", "produced", "taken by", "outcomes", "untaken", "missing"):
+        table.add_column(column, justify="left" if column in ("event", "taken by", "outcomes") else "right")
+    for event_type, chain in data["chains"].items():
+        taken = ", ".join(f"{name} {count}" for name, count in chain["taken"].items())
+        outcomes = "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in outcome.items() if v)
+                             for name, outcome in chain["outcomes"].items())
+        table.add_row(event_type, str(chain["produced"]), taken, outcomes or "—", str(chain["untaken"]),
+                      str(chain["missing_outcomes"]))
     return table
 
 
@@ -104,8 +96,18 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     for problem in data["invalid_results"]:
         console.print(f"  [red]{problem}[/red]")
     console.print(_kinds_table(data))
-    console.print(_workflows_table(data))
-    console.print(_risk_table(data))
+    if data["workflows"]:
+        console.print(_workflows_table(data))
+    if data["chains"]:
+        console.print(_chains_table(data))
+    reviews = data["reviews"]
+    if reviews.get("requested"):
+        console.print(f"[bold]reviews[/bold]: {reviews['requested']} cases waited for a person; decided "
+                      f"approved {reviews.get('approved', 0)}, rejected {reviews.get('rejected', 0)}, "
+                      f"expired {reviews.get('expired', 0)}; still pending {reviews.get('still_pending', 0)}")
+    if data["routed"]:
+        console.print("[bold]routed to your services' queues[/bold]: "
+                      + ", ".join(f"{name} {count}" for name, count in data["routed"].items()))
 
     failures = [(name, failure) for name, workflow in data["workflows"].items() for failure in workflow["failures"]
                 if failure["error"] not in REJECTION_ERRORS]
@@ -122,16 +124,16 @@ def print_summary(report: Any, console: Console | None = None) -> None:
         console.print(table)
     dlqs = ", ".join(f"{short_queue_name(queue)} {count}" for queue, count in data["dead_letters"].items() if count)
     console.print(f"[bold]dead-letter queues[/bold]: {dlqs or 'all empty'}")
-    invocations = ", ".join(f"{short_queue_name(name).removesuffix('Function')} {count}"
-                            for name, count in data["invocations"].items())
-    console.print(f"[bold]Lambda invocations[/bold]: {invocations}")
-    console.print(f"[bold]image classifier batches[/bold]: sizes {data['image_batch_sizes']}, ONE session.run per batch, "
-                  f"p50 {data['inference_ms_per_batch']['p50']} ms")
+    console.print("[bold]Lambda invocations[/bold]: " + ", ".join(f"{name} {count}" for name, count in data["invocations"].items()))
+    for name, run in data["consumers"].items():
+        if run["batch_sizes"]:
+            console.print(f"[bold]{name} batches[/bold]: sizes {run['batch_sizes']}, ONE inference per batch, "
+                          f"p50 {run['inference_ms_p50']} ms")
     console.print("[bold]metrics (EMF, summed)[/bold]: " + ", ".join(f"{k}={v:g}" for k, v in sorted(data["metrics"].items())))
 
     for name, kind in report.kinds.items():
         if len(kind.latencies_ms) >= HISTOGRAM_MIN_RESULTS:
-            console.print(f"[bold]latency, submitted → result: {KIND_TITLES.get(name, name)}[/bold] (events per bin)")
+            console.print(f"[bold]latency, submitted → result: {name}[/bold] (events per bin)")
             for row in latency_histogram(kind.latencies_ms):
                 console.print(row, highlight=False)
     for title, entries in (("not run locally (cloud-only)", report.cloud_only), ("run locally, with limits", report.partly_local)):

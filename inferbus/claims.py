@@ -1,4 +1,5 @@
-"""Time passing for idempotency claims, where the embedded runtime compresses time.
+"""Time passing for idempotency claims, where the embedded runtime compresses time (inferbus's
+``after_failure`` hook for the runtime's event sources).
 
 When an invocation fails as a whole (an error, a timeout, a crash), SQS hides its messages
 for the queue's visibility timeout, which inferbus sets to six times the function timeout:
@@ -17,6 +18,9 @@ from __future__ import annotations
 
 import time
 from typing import Any
+
+from inferbus_lambda.environment import ClaimsEnvironment
+from pydantic import ValidationError
 
 IN_PROGRESS = "INPROGRESS"
 
@@ -41,3 +45,12 @@ def expire_in_progress_claims(dynamodb: Any, table_name: str) -> int:
             )
             expired += 1
     return expired
+
+
+def expire_claims_of(dynamodb: Any, function_environment: dict[str, str]) -> int:
+    """Expire the in-progress claims of a function's table; 0 for a function that claims nothing."""
+    try:
+        environment = ClaimsEnvironment.model_validate(function_environment)
+    except ValidationError:
+        return 0
+    return expire_in_progress_claims(dynamodb, environment.IDEMPOTENCY_TABLE_NAME)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from typing import Any
 
 CDK_QUIET_ENV = {
@@ -14,13 +15,20 @@ CDK_QUIET_ENV = {
 }
 
 
-def synthesize(settings: Any = None, *, outdir: str | None = None) -> dict[str, Any]:
+def synthesize(settings: Any = None, *, overrides: Mapping[str, Any] | None = None, pipeline: Any = None,
+               context: Mapping[str, Any] | None = None, outdir: str | None = None) -> dict[str, Any]:
     """Return the CloudFormation template of the inferbus stack as a dict.
 
     Parameters
     ----------
     settings
-        An ``infra.settings.InferbusSettings``; default, the default settings.
+        An ``infra.settings.InferbusSettings``; default, from ``context``, else the defaults.
+    overrides
+        Component settings to change, ``{"image-classifier.batch_size": 10}``.
+    pipeline
+        The declarations; default, ``pipeline/``.
+    context
+        CDK context, as ``-c`` gives it (``{"stage": "dev"}``).
     outdir
         Where the cloud assembly goes; default, a temporary folder.
     """
@@ -30,8 +38,10 @@ def synthesize(settings: Any = None, *, outdir: str | None = None) -> dict[str, 
 
     app, stack = build_app(
         settings,
+        pipeline,
+        overrides=overrides,
         outdir=outdir or tempfile.mkdtemp(prefix="inferbus-cdk-"),
-        context={"aws:cdk:bundling-stacks": []},
+        context={"aws:cdk:bundling-stacks": [], **(context or {})},
         builtin_cloud_formation_validation=False,
     )
     return app.synth().get_stack_by_name(stack.stack_name).template

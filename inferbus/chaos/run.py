@@ -1,6 +1,6 @@
-"""Chaos: send N events while the pipeline fails on purpose, then account for every one of them.
+"""Chaos: send N events while a consumer fails on purpose, then account for every one of them.
 
-The image classifier gets a fault plan (``INFERBUS_FAULTS``, see
+The consumer (any declared one; the first by default) gets a fault plan (``INFERBUS_FAULTS``, see
 ``inferbus_lambda.faults``): a share of records fail with a transient error, a share of
 invocations time out after claiming their records, a share die after publishing half their
 results; and its event source delivers a share of records twice. After the queues drain,
@@ -27,17 +27,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
+from inferbus_lambda.contracts import to_put_events_entry
 
-from inferbus.demo import HOLDOUT
-from inferbus.runtime.lambda_host import add_code_root_to_path
+from infra.declarations import Consumer, Pipeline
 
-add_code_root_to_path()
-
-from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry  # noqa: E402
-
-CONSUMER = "ImageClassifier"
 SOURCE = "inferbus.chaos"
+
+
+class ChaosError(ValueError):
+    """A chaos run that cannot start: an unknown consumer, one without samples; the message says which."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +83,7 @@ class Ledger:
 
 @dataclass
 class ChaosReport:
+    consumer: str
     events: int
     rates: FaultRates
     seed: int
@@ -112,52 +111,69 @@ class ChaosReport:
         return data
 
 
-def _results_and_dead_letters(pipeline: Any, results: Counter[str]) -> set[str]:
+def chaos_consumer(pipeline: Pipeline, name: str | None) -> Consumer:
+    """The declared consumer ``name`` (default: the first declared one with demo samples to send)."""
+    consumers = [c for c in pipeline.consumers if c.demo is not None]
+    if name is None:
+        if not consumers:
+            raise ChaosError("no declared consumer has demo samples to send")
+        return consumers[0]
+    found = [c for c in consumers if c.name == name]
+    if not found:
+        raise ChaosError(f"no consumer {name!r} with demo samples; consumers: {', '.join(c.name for c in consumers)}")
+    return found[0]
+
+
+def _results_and_dead_letters(pipeline: Any, consumer: Consumer, results: Counter[str]) -> set[str]:
     for delivered in pipeline.tapped_events():
-        if delivered["detail-type"] == "ImageClassified":
-            results[delivered["detail"]["data"]["input_id"]] += 1
-    source = pipeline.event_source(CONSUMER)
-    dlq = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn)
-    return {json.loads(m["Body"])["detail"]["id"] for m in pipeline.dead_letters()[dlq.logical_id]}
+        if delivered["detail-type"] == consumer.produces and delivered["source"] == consumer.result_source:
+            results[delivered["detail"]["subject"]] += 1
+    dlq_url = pipeline.consumer(consumer.name).dead_letter_queue_url
+    return {json.loads(m["Body"])["detail"]["id"] for m in pipeline.peek(dlq_url)}
 
 
-def chaos_template(batch_size: int) -> dict[str, Any]:
-    """The stack with the classifier's batches this small: more invocations, so more of them can fail."""
-    from infra.settings import ConsumerSettings, InferbusSettings
-
-    from inferbus.runtime.template import synthesize
-
+def chaos_overrides(consumer: Consumer, batch_size: int) -> dict[str, int]:
+    """The consumer's batches this small: more invocations, so more of them can fail."""
     window = 0 if batch_size <= 10 else 1  # SQS takes more than 10 per batch only with a window
-    return synthesize(InferbusSettings(image_consumer=ConsumerSettings(batch_size=batch_size, max_batching_window_s=window)))
+    return {f"{consumer.name}.batch_size": batch_size, f"{consumer.name}.max_batching_window_s": window}
 
 
-def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, seed: int = 7, redrive: bool = True,
-              batch_size: int = 10, progress: Callable[[str, int, int], None] | None = None,
+def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, consumer: str | None = None, seed: int = 7,
+              redrive: bool = True, batch_size: int = 10, progress: Callable[[str, int, int], None] | None = None,
               template: dict[str, Any] | None = None) -> ChaosReport:
-    """Send ``events`` images through the faulty classifier, drain, take the ledger, redrive, take it again.
+    """Send ``events`` samples through the faulty consumer, drain, take the ledger, redrive, take it again.
 
-    ``batch_size`` (1-10,000) sets the classifier's SQS batch for this run (default 10: many
-    invocations, so the per-invocation faults happen often); ``template`` overrides it.
+    ``consumer`` is a declared consumer's name (default: the first with demo samples);
+    ``batch_size`` (1-10,000) sets its SQS batch for this run (default 10: many invocations,
+    so the per-invocation faults happen often); ``template`` overrides it.
     """
-    from inferbus.redrive import redrive as move_back
-    from inferbus.runtime import EmbeddedPipeline
+    from pipeline import load_pipeline
 
+    from inferbus.demo.inputs import sample_events
+    from inferbus.local import LocalPipeline
+    from inferbus.redrive import redrive as move_back
+
+    declarations = load_pipeline()
+    declared = chaos_consumer(declarations, consumer)
+    assert declared.demo is not None
     rates = rates or FaultRates()
-    report = ChaosReport(events, rates, seed)
+    report = ChaosReport(declared.name, events, rates, seed)
     notify = progress or (lambda stage, done, total: None)
     started = time.perf_counter()
-    images = np.load(HOLDOUT)["images"]
+    samples = [event for event, _ in sample_events(declared, min(declared.demo.limit, events), source=SOURCE)]
     notify("synthesize + provision", 0, 1)
-    with EmbeddedPipeline(template or chaos_template(batch_size)) as pipeline:
+    overrides = None if template is not None else chaos_overrides(declared, batch_size)
+    with LocalPipeline(template, overrides=overrides, pipeline=declarations) as pipeline:
         notify("synthesize + provision", 1, 1)
-        function, source = pipeline.function(CONSUMER), pipeline.event_source(CONSUMER)
+        local = pipeline.consumer(declared.name)
+        function, source = local.function, local.source
         function.set_environment(INFERBUS_FAULTS=rates.plan(seed))
         source.redeliver(rates.duplicate_rate, seed=seed)
 
         sent = [f"chaos-{i}" for i in range(events)]
         entries = [
-            to_put_events_entry(new_event(ImageSubmitted(pixels=[int(v) for v in images[i % len(images)]]), source=SOURCE,
-                                          correlationid=event_id).model_copy(update={"id": event_id}), pipeline.bus_name)
+            to_put_events_entry(samples[i % len(samples)].model_copy(update={"id": event_id, "correlationid": event_id}),
+                                pipeline.bus_name)
             for i, event_id in enumerate(sent)
         ]
         for start in range(0, events, 10):
@@ -171,7 +187,7 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, seed: int 
         notify("drain", 1, 1)
 
         results: Counter[str] = Counter()
-        dead = _results_and_dead_letters(pipeline, results)
+        dead = _results_and_dead_letters(pipeline, declared, results)
         report.ledger = Ledger.take(sent, results, dead)
         report.invocations = len(function.invocations)
         report.failed_invocations = dict(Counter(i.error_type for i in function.invocations if i.error_type))
@@ -179,17 +195,16 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, seed: int 
             1 for line in function.logs if line.get("status") == "failed" and "injected fault" in line.get("reason", ""))
         report.duplicates_delivered = source.duplicates_delivered
         report.duplicates_skipped = int(sum(function.metrics.get("DuplicatesSkipped", [])))
-        report.claims_expired = source.claims_expired
+        report.claims_expired = source.expired_after_failures
         report.deliveries = source.deliveries
 
         if redrive and dead:
             function.set_environment(INFERBUS_FAULTS="")  # the incident is over
             source.redeliver(0.0)
-            dlq_url = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn).url
-            report.redriven = move_back(pipeline.sqs, dlq_url, source.queue.url)
+            report.redriven = move_back(pipeline.sqs, local.dead_letter_queue_url, local.queue_url)
             pipeline.drain()
             notify("redrive", 1, 1)
-            dead = _results_and_dead_letters(pipeline, results)
+            dead = _results_and_dead_letters(pipeline, declared, results)
             report.after_redrive = Ledger.take(sent, results, dead)
         report.result_events = sum(results.values())
     report.seconds = time.perf_counter() - started

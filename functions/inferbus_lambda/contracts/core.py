@@ -1,0 +1,283 @@
+"""The CloudEvents envelope, the registry of event types, and the mapping to and from EventBridge.
+
+On the bus an event is mapped as ``Source = source``, ``DetailType = type`` and
+``Detail = the whole CloudEvent`` (``data`` inside), so a rule can match on any
+attribute and a consumer gets the envelope back unchanged.
+
+Every subclass of :class:`EventData` that sets ``EVENT_TYPE`` registers itself: that is all it
+takes to add an event type. Envelope models are built per type on first use (building one
+is slow, and a function needs only the two or three it reads and writes).
+
+Example
+-------
+>>> from inferbus_lambda.contracts import ImageSubmitted, from_put_events_entry, new_event, to_put_events_entry
+>>> event = new_event(ImageSubmitted(pixels=[0] * 64), source="inferbus.cli", correlationid="req-1")
+>>> entry = to_put_events_entry(event, bus_name="inferbus")
+>>> entry["DetailType"], entry["Source"]
+('ImageSubmitted', 'inferbus.cli')
+>>> from_put_events_entry(entry).data == event.data
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import math
+import pkgutil
+import re
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import InvalidEventError
+
+__all__ = [
+    "CAUSE_MAX_CHARS",
+    "CloudEvent",
+    "EVENT_DATA_MODELS",
+    "EventData",
+    "IDENTIFIER_PATTERN",
+    "Identifier",
+    "InvalidEventError",
+    "ModelRef",
+    "Probability",
+    "ShortText",
+    "WorkflowFailure",
+    "is_identifier",
+    "check_distribution",
+    "data_model",
+    "envelope_model",
+    "from_eventbridge_event",
+    "from_put_events_entry",
+    "known_event_types",
+    "new_event",
+    "parse_event",
+    "to_put_events_entry",
+]
+
+CAUSE_MAX_CHARS = 32_768  # Step Functions' own limit on an error cause
+IDENTIFIER_PATTERN = r"^[A-Za-z0-9._:/@#-]+$"  # event ids and correlation ids ...
+IDENTIFIER_MAX_CHARS = 128  # ... of 1 to 128 of these characters
+
+ShortText = Annotated[str, Field(min_length=1, max_length=256)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+Identifier = Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS, pattern=IDENTIFIER_PATTERN)]
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+
+
+def is_identifier(value: Any) -> bool:
+    """Whether ``value`` is a valid event or correlation id.
+
+    >>> is_identifier("req-42"), is_identifier("a b"), is_identifier("x" * 129)
+    (True, False, False)
+    """
+    return isinstance(value, str) and 0 < len(value) <= IDENTIFIER_MAX_CHARS and bool(_IDENTIFIER.match(value))
+
+
+# Every registered event type: EVENT_TYPE -> its data model (see EventData).
+EVENT_DATA_MODELS: dict[str, type[EventData]] = {}
+
+
+class EventData(BaseModel):
+    """Base of every event's ``data``; ``EVENT_TYPE`` is the CloudEvents ``type``.
+
+    Subclassing registers the type, so :func:`parse_event` and the tools know it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    EVENT_TYPE: ClassVar[str]
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        event_type = cls.__dict__.get("EVENT_TYPE")
+        if event_type is None:
+            return  # an abstract base, such as WorkflowFailure
+        known = EVENT_DATA_MODELS.get(event_type)
+        if known is not None and known.__qualname__ != cls.__qualname__:
+            raise TypeError(f"event type {event_type!r} is defined twice: {known.__module__}.{known.__qualname__} "
+                            f"and {cls.__module__}.{cls.__qualname__}")
+        EVENT_DATA_MODELS[event_type] = cls
+
+
+def check_distribution(value: list[float]) -> list[float]:
+    """A field validator: the probabilities of one prediction sum to 1."""
+    if not math.isclose(sum(value), 1.0, abs_tol=1e-3):
+        raise ValueError(f"probabilities must sum to 1, got {sum(value):.4f}")
+    return value
+
+
+class ModelRef(BaseModel):
+    """Which model answered: its name and version in ``models/manifest.json``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: ShortText
+    version: ShortText
+
+
+class WorkflowFailure(EventData):
+    """Base of every workflow's failure event: which input, which error, which execution."""
+
+    workflow: ShortText
+    input_id: Identifier | None = Field(description="id of the input event; None if it could not be read")
+    error: ShortText
+    cause: Annotated[str, Field(max_length=CAUSE_MAX_CHARS)] | None = None
+    execution: Annotated[str, Field(min_length=1, max_length=2048)]
+
+
+DataT = TypeVar("DataT", bound=EventData)
+
+
+class CloudEvent(BaseModel, Generic[DataT]):
+    """A CloudEvents 1.0 envelope (structured JSON mode) with inferbus's ``correlationid`` extension."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    specversion: Literal["1.0"] = "1.0"
+    id: Identifier
+    source: ShortText
+    type: ShortText
+    time: AwareDatetime
+    subject: ShortText | None = None
+    datacontenttype: Literal["application/json"] = "application/json"
+    correlationid: Identifier = Field(description="follows one request through every stage")
+    data: DataT
+
+
+def known_event_types() -> list[str]:
+    """Every event type, after importing every module of this package (yours included)."""
+    package = importlib.import_module(__package__)
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{__package__}.{module.name}")
+    return sorted(EVENT_DATA_MODELS)
+
+
+def data_model(event_type: str) -> type[EventData] | None:
+    """The data model of ``event_type``, or ``None`` if no contract module defines it."""
+    if event_type not in EVENT_DATA_MODELS:
+        known_event_types()  # a type of a contract module nothing has imported yet
+    return EVENT_DATA_MODELS.get(event_type)
+
+
+@functools.cache
+def envelope_model(event_type: str) -> type[CloudEvent[Any]]:
+    """The envelope model of ``event_type``, built once (parametrizing a generic model is slow).
+
+    Raises
+    ------
+    KeyError
+        For a type no contract module defines.
+    """
+    model = data_model(event_type)
+    if model is None:
+        raise KeyError(event_type)
+    return CloudEvent[model]  # type: ignore[valid-type]
+
+
+def new_event(data: DataT, *, source: str, correlationid: str | None = None, subject: str | None = None) -> CloudEvent[DataT]:
+    """Wrap ``data`` in a new envelope with a fresh id and the current time.
+
+    ``correlationid`` defaults to the new event's own id (the start of a request).
+    """
+    event_id = str(uuid.uuid4())
+    return envelope_model(data.EVENT_TYPE)(
+        id=event_id,
+        source=source,
+        type=data.EVENT_TYPE,
+        time=datetime.now(UTC),
+        subject=subject,
+        correlationid=correlationid or event_id,
+        data=data,
+    )
+
+
+MAX_REASONS = 5  # a record with 64 bad pixels still gets a reason that fits a log line
+
+
+def describe(error: ValidationError) -> str:
+    """A validation error as one line: each violated field and why, at most five of them."""
+    details = error.errors(include_url=False)
+    parts = [f"{'.'.join(str(part) for part in d['loc']) or 'event'}: {d['msg']}" for d in details[:MAX_REASONS]]
+    if len(details) > MAX_REASONS:
+        parts.append(f"and {len(details) - MAX_REASONS} more")
+    return "; ".join(parts)
+
+
+def parse_event(envelope: Mapping[str, Any]) -> CloudEvent[EventData]:
+    """Validate a CloudEvent given as a mapping; the ``type`` chooses the data model.
+
+    Raises
+    ------
+    InvalidEventError
+        With every violated field named, or the unknown ``type``.
+    """
+    if not isinstance(envelope, Mapping):
+        raise InvalidEventError(f"event: expected a JSON object, got {type(envelope).__name__}")
+    raw_id = envelope.get("id")
+    event_id = raw_id if isinstance(raw_id, str) else None
+    event_type = envelope.get("type")
+    if not isinstance(event_type, str) or data_model(event_type) is None:
+        known = ", ".join(sorted(EVENT_DATA_MODELS))
+        raise InvalidEventError(f"type: unknown event type {event_type!r} (known: {known})", event_id)
+    try:
+        return envelope_model(event_type).model_validate(envelope)
+    except ValidationError as error:
+        raise InvalidEventError(describe(error), event_id) from None
+
+
+def to_put_events_entry(event: CloudEvent[Any], bus_name: str) -> dict[str, Any]:
+    """Map a CloudEvent to one ``PutEvents`` request entry."""
+    return {
+        "EventBusName": bus_name,
+        "Source": event.source,
+        "DetailType": event.type,
+        "Time": event.time,
+        "Detail": event.model_dump_json(exclude_none=True),
+    }
+
+
+def _load_json(text: str | bytes, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InvalidEventError(f"{what}: not valid JSON ({error})") from None
+    except RecursionError:
+        raise InvalidEventError(f"{what}: JSON nested too deeply to parse") from None
+
+
+def _parse_detail(detail: Any, source: Any, detail_type: Any) -> CloudEvent[EventData]:
+    if isinstance(detail, str | bytes):
+        detail = _load_json(detail, "detail")
+    event = parse_event(detail)
+    # The bus routes on Source/DetailType: they must say what the envelope says.
+    if source != event.source or detail_type != event.type:
+        raise InvalidEventError(
+            f"envelope mismatch: Source/DetailType {source!r}/{detail_type!r} "
+            f"but the CloudEvent says {event.source!r}/{event.type!r}",
+            event.id,
+        )
+    return event
+
+
+def from_put_events_entry(entry: Mapping[str, Any]) -> CloudEvent[EventData]:
+    """Inverse of :func:`to_put_events_entry`."""
+    return _parse_detail(entry.get("Detail"), entry.get("Source"), entry.get("DetailType"))
+
+
+def from_eventbridge_event(body: str | bytes | Mapping[str, Any]) -> CloudEvent[EventData]:
+    """Read the CloudEvent out of the event EventBridge delivers to a target (an SQS body).
+
+    Raises
+    ------
+    InvalidEventError
+        If the body is not JSON, not an EventBridge event, or its detail breaks the contract.
+    """
+    if isinstance(body, str | bytes):
+        body = _load_json(body, "body")
+    if not isinstance(body, Mapping) or "detail" not in body:
+        raise InvalidEventError("body: not an EventBridge event (no 'detail')")
+    return _parse_detail(body["detail"], body.get("source"), body.get("detail-type"))

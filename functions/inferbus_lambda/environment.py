@@ -1,0 +1,148 @@
+"""Each function's environment, as a typed model: the one definition of every variable's name.
+
+The CDK stack builds a function's ``Environment`` from these models and the function
+validates its own at init (:meth:`FunctionEnvironment.from_environ`), so a variable cannot
+be renamed on one side only, and a missing or malformed one stops the cold start with a
+message that names it instead of a ``KeyError`` deep in a handler.
+
+=========================  ====================================================================
+model                      the functions that read it
+=========================  ====================================================================
+:class:`StepEnvironment`   workflow steps (``inferbus_lambda.steps.step_handler``)
+:class:`AcceptEnvironment` the workflows' shared first step (it claims event ids)
+:class:`ConsumerEnvironment`  queue consumers (``inferbus_lambda.consumer.consumer_handler``)
+=========================  ====================================================================
+
+Example
+-------
+>>> env = StepEnvironment.from_environ({"POWERTOOLS_SERVICE_NAME": "text-pipeline-embed",
+...                                     "POWERTOOLS_METRICS_NAMESPACE": "Inferbus", "INFERBUS_MODELS": "minilm-l6-int8"})
+>>> env.INFERBUS_MODELS
+('minilm-l6-int8',)
+>>> ConsumerEnvironment.from_environ({"POWERTOOLS_SERVICE_NAME": "x"})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+inferbus_lambda.errors.ConfigurationError: x: the function's environment is incomplete or wrong ...
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from .errors import ConfigurationError
+
+__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "FunctionEnvironment", "StepEnvironment"]
+
+
+def _names(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(name.strip() for name in value.split(",") if name.strip())
+    return value
+
+
+ModelNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
+
+
+class FunctionEnvironment(BaseModel):
+    """What every inferbus function reads.
+
+    Attributes
+    ----------
+    POWERTOOLS_SERVICE_NAME
+        The component (and step) the function belongs to: logs, metrics and traces carry it.
+    POWERTOOLS_METRICS_NAMESPACE
+        The CloudWatch namespace of its EMF metrics.
+    POWERTOOLS_LOG_LEVEL
+        ``INFO`` unless you change it.
+    INFERBUS_MODELS
+        The models it loads, by their names in ``models/manifest.json`` (comma-separated).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    # Variables the Lambda service or an AWS tool sets, never inferbus's stack: the template
+    # check (tests/infra) allows them beside the model's own fields.
+    PLATFORM_VARIABLES: ClassVar[frozenset[str]] = frozenset({
+        "AWS_LAMBDA_EXEC_WRAPPER", "AWS_FIS_CONFIGURATION_LOCATION", "AWS_FIS_POLL_MAX_WAIT_MILLISECONDS",
+    })
+
+    POWERTOOLS_SERVICE_NAME: Annotated[str, Field(min_length=1)]
+    POWERTOOLS_METRICS_NAMESPACE: Annotated[str, Field(min_length=1)]
+    POWERTOOLS_LOG_LEVEL: str = "INFO"
+    INFERBUS_MODELS: ModelNames = ()
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> FunctionEnvironment:
+        """Validate ``environ`` (default ``os.environ``).
+
+        Raises
+        ------
+        ConfigurationError
+            Naming every missing or malformed variable, on one line.
+        """
+        environ = os.environ if environ is None else environ
+        try:
+            return cls.model_validate(dict(environ))
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors(include_url=False))
+            service = environ.get("POWERTOOLS_SERVICE_NAME", "this function")
+            raise ConfigurationError(f"{service}: the function's environment is incomplete or wrong ({cls.__name__}): "
+                                     f"{problems}. The CDK stack sets it; redeploy, or see docs/extending.md") from None
+
+    def as_variables(self) -> dict[str, str]:
+        """The Lambda ``Environment.Variables`` (strings; lists comma-separated; unset values left out)."""
+        variables = {}
+        for name, value in self.model_dump().items():
+            if value is None or value == ():
+                continue
+            variables[name] = ",".join(value) if isinstance(value, tuple) else str(value)
+        return variables
+
+
+class StepEnvironment(FunctionEnvironment):
+    """A workflow step: it returns its answer to the state machine and publishes nothing itself."""
+
+
+class ClaimsEnvironment(FunctionEnvironment):
+    """A function that claims event ids in the idempotency table.
+
+    Attributes
+    ----------
+    IDEMPOTENCY_TABLE_NAME
+        The table (partition key ``id``, TTL attribute ``expiration``).
+    IDEMPOTENCY_TTL_SECONDS
+        How long a completed claim suppresses duplicates.
+    """
+
+    IDEMPOTENCY_TABLE_NAME: Annotated[str, Field(min_length=1)]
+    IDEMPOTENCY_TTL_SECONDS: Annotated[int, Field(ge=1)]
+
+
+class AcceptEnvironment(ClaimsEnvironment):
+    """The workflows' first step: it validates the input event and claims its id for the execution."""
+
+
+class ConsumerEnvironment(ClaimsEnvironment):
+    """A queue consumer: batches in, one result event per valid record out.
+
+    Attributes
+    ----------
+    EVENT_BUS_NAME
+        Where results are published.
+    RESULT_SOURCE
+        The ``source`` of its results (reserved to this function's role on the bus).
+    CONSUMES, PRODUCES
+        The event type it takes, and the type of its results.
+    INVALID_EVENTS_QUEUE_URL
+        Where records that break their contract are kept with the reason; unset: such
+        records fail and are retried until the DLQ takes them.
+    """
+
+    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
+    RESULT_SOURCE: Annotated[str, Field(min_length=1)]
+    CONSUMES: Annotated[str, Field(min_length=1)]
+    PRODUCES: Annotated[str, Field(min_length=1)]
+    INVALID_EVENTS_QUEUE_URL: str | None = None

@@ -1,0 +1,62 @@
+"""The errors that cross layers, named once: handlers raise them, the stack routes on their names,
+the state machines retry on them and the tools report them.
+
+========================  =====================================================================
+error                     meaning
+========================  =====================================================================
+``InvalidEventError``     an event breaks its contract: a retry would fail the same way, so it
+                          goes to the invalid-events destination with the reason
+``IdConflictError``       an event reuses the id of an earlier event with other data
+``TransientError``        a failure worth retrying (Step Functions retriers match this name)
+``ConfigurationError``    a function's environment is incomplete or wrong: fix the deployment
+========================  =====================================================================
+
+Example
+-------
+>>> REJECTION_ERRORS
+('InvalidEventError', 'IdConflictError')
+>>> str(InvalidEventError("data.pixels: too short", "img-7"))
+'event img-7: data.pixels: too short'
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigurationError", "IdConflictError", "InvalidEventError", "REJECTION_ERRORS", "TransientError"]
+
+
+class InvalidEventError(ValueError):
+    """An event that does not meet its contract.
+
+    Parameters
+    ----------
+    reason
+        What is wrong, naming the field (``data.pixels.3: Input should be ...``).
+    event_id
+        The event's ``id`` when it could be read, else ``None``.
+    """
+
+    def __init__(self, reason: str, event_id: str | None = None) -> None:
+        super().__init__(reason if event_id is None else f"event {event_id}: {reason}")
+        self.reason = reason
+        self.event_id = event_id
+
+
+class IdConflictError(InvalidEventError):
+    """An event whose id an earlier event with different data already used: never processed."""
+
+    REASON = "id already used by an event with different data"
+
+    def __init__(self, event_id: str | None = None) -> None:
+        super().__init__(self.REASON, event_id)
+
+
+class TransientError(Exception):
+    """A failure worth retrying. Step Functions retriers match it by this class name."""
+
+
+class ConfigurationError(RuntimeError):
+    """A function's configuration (its environment, its models) is missing or wrong."""
+
+
+# The errors that mean "the input was refused": such inputs wait in the invalid-events destination.
+REJECTION_ERRORS = (InvalidEventError.__name__, IdConflictError.__name__)

@@ -1,0 +1,250 @@
+"""Make a Lambda handler from your function: the kit supplies everything around it.
+
+A queue consumer is its ``infer``; a workflow step is its ``step``. The factories read the
+function's environment (validated, see :mod:`.environment`), load its models once per
+container, and wrap your function with the Powertools logger, metrics and tracer, fault
+injection, and, for a consumer, the clients, claims, publishing, rejections and the partial
+batch response (:class:`~.consumer.InferenceConsumer`).
+
+Example
+-------
+A consumer (``functions/my_classifier/handler.py``)::
+
+    from inferbus_lambda.handlers import consumer_handler
+
+    def infer(events, runtime):
+        prediction = runtime.models.only.classify(np.array([e.data.features for e in events], dtype=np.float32))
+        return [MyResult(input_id=e.id, label=int(label), ...) for e, label in zip(events, prediction.labels)]
+
+    lambda_handler = consumer_handler(infer)
+
+A workflow step (``functions/my_workflow/score.py``)::
+
+    from inferbus_lambda.handlers import step_handler
+
+    def score(event, runtime):
+        return {"score": float(runtime.models.only.classify(...).probabilities[0, 1])}
+
+    lambda_handler = step_handler(score)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from .consumer import InferenceConsumer, expect_type
+from .contracts.core import CloudEvent, EventData, data_model, to_put_events_entry
+from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
+from .errors import ConfigurationError
+from .faults import inject_invocation_faults
+from .idempotency import EventClaims
+from .inference import ModelInfo, OnnxClassifier, model_info
+from .publishing import PublishFailure, publish_events
+from .rejections import Rejection, send_rejections
+
+__all__ = ["ConsumerRuntime", "FunctionRuntime", "Models", "StepRuntime", "consumer_handler", "step_handler"]
+
+ModelT = TypeVar("ModelT")
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+class Models(Mapping[str, ModelT], Generic[ModelT]):
+    """A function's loaded models, by manifest name; :attr:`only` when it has exactly one."""
+
+    def __init__(self, loaded: Mapping[str, ModelT]) -> None:
+        self._loaded = dict(loaded)
+
+    def __getitem__(self, name: str) -> ModelT:
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded)
+
+    def __len__(self) -> int:
+        return len(self._loaded)
+
+    @property
+    def only(self) -> ModelT:
+        """The one model of a function that declares exactly one."""
+        if len(self._loaded) != 1:
+            raise ConfigurationError(f"this function loads {len(self._loaded)} models ({', '.join(self._loaded) or 'none'}), "
+                                     "not one: pick one by name, models['name']")
+        return next(iter(self._loaded.values()))
+
+
+class FunctionRuntime:
+    """What every handler the kit makes holds: its environment, models and the Powertools trio.
+
+    Attributes
+    ----------
+    environment
+        The validated environment (:mod:`.environment`).
+    models
+        The models named in ``INFERBUS_MODELS``, loaded once per container.
+    logger, metrics, tracer
+        Powertools, named after the function's service.
+    context
+        The Lambda context of the invocation running now (``None`` between invocations).
+    """
+
+    def __init__(self, environment: FunctionEnvironment, load: Callable[[ModelInfo], Any]) -> None:
+        service = environment.POWERTOOLS_SERVICE_NAME
+        self.environment = environment
+        self.logger = Logger(service=service)
+        self.tracer = Tracer(service=service)
+        self.metrics = Metrics(service=service, namespace=environment.POWERTOOLS_METRICS_NAMESPACE)
+        self.models: Models[Any] = Models({name: load(model_info(name)) for name in environment.INFERBUS_MODELS})
+        self.context: Any = None
+
+    def remaining_ms(self) -> int | None:
+        """Time left in the running invocation, in milliseconds."""
+        return self.context.get_remaining_time_in_millis() if self.context is not None else None
+
+    def wrap(self, handler: Handler) -> Handler:
+        def invoke(event: Any, context: Any) -> Any:
+            self.context = context
+            try:
+                return handler(event, context)
+            finally:
+                self.context = None
+
+        return self.logger.inject_lambda_context(self.tracer.capture_lambda_handler(self.metrics.log_metrics(invoke)))
+
+
+Infer = Callable[[Sequence[CloudEvent[Any]], "ConsumerRuntime"], Sequence[EventData]]
+
+
+class ConsumerRuntime(FunctionRuntime):
+    """What a consumer's handler holds, made once per container by :func:`consumer_handler`.
+
+    Attributes
+    ----------
+    events, sqs
+        The EventBridge and SQS clients (tests may replace them to simulate an outage).
+    consumer
+        The :class:`~.consumer.InferenceConsumer` that runs each batch.
+    """
+
+    def __init__(self, infer: Infer, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info,
+                 environ: Mapping[str, str] | None = None) -> None:
+        environment = ConsumerEnvironment.from_environ(environ)
+        for event_type in (environment.CONSUMES, environment.PRODUCES):
+            if data_model(event_type) is None:
+                raise ConfigurationError(f"{environment.POWERTOOLS_SERVICE_NAME}: no contract defines event type "
+                                         f"{event_type!r}; add an EventData subclass to inferbus_lambda/contracts/")
+        super().__init__(environment, load)
+        self.environment: ConsumerEnvironment = environment
+        self.result_model = data_model(environment.PRODUCES)
+        self.infer = infer
+        import boto3  # after the environment is known good: a broken deployment fails fast
+
+        self.events = boto3.client("events")
+        self.sqs = boto3.client("sqs")
+        self.consumer = InferenceConsumer(
+            parse=expect_type(environment.CONSUMES),
+            infer=self.tracer.capture_method(self._infer),
+            claims=EventClaims(environment.IDEMPOTENCY_TABLE_NAME, scope=environment.POWERTOOLS_SERVICE_NAME,
+                               expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS),
+            publish=self.tracer.capture_method(self._publish),
+            result_source=environment.RESULT_SOURCE,
+            metrics=self.metrics,
+            logger=self.logger,
+            reject=self.tracer.capture_method(self._reject) if environment.INVALID_EVENTS_QUEUE_URL else None,
+        )
+
+    def _infer(self, events: Sequence[CloudEvent[Any]]) -> Sequence[EventData]:
+        started = time.perf_counter()
+        results = self.infer(events, self)
+        self.metrics.add_metric(name="InferenceMs", unit=MetricUnit.Milliseconds, value=(time.perf_counter() - started) * 1000)
+        if len(results) != len(events):
+            raise ValueError(f"infer returned {len(results)} results for {len(events)} events: one per event, in order")
+        wrong = {type(result).__name__ for result in results if not isinstance(result, self.result_model)}
+        if wrong:
+            raise TypeError(f"infer returned {', '.join(sorted(wrong))}; this consumer produces "
+                            f"{self.environment.PRODUCES}")
+        return results
+
+    def _publish(self, results: Sequence[CloudEvent[Any]]) -> list[PublishFailure]:
+        return publish_events(self.events, [to_put_events_entry(result, self.environment.EVENT_BUS_NAME) for result in results])
+
+    def _reject(self, rejections: Sequence[Rejection]) -> set[str]:
+        assert self.environment.INVALID_EVENTS_QUEUE_URL is not None
+        return send_rejections(self.sqs, self.environment.INVALID_EVENTS_QUEUE_URL, self.environment.RESULT_SOURCE,
+                               rejections)
+
+    def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return self.consumer.handle(event, context)
+
+
+def consumer_handler(infer: Infer, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info) -> Handler:
+    """A queue consumer's Lambda handler around ``infer``.
+
+    Parameters
+    ----------
+    infer
+        ``infer(events, runtime) -> results``: the claimed, valid events of one SQS batch (in
+        order) and the :class:`ConsumerRuntime` (``runtime.models``, ``runtime.metrics``); returns one result ``data`` (of the type the consumer
+        produces) per event, in order, from ONE model call. Raising fails these records; they
+        are retried, then dead-lettered.
+    load
+        How each model named in ``INFERBUS_MODELS`` is loaded, once per container. Default
+        :meth:`OnnxClassifier.from_info`.
+
+    Returns
+    -------
+    Callable
+        ``lambda_handler(event, context)``; its ``runtime`` attribute is the :class:`ConsumerRuntime`.
+    """
+    runtime = ConsumerRuntime(infer, load=load)
+    handler = runtime.wrap(runtime.handle)
+    handler.runtime = runtime  # type: ignore[attr-defined]
+    return handler
+
+
+Step = Callable[[Any, "StepRuntime"], Any]
+
+
+class StepRuntime(FunctionRuntime):
+    """What a workflow step's handler holds, made once per container by :func:`step_handler`."""
+
+    def __init__(self, step: Step, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info,
+                 environment_model: type[FunctionEnvironment] = StepEnvironment,
+                 environ: Mapping[str, str] | None = None) -> None:
+        super().__init__(environment_model.from_environ(environ), load)
+        self.step = step
+
+    def handle(self, event: Any, context: Any) -> Any:
+        inject_invocation_faults()
+        return self.step(event, self)
+
+
+def step_handler(step: Step, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info,
+                 environment: type[FunctionEnvironment] = StepEnvironment) -> Handler:
+    """A workflow step's Lambda handler around ``step``.
+
+    Parameters
+    ----------
+    step
+        ``step(event, runtime) -> answer``: the task's input as the ASL passes it, and the
+        :class:`StepRuntime` (``runtime.models``, ``runtime.metrics``, ``runtime.remaining_ms()``); returns what the state machine gets back (JSON-serialisable). Raise
+        :class:`~.errors.TransientError` for what a retry may fix; anything else is caught
+        into the workflow's failure path.
+    load
+        How each model named in ``INFERBUS_MODELS`` is loaded, once per container.
+    environment
+        The environment model to validate (default :class:`~.environment.StepEnvironment`).
+
+    Returns
+    -------
+    Callable
+        ``lambda_handler(event, context)``; its ``runtime`` attribute is the :class:`StepRuntime`.
+    """
+    runtime = StepRuntime(step, load=load, environment_model=environment)
+    handler = runtime.wrap(runtime.handle)
+    handler.runtime = runtime  # type: ignore[attr-defined]
+    return handler

@@ -1,0 +1,262 @@
+"""Read back what the bus carried, the queues, the executions and the metrics, and account for every event.
+
+Everything is found through the declarations: a component's results are the events of its
+result types from its ``source`` whose ``subject`` is the input's id; its failures, its
+``failure`` type; what it left unprocessed, the dead-letter queues; what it refused, the
+invalid-events queue. An event type that components take from other components (a result
+routed on) is a *chain*: each such event must be taken, and each taken one must end in an
+outcome (a result, a failure event, or a person still deciding).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
+from inferbus_lambda.errors import REJECTION_ERRORS
+
+from infra.declarations import Consumer, EventFilter, Pipeline, Route, Workflow
+
+from ..local import LocalPipeline
+from .inputs import DEMO_SOURCE, Sent, demo_components, input_type
+from .report import ChainReport, ConsumerRun, DemoReport, KindReport, WorkflowReport
+
+__all__ = ["account", "state_order", "task_functions"]
+
+
+TIMED_STATES = {"Task", "Parallel", "Map", "Wait"}  # where an execution spends time (the others pass at once)
+
+
+def state_order(definition: dict[str, Any]) -> list[str]:
+    """The timed states (Task, Parallel, Map, Wait) of an ASL definition in the order they run:
+    from ``StartAt`` along ``Next``, choices, defaults and catchers; a Parallel state's branches
+    right after it."""
+    order: list[str] = []
+
+    def walk(machine: dict[str, Any]) -> None:
+        pending = [machine["StartAt"]]
+        while pending:
+            name = pending.pop(0)
+            if name in order:
+                continue
+            order.append(name)
+            state = machine["States"][name]
+            for branch in state.get("Branches", []):
+                walk(branch)
+            pending += [state[key] for key in ("Next", "Default") if key in state]
+            pending += [choice["Next"] for choice in state.get("Choices", [])]
+            pending += [catcher["Next"] for catcher in state.get("Catch", [])]
+
+    walk(definition)
+    types = {}
+
+    def collect(machine: dict[str, Any]) -> None:
+        for name, state in machine["States"].items():
+            types[name] = state["Type"]
+            for branch in state.get("Branches", []):
+                collect(branch)
+
+    collect(definition)
+    return [name for name in order if types[name] in TIMED_STATES]
+
+
+def task_functions(definition: dict[str, Any]) -> dict[str, str]:
+    """Task state name -> the function ARN it invokes, in a machine and its Parallel branches."""
+    found = {}
+    for name, state in definition["States"].items():
+        function_arn = state.get("Parameters", {}).get("FunctionName") if state["Type"] == "Task" else None
+        if function_arn:
+            found[name] = function_arn
+        for branch in state.get("Branches", []):
+            found.update(task_functions(branch))
+    return found
+
+
+def _resolved_sources(pipeline: Pipeline, event_filter: EventFilter) -> set[str] | None:
+    if not event_filter.sources:
+        return None  # any source
+    return {pipeline.source_of(s.name) if not isinstance(s, str) else s for s in event_filter.sources}
+
+
+def _takers(pipeline: Pipeline, event_type: str, source: str) -> Iterator[Workflow | Route]:
+    """The workflows and routes that take events of ``event_type`` from ``source``."""
+    for component, event_filter in pipeline.filters():
+        if isinstance(component, Consumer) or event_filter.type != event_type:
+            continue
+        sources = _resolved_sources(pipeline, event_filter)
+        if sources is None or source in sources:
+            yield component  # type: ignore[misc]
+
+
+def _field(data: Any, path: str) -> Any:
+    for key in path.split("."):
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+class _Ledger:
+    """One pass over the events the bus carried."""
+
+    def __init__(self, pipeline: LocalPipeline, sent: Sent, report: DemoReport) -> None:
+        self.pipeline = pipeline
+        self.declarations = pipeline.declarations
+        self.sent = sent
+        self.report = report
+        self.producers = {p.result_source: p for p in self.declarations.producers}
+        self.seen: set[tuple[str, str, str]] = set()
+        self.answered: dict[str, set[str]] = defaultdict(set)  # component -> input ids it produced an event for
+        self.failed: dict[str, set[str]] = defaultdict(set)
+        self.chain_events: dict[str, set[str]] = defaultdict(set)  # event type -> ids of chained events
+
+    def read(self, delivered: dict[str, Any]) -> None:
+        detail, detail_type, source = delivered["detail"], delivered["detail-type"], delivered["source"]
+        if source != DEMO_SOURCE:  # the pipeline's own events must meet their contracts too
+            try:
+                from_eventbridge_event(delivered)
+            except InvalidEventError as error:
+                self.report.invalid_results.append(f"{detail_type} {error}")
+        producer = self.producers.get(source)
+        if producer is None:
+            return
+        data = detail.get("data", {}) if isinstance(detail, dict) else {}
+        subject = detail.get("subject") if isinstance(detail, dict) else None
+        if detail_type in producer.result_types and any(True for _ in _takers(self.declarations, detail_type, source)):
+            self.chain_events[detail_type].add(detail.get("id"))
+        if isinstance(producer, Workflow) and detail_type == producer.failure:
+            self._failure(producer, data, subject)
+        elif detail_type in producer.result_types and subject is not None:
+            self._result(producer, detail_type, detail, subject)
+
+    def _result(self, producer: Consumer | Workflow, detail_type: str, detail: dict[str, Any], subject: str) -> None:
+        key = (producer.name, detail_type, subject)
+        kind = self.report.kinds.get(producer.name)
+        mine = kind is not None and self.sent.component_of.get(subject) == producer.name
+        if key in self.seen:
+            if mine:
+                kind.duplicate_results += 1  # type: ignore[union-attr]
+            return
+        self.seen.add(key)
+        first = subject not in self.answered[producer.name]
+        self.answered[producer.name].add(subject)
+        if not (mine and first):
+            return
+        assert kind is not None and producer.demo is not None
+        kind.results += 1
+        truth = self.sent.truth.get(subject)
+        if producer.demo.truth_field and truth is not None:
+            kind.scored += 1
+            kind.correct += int(_field(detail.get("data"), producer.demo.truth_field) == truth)
+        if subject in self.sent.sent_at:
+            elapsed = datetime.fromisoformat(detail["time"]) - self.sent.sent_at[subject]
+            kind.latencies_ms.append(elapsed.total_seconds() * 1000)
+
+    def _failure(self, workflow: Workflow, data: dict[str, Any], subject: str | None) -> None:
+        input_id = data.get("input_id") or subject
+        report = self.report.workflows.setdefault(workflow.name, WorkflowReport(workflow.name))
+        report.failures.append({"input_id": input_id, "error": data.get("error"), "cause": (data.get("cause") or "")[:200],
+                                "sent_because": self.sent.reasons.get(input_id, "")})
+        if input_id:
+            self.answered[workflow.name].add(input_id)
+            self.failed[workflow.name].add(input_id)
+        kind = self.report.kinds.get(workflow.name)
+        if kind is not None and data.get("error") not in REJECTION_ERRORS and self.sent.component_of.get(input_id) == workflow.name:
+            kind.failure_events += 1  # a rejection is counted where it waits: the invalid-events queue
+
+
+def _chains(ledger: _Ledger) -> None:
+    """For each chained event type: who took each event, and what became of it."""
+    pipeline, declarations, report = ledger.pipeline, ledger.declarations, ledger.report
+    taken_by: dict[str, set[str]] = defaultdict(set)  # component -> ids of the inputs it took
+    pending: dict[str, set[str]] = defaultdict(set)
+    for execution in pipeline.executions():
+        workflow = pipeline.workflow_of(execution.arn)
+        event_id = _field(execution.input, "detail.id")
+        if event_id:
+            taken_by[workflow].add(event_id)
+            if execution.waiting_for_task_token:
+                pending[workflow].add(event_id)
+    for route in declarations.routes:
+        for message in pipeline.peek(pipeline.route_queue_url(route.name)):
+            taken_by[route.name].add(_field(json.loads(message["Body"]), "detail.id"))
+        report.routed[route.name] = len(taken_by[route.name])
+    for event_type, ids in sorted(ledger.chain_events.items()):
+        chain = report.chains[event_type] = ChainReport(event_type, produced=len(ids))
+        takers = {c.name: c for source in {p.result_source for p in declarations.producers}
+                  for c in _takers(declarations, event_type, source)}
+        chain.untaken = sum(1 for event_id in ids if not any(event_id in taken_by[name] for name in takers))
+        for name, taker in takers.items():
+            mine = ids & taken_by[name]
+            chain.taken[name] = len(mine)
+            if isinstance(taker, Workflow):
+                failed = mine & ledger.failed[name]
+                answered = (mine & ledger.answered[name]) - failed
+                waiting = (mine & pending[name]) - answered - failed
+                chain.outcomes[name] = {"results": len(answered), "failures": len(failed), "pending": len(waiting)}
+                chain.missing += len(mine - answered - failed - waiting)
+
+
+def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: DemoReport) -> None:
+    for kept in pipeline.invalid_events():
+        if "consumer" in kept:  # sent by a queue consumer
+            event_id, reason = kept["event_id"], f"{kept['error']}: {kept['reason']}"
+        else:  # a workflow's ...Failed event, brought by the rule
+            data = kept["detail"]["data"]
+            event_id, reason = data["input_id"], f"{data['error']}: {data['cause']}"
+        report.rejection_reasons[str(event_id)] = reason
+        if sent.component_of.get(event_id) in report.kinds:
+            report.kinds[sent.component_of[event_id]].rejected += 1
+    for logical_id, messages in pipeline.dead_letters().items():
+        report.dead_letters[logical_id] = len(messages)
+        for message in messages:
+            event_id = _field(json.loads(message["Body"]), "detail.id")
+            if sent.component_of.get(event_id) in report.kinds:
+                report.kinds[sent.component_of[event_id]].in_dead_letter_queues += 1
+            report.dead_letter_reasons[event_id] = sent.reasons.get(event_id, "?")
+
+
+def _functions_and_workflows(pipeline: LocalPipeline, report: DemoReport) -> None:
+    for function in pipeline.functions.values():
+        service = function.spec.environment.get("POWERTOOLS_SERVICE_NAME", function.spec.logical_id)
+        report.invocations[service] = report.invocations.get(service, 0) + len(function.invocations)
+        for name, values in function.metrics.items():
+            report.metrics[name] = round(report.metrics.get(name, 0.0) + sum(values), 3)
+        for line in function.logs:
+            if line.get("status") and line.get("event_id") in report.dead_letter_reasons:
+                report.dead_letter_reasons[line["event_id"]] = line["reason"]
+    for consumer in pipeline.declarations.consumers:
+        function = pipeline.consumer(consumer.name).function
+        report.consumers[consumer.name] = ConsumerRun([i.records for i in function.invocations if i.trigger == "sqs"],
+                                                      function.metrics.get("InferenceMs", []))
+    for workflow in pipeline.declarations.workflows:
+        machine = pipeline.state_machine(workflow.name)
+        definition = json.loads(machine.definition)
+        summary = report.workflows.setdefault(workflow.name, WorkflowReport(workflow.name))
+        summary.stage_order = state_order(definition)
+        for state, function_arn in task_functions(definition).items():
+            function = pipeline.function(function_arn)
+            summary.handler_ms[state] = [i.duration_ms for i in function.invocations if i.trigger != "sqs"]
+    for execution in pipeline.executions():
+        summary = report.workflows.setdefault(pipeline.workflow_of(execution.arn), WorkflowReport(""))
+        summary.statuses[execution.status] = summary.statuses.get(execution.status, 0) + 1
+        for state, timing in execution.states.items():
+            if timing.duration_ms is not None:
+                summary.stage_ms.setdefault(state, []).append(timing.duration_ms)
+
+
+def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport) -> None:
+    """Read back what the pipeline did into ``report`` (call once, after the last drain)."""
+    for component in demo_components(pipeline.declarations):
+        valid, malformed, duplicates = sent.counts.get(component.name, (0, 0, 0))
+        report.kinds[component.name] = KindReport(component.name, input_type(component), valid, malformed, duplicates)
+    ledger = _Ledger(pipeline, sent, report)
+    for delivered in pipeline.tapped_events():
+        ledger.read(delivered)
+    _chains(ledger)
+    _rejections_and_dead_letters(pipeline, sent, report)
+    _functions_and_workflows(pipeline, report)
+    report.cloud_only = pipeline.deployment.cloud_only
+    report.partly_local = pipeline.deployment.partly_local

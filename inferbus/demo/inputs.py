@@ -1,0 +1,140 @@
+"""What the demo sends: each declared component's held-out samples, broken copies, duplicate deliveries.
+
+Every sample is validated by its contract before it is sent (a sample that breaks it is a
+bug in the declaration, reported as such); the broken copies are built by the declaration's
+:class:`~infra.declarations.Corruption` list from a valid event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from inferbus_lambda.contracts import data_model, new_event, to_put_events_entry
+from pydantic import ValidationError
+
+from infra.declarations import Consumer, DemoInputs, Pipeline, Workflow
+
+__all__ = ["DEMO_SOURCE", "DemoInputError", "Sent", "build_inputs", "demo_components", "input_type", "sample_event",
+           "sample_events"]
+
+DEMO_SOURCE = "inferbus.demo"
+
+
+class DemoInputError(ValueError):
+    """A demo size out of range, or a declared sample that breaks its own contract."""
+
+
+@dataclass
+class Sent:
+    """What the demo sent, to check the results against."""
+
+    component_of: dict[str, str] = field(default_factory=dict)  # event id -> the component it was sent to
+    truth: dict[str, Any] = field(default_factory=dict)  # event id -> true answer
+    sent_at: dict[str, datetime] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)  # malformed event id -> why
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # component -> (valid, malformed, duplicates)
+
+
+def demo_components(pipeline: Pipeline) -> list[Consumer | Workflow]:
+    """The components the demo sends to: those whose declaration has ``demo`` inputs."""
+    return [component for component in pipeline.producers if component.demo is not None]
+
+
+def input_type(component: Consumer | Workflow) -> str:
+    return component.consumes.type if isinstance(component, Consumer) else component.trigger.type
+
+
+def sample_events(component: Consumer | Workflow, count: int, *, source: str = DEMO_SOURCE) -> list[tuple[Any, Any]]:
+    """The first ``count`` held-out samples of ``component`` as new CloudEvents, each with its true answer."""
+    demo = component.demo
+    if demo is None:
+        raise DemoInputError(f"{component.name} declares no demo samples")
+    if not 0 <= count <= demo.limit:
+        raise DemoInputError(f"{component.name} has {demo.limit} samples, not {count}")
+    return [(_event(component, sample.data, source, correlationid=None), sample.truth) for sample in demo.samples(count)]
+
+
+def sample_event(component: Consumer | Workflow, index: int, *, source: str = DEMO_SOURCE) -> tuple[Any, Any]:
+    """The ``index``-th held-out sample of ``component`` as a new CloudEvent, and its true answer."""
+    limit = component.demo.limit if component.demo else 0
+    if not 0 <= index < limit:
+        raise DemoInputError(f"{component.name} has samples 0-{limit - 1}, not {index}")
+    return sample_events(component, index + 1, source=source)[index]
+
+
+def _event(component: Consumer | Workflow, data: dict[str, Any], source: str, correlationid: str | None) -> Any:
+    event_type = input_type(component)
+    model = data_model(event_type)
+    if model is None:
+        raise DemoInputError(f"{component.name}: no contract defines {event_type}")
+    try:
+        return new_event(model.model_validate(data), source=source, correlationid=correlationid)
+    except ValidationError as error:
+        raise DemoInputError(f"{component.name}: a declared demo sample breaks the {event_type} contract: "
+                             f"{error.errors(include_url=False)[0]['msg']}") from None
+
+
+def _count(component: Consumer | Workflow, demo: DemoInputs, counts: Mapping[str, int]) -> int:
+    count = counts.get(component.name, demo.count)
+    if not 0 <= count <= demo.limit:
+        raise DemoInputError(f"--count {component.name}={count}: must be in [0, {demo.limit}]")
+    return count
+
+
+def build_inputs(pipeline: Pipeline, bus_name: str, *, counts: Mapping[str, int] | None = None,
+                 duplicates: Mapping[str, int] | None = None) -> Sent:
+    """Every entry the demo puts on the bus: valid samples first, then broken ones, then redeliveries.
+
+    Parameters
+    ----------
+    counts
+        Samples per component (default: each declaration's ``demo.count``).
+    duplicates
+        Samples delivered a second time, per component (default: each declaration's ``demo.duplicates``).
+    """
+    counts, duplicates = counts or {}, duplicates or {}
+    unknown = sorted((set(counts) | set(duplicates)) - {c.name for c in demo_components(pipeline)})
+    if unknown:
+        raise DemoInputError(f"no demo inputs for {unknown}; components with demo inputs: "
+                             f"{[c.name for c in demo_components(pipeline)]}")
+    sent = Sent()
+    valid: dict[str, list[dict[str, Any]]] = {}
+    for component in demo_components(pipeline):
+        demo = component.demo
+        assert demo is not None
+        entries = valid[component.name] = []
+        for index, sample in enumerate(demo.samples(_count(component, demo, counts))):
+            event = _event(component, sample.data, DEMO_SOURCE, correlationid=f"{component.name}-{index}")
+            sent.component_of[event.id], sent.truth[event.id], sent.sent_at[event.id] = component.name, sample.truth, event.time
+            entries.append(to_put_events_entry(event, bus_name))
+        sent.entries += entries
+    redelivered: list[dict[str, Any]] = []
+    for component in demo_components(pipeline):
+        demo = component.demo
+        assert demo is not None
+        entries = valid[component.name]
+        broken = _malformed(component, demo, entries[0], bus_name, sent) if entries else 0
+        twice = min(duplicates.get(component.name, demo.duplicates), len(entries))
+        if twice < 0:
+            raise DemoInputError(f"--duplicates {component.name}={twice}: must be 0 or more")
+        redelivered += entries[:twice]  # at-least-once redeliveries of events already sent
+        sent.counts[component.name] = (len(entries), broken, twice)
+    sent.entries += redelivered
+    return sent
+
+
+def _malformed(component: Consumer | Workflow, demo: DemoInputs, template: dict[str, Any], bus_name: str,
+               sent: Sent) -> int:
+    """Copies of a valid entry, each broken by one of the declaration's corruptions, each with why."""
+    for index, corruption in enumerate(demo.malformed):
+        detail = json.loads(template["Detail"])
+        detail["id"] = f"malformed-{component.name}-{index}"
+        corruption.change(detail)
+        sent.reasons[detail["id"]], sent.component_of[detail["id"]] = corruption.why, component.name
+        sent.entries.append({**template, "Detail": json.dumps(detail), "EventBusName": bus_name})
+    return len(demo.malformed)

@@ -1,0 +1,160 @@
+"""What the demo found, per component: the ledger of every event sent, workflows, chains, metrics.
+
+Every figure is JSON-safe (``as_dict``): a percentile of no values is ``None``, never NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ChainReport", "ConsumerRun", "DemoReport", "KindReport", "WorkflowReport", "percentile"]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None
+
+
+def rounded(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+@dataclass
+class KindReport:
+    """One component the demo sends to: what was sent and where every distinct event ended up."""
+
+    component: str
+    input_type: str
+    sent: int = 0
+    malformed: int = 0
+    duplicates: int = 0
+    results: int = 0
+    rejected: int = 0  # kept in the invalid-events queue with the reason
+    failure_events: int = 0  # a workflow failed after its retries: its ...Failed event says why
+    duplicate_results: int = 0
+    in_dead_letter_queues: int = 0
+    correct: int = 0
+    scored: int = 0  # results with a true answer to compare against
+    latencies_ms: list[float] = field(default_factory=list)
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.scored if self.scored else None
+
+    @property
+    def balanced(self) -> bool:
+        """Each distinct event: one result, one rejection, one failure event, or a DLQ message; nothing twice."""
+        accounted = self.results + self.rejected + self.failure_events + self.in_dead_letter_queues
+        return accounted == self.sent + self.malformed and not self.duplicate_results
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "component": self.component, "input_type": self.input_type,
+            "sent": self.sent, "malformed": self.malformed, "duplicate_deliveries": self.duplicates,
+            "results": self.results, "rejected": self.rejected, "failure_events": self.failure_events,
+            "in_dead_letter_queues": self.in_dead_letter_queues,
+            "duplicate_results": self.duplicate_results, "balanced": self.balanced,
+            "accuracy": rounded(self.accuracy, 4), "scored": self.scored,
+            "latency_ms": {"p50": rounded(percentile(self.latencies_ms, 50)),
+                           "p95": rounded(percentile(self.latencies_ms, 95))},
+        }
+
+
+@dataclass
+class ChainReport:
+    """An event type that inferbus produces and other components take (a result routed on).
+
+    ``taken`` counts, per downstream component, the events it took; ``outcomes`` what a
+    downstream workflow did with them (a result, a failure event, or still waiting for a
+    person); ``missing`` the events a workflow took and has no outcome for.
+    """
+
+    event_type: str
+    produced: int = 0
+    untaken: int = 0
+    taken: dict[str, int] = field(default_factory=dict)
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
+    missing: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"event_type": self.event_type, "produced": self.produced, "untaken": self.untaken, "taken": self.taken,
+                "outcomes": self.outcomes, "missing_outcomes": self.missing}
+
+
+@dataclass
+class WorkflowReport:
+    name: str
+    statuses: dict[str, int] = field(default_factory=dict)
+    stage_ms: dict[str, list[float]] = field(default_factory=dict)  # time in each state, per execution
+    handler_ms: dict[str, list[float]] = field(default_factory=dict)  # a Task state's function, per invocation
+    stage_order: list[str] = field(default_factory=list)  # the ASL's states in the order they run
+    failures: list[dict[str, Any]] = field(default_factory=list)  # from the ...Failed events: input, error, cause
+
+    def as_dict(self) -> dict[str, Any]:
+        ordered = [s for s in self.stage_order if s in self.stage_ms]
+        return {
+            "executions": self.statuses,
+            "stage_latency_ms_p50": {stage: rounded(percentile(self.stage_ms[stage], 50)) for stage in ordered},
+            "handler_ms_p50": {stage: rounded(percentile(values, 50)) for stage, values in self.handler_ms.items()},
+            "failures": self.failures,
+        }
+
+
+@dataclass
+class ConsumerRun:
+    """A consumer's invocations: their batch sizes and the time of each batch's inference."""
+
+    batch_sizes: list[int] = field(default_factory=list)
+    inference_ms: list[float] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"batch_sizes": self.batch_sizes, "inference_ms_p50": rounded(percentile(self.inference_ms, 50), 3),
+                "inference_ms_max": rounded(max(self.inference_ms, default=None), 3)}
+
+
+@dataclass
+class DemoReport:
+    kinds: dict[str, KindReport] = field(default_factory=dict)
+    workflows: dict[str, WorkflowReport] = field(default_factory=dict)
+    chains: dict[str, ChainReport] = field(default_factory=dict)
+    routed: dict[str, int] = field(default_factory=dict)  # route -> messages on its queue
+    consumers: dict[str, ConsumerRun] = field(default_factory=dict)
+    reviews: dict[str, int] = field(default_factory=dict)
+    dead_letters: dict[str, int] = field(default_factory=dict)
+    dead_letter_reasons: dict[str, str] = field(default_factory=dict)
+    rejection_reasons: dict[str, str] = field(default_factory=dict)  # event id -> why it was kept aside
+    rejected_by_bus: int = 0
+    invalid_results: list[str] = field(default_factory=list)  # events the pipeline published that break a contract
+    invocations: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    cloud_only: list[tuple[str, str, str]] = field(default_factory=list)
+    partly_local: list[tuple[str, str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def balanced(self) -> bool:
+        return (all(kind.balanced for kind in self.kinds.values())
+                and not any(chain.missing for chain in self.chains.values()) and not self.invalid_results)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "balanced": self.balanced,
+            "kinds": {name: kind.as_dict() for name, kind in self.kinds.items()},
+            "workflows": {name: workflow.as_dict() for name, workflow in self.workflows.items()},
+            "chains": {name: chain.as_dict() for name, chain in self.chains.items()},
+            "routed": self.routed,
+            "consumers": {name: run.as_dict() for name, run in self.consumers.items()},
+            "reviews": self.reviews,
+            "rejected_by_bus": self.rejected_by_bus,
+            "invalid_results": self.invalid_results,
+            "dead_letters": self.dead_letters,
+            "dead_letter_reasons": self.dead_letter_reasons,
+            "rejection_reasons": self.rejection_reasons,
+            "invocations": self.invocations,
+            "metrics": self.metrics,
+            "cloud_only": [f"{t} {lid}: {why}" for lid, t, why in self.cloud_only],
+            "partly_local": [f"{t} {lid}: {why}" for lid, t, why in self.partly_local],
+            "seconds": round(self.seconds, 2),
+        }

@@ -1,0 +1,148 @@
+"""inferbus on the embedded runtime: the runtime knows AWS; this module adds what is inferbus's.
+
+- where the code is (``functions/``, the bundle's root) and its data (``models/`` under the
+  repository root, ``LAMBDA_TASK_ROOT``);
+- what inferbus's injected faults stand for (a timeout, a dead runtime: reported as Lambda
+  reports them) and that fault injection is off unless a function's environment says otherwise;
+- what to expire when an invocation fails as a whole (its idempotency claims, :mod:`.claims`);
+- how to find each declared component: by the stack outputs its declaration names.
+
+Example
+-------
+>>> with LocalPipeline() as pipeline:  # doctest: +SKIP
+...     consumer = pipeline.consumer("image-classifier")
+...     pipeline.put_events(entries)
+...     pipeline.drain()
+...     consumer.function.invocations
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
+from inferbus_lambda.faults import InjectedCrash, InjectedTimeout
+
+from infra.declarations import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, QUEUE_URL, STATE_MACHINE_ARN, Pipeline
+from infra.settings import InferbusSettings
+
+from .claims import expire_claims_of
+from .runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig, LocalFunction, StateMachineInfo
+from .runtime.event_source import LocalEventSource
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+HOST = HostConfig(
+    code_root=REPO_ROOT / "functions",
+    task_root=REPO_ROOT,
+    environment={
+        "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon locally
+        "POWERTOOLS_DEV": "false",
+        FAULTS_VARIABLE: "",  # fault injection off unless a function's environment switches it on
+    },
+    service_failures={InjectedTimeout.__name__: TIMED_OUT, InjectedCrash.__name__: RUNTIME_EXITED},
+)
+EVENT_BUS_NAME_OUTPUT = "EventBusName"
+INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"
+
+
+@dataclass(frozen=True)
+class LocalConsumer:
+    """A declared consumer, running: its function, the poller that feeds it, its queues."""
+
+    name: str
+    function: LocalFunction
+    source: LocalEventSource
+    queue_url: str
+    dead_letter_queue_url: str
+
+
+class LocalPipeline(EmbeddedPipeline):
+    """The inferbus stack on moto, in this process, with its components found by declaration.
+
+    Parameters
+    ----------
+    template
+        A synthesized template; default, synthesize the app (``settings``, ``overrides``).
+    settings
+        Its settings (the stack name comes from them); default, the defaults.
+    overrides
+        Component settings to synthesize with (``{"image-classifier.batch_size": 10}``).
+    pipeline
+        The declarations; default, ``pipeline/``.
+    tap
+        Read back every event on the bus (:meth:`tapped_events`). Default True.
+    """
+
+    def __init__(self, template: dict[str, Any] | None = None, *, settings: InferbusSettings | None = None,
+                 overrides: dict[str, Any] | None = None, pipeline: Pipeline | None = None, tap: bool = True) -> None:
+        from pipeline import load_pipeline
+
+        from .template import synthesize
+
+        self.settings = settings or InferbusSettings()
+        self.declarations = pipeline or load_pipeline()
+        if template is None:
+            template = synthesize(self.settings, overrides=overrides, pipeline=self.declarations)
+        super().__init__(template, stack_name=self.settings.staged(self.settings.stack_name), host=HOST,
+                         after_failure=self._expire_claims, tap=tap)
+
+    def _expire_claims(self, function: LocalFunction) -> int:
+        return expire_claims_of(self.session.client("dynamodb"), function.spec.environment)
+
+    # -- the shared core -----------------------------------------------------------------------
+
+    @property
+    def bus_name(self) -> str:
+        return self.outputs[EVENT_BUS_NAME_OUTPUT]
+
+    @property
+    def invalid_events_url(self) -> str:
+        """Where events that break their contract wait, with the reason."""
+        return self.outputs[INVALID_EVENTS_OUTPUT]
+
+    def invalid_events(self) -> list[dict[str, Any]]:
+        """What the invalid-events queue holds (left in place), each message's body parsed."""
+        return [json.loads(message["Body"]) for message in self.peek(self.invalid_events_url)]
+
+    # -- declared components -------------------------------------------------------------------
+
+    def consumer(self, name: str) -> LocalConsumer:
+        """The declared consumer ``name``, running."""
+        declaration = self.declarations.component(name)
+        queue_url = self.outputs[declaration.output_key(QUEUE_URL)]
+        return LocalConsumer(name, self.function(self.outputs[declaration.output_key(FUNCTION_NAME)]),
+                             self.event_source(queue_url), queue_url, self.outputs[declaration.output_key(DEAD_LETTER_QUEUE_URL)])
+
+    def state_machine(self, workflow: str) -> StateMachineInfo:
+        """The state machine of the declared workflow ``workflow``."""
+        arn = self.outputs[self.declarations.component(workflow).output_key(STATE_MACHINE_ARN)]
+        return next(machine for machine in self.state_machines.values() if machine.arn == arn)
+
+    def task_function(self, workflow: str, stem: str) -> LocalFunction:
+        """The function the workflow's ASL invokes as ``${<stem>FunctionArn}`` (``"Accept"`` included)."""
+        machine = self.state_machine(workflow)
+        return self.function(machine.substitutions[f"{stem}FunctionArn"])
+
+    def workflow_of(self, state_machine_arn: str) -> str:
+        """The declared workflow a state machine (or one of its executions' ARNs) belongs to."""
+        for workflow in self.declarations.workflows:
+            arn = self.outputs[workflow.output_key(STATE_MACHINE_ARN)]
+            if state_machine_arn == arn or state_machine_arn.startswith(arn.replace(":stateMachine:", ":execution:") + ":"):
+                return workflow.name
+        raise KeyError(f"{state_machine_arn} belongs to no declared workflow")
+
+    def route_queue_url(self, name: str) -> str:
+        """The queue the declared route ``name`` fills."""
+        return self.outputs[self.declarations.component(name).output_key(QUEUE_URL)]
+
+    def review_queue_url(self, workflow: str) -> str:
+        """The queue people read for the declared workflow ``workflow``."""
+        declaration = self.declarations.component(workflow)
+        key = getattr(declaration, "review_queue_output", None)
+        if key is None:
+            raise KeyError(f"workflow {workflow} declares no review queue")
+        return self.outputs[key]
+

@@ -1,0 +1,40 @@
+"""What the embedded runtime runs locally, what it runs with limits, and what only the cloud runs.
+
+Every resource type of a template is in exactly one of these (or is reported as "not emulated"),
+and every summary lists them: nothing is skipped silently. A tool may add notes of its own
+(:attr:`~.specs.Deployment.partly_local`).
+"""
+
+from __future__ import annotations
+
+# What the runtime does not run, and why (listed in every summary, never silently skipped).
+CLOUD_ONLY = {
+    "AWS::IAM::Role": "IAM is not enforced locally: handlers and state machines run with the runtime's credentials "
+    "(roles get a synthetic ARN only)",
+    "AWS::IAM::Policy": "IAM is not enforced locally",
+    "AWS::Logs::LogGroup": "not created (synthetic ARN): handler logs are captured from stdout, "
+    "state machine execution logs exist only in the cloud",
+    "AWS::CloudWatch::Alarm": "alarms need CloudWatch",
+    "AWS::CloudWatch::Dashboard": "dashboards need CloudWatch",
+    "AWS::KMS::Key": "KMS encryption is not emulated",
+    "AWS::SNS::Topic": "the alarm topic is only notified by CloudWatch alarms",
+    "AWS::SNS::TopicPolicy": "the alarm topic is only notified by CloudWatch alarms",
+    "AWS::FIS::ExperimentTemplate": "fault injection experiments run only in AWS",
+    "AWS::S3::Bucket": "S3 is not provisioned locally (buckets get a synthetic name and ARN)",
+    "AWS::S3::BucketPolicy": "S3 is not provisioned locally",
+}
+PARTLY_LOCAL = {
+    "AWS::Events::EventBus": "the bus is created in moto without its resource policy: moto does not enforce bus "
+    "policies, so locally any caller may put any source (account-only PutEvents and each internal source reserved to "
+    "its producer's role hold only in AWS)",
+    "AWS::SQS::QueuePolicy": "policy stored on the queue, not enforced (TLS-only, SourceArn)",
+    "AWS::Events::Rule": "target DeadLetterConfig and RetryPolicy are not applied by moto",
+    "AWS::Lambda::Function": "runs in-process from the source tree; memory, architecture and tracing are cloud-only; "
+    "a container image is not built: its ImageConfig.Command handler runs from the source tree",
+    "AWS::Lambda::EventSourceMapping": "local poller: one invocation at a time (MaximumConcurrency is cloud-only)",
+    "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
+    "AWS::StepFunctions::StateMachine": "the ASL runs on moto's interpreter, Lambda tasks in-process; logging to "
+    "CloudWatch Logs and X-Ray tracing are cloud-only; Retry intervals and Wait states take real time; moto applies "
+    "execution-name idempotency to EXPRESS machines too (AWS only to STANDARD); SendTaskFailure drops the cause",
+}
+PROVISIONED_TYPES = {"AWS::Events::EventBus", "AWS::Events::Archive", "AWS::SQS::Queue"}

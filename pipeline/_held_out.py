@@ -1,0 +1,41 @@
+"""Held-out data that ships in ``models/`` (never seen in training), as demo samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from infra.declarations import Sample
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+DIGITS = MODELS / "digits-holdout.npz"
+TEXTS = MODELS / "text-holdout.jsonl"
+TRANSACTIONS = MODELS / "risk-holdout.npz"
+RISKY_LABEL = 0  # risk-holdout.npz: 0 = malignant (the stand-in for risky), scikit-learn's coding
+
+
+def digit_images(count: int, *, offset: int = 0, analysis: str | None = None) -> list[Sample]:
+    """8x8 digits (pixels 0-16) with their true labels."""
+    digits = np.load(DIGITS)
+    extra = {"analysis": analysis} if analysis else {}
+    return [Sample({"pixels": [int(v) for v in digits["images"][i]], **extra}, int(digits["labels"][i]))
+            for i in range(offset, offset + count)]
+
+
+def review_sentences(count: int) -> list[Sample]:
+    """Movie and product review sentences with their human-rated sentiment (negative/positive)."""
+    lines = TEXTS.read_text().splitlines()[:count]
+    return [Sample({"text": row["text"]}, row["label"]) for row in map(json.loads, lines)]
+
+
+def transactions(count: int) -> list[Sample]:
+    """Rows of the risk model's held-out set, with customers; truth: 'risky' or 'not risky'."""
+    risk = np.load(TRANSACTIONS)
+    return [
+        Sample({"customer": {"id": f"customer-{i % 17}", "segment": "new" if i % 3 == 0 else "returning"},
+                "features": [float(v) for v in risk["features"][i]]},
+               "risky" if int(risk["labels"][i]) == RISKY_LABEL else "not risky")
+        for i in range(count)
+    ]

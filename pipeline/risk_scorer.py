@@ -1,0 +1,25 @@
+"""The risk scorer: TransactionSubmitted -> risk model -> RiskScored; the bus routes the score on."""
+
+from infra.declarations import Consumer, Corruption, DemoInputs, EventFilter
+
+from ._held_out import transactions
+
+COMPONENTS = [
+    Consumer(
+        name="risk-scorer",
+        description="TransactionSubmitted -> risk ONNX model -> RiskScored",
+        handler="risk_scorer.handler.lambda_handler",
+        consumes=EventFilter("TransactionSubmitted"),
+        produces="RiskScored",
+        models=("risk-logreg",),
+        demo=DemoInputs(
+            samples=transactions,
+            count=40,
+            limit=143,
+            malformed=(
+                Corruption("29 features", lambda d: d["data"].update(features=d["data"]["features"][:29])),
+                Corruption("feature as a string", lambda d: d["data"]["features"].__setitem__(3, "12.5")),
+            ),
+        ),
+    ),
+]

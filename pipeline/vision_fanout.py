@@ -1,0 +1,31 @@
+"""The parallel pattern: ImageSubmitted (analysis=full) -> two models at once -> merge -> ImageAnalyzed."""
+
+from functools import partial
+
+from infra.declarations import Corruption, DemoInputs, EventFilter, Task, Workflow
+
+from ._held_out import digit_images
+
+COMPONENTS = [
+    Workflow(
+        name="vision-fanout",
+        description="ImageSubmitted (analysis=full) -> two models in parallel -> ImageAnalyzed",
+        definition="vision_fanout.asl.json",
+        trigger=EventFilter("ImageSubmitted", data={"analysis": ["full"]}),
+        produces=("ImageAnalyzed",),
+        failure="ImageAnalysisFailed",
+        tasks={
+            "ScoreMlp": Task("vision.score.lambda_handler", models=("digits-mlp",), description="One image, the digits MLP"),
+            "ScoreSvc": Task("vision.score.lambda_handler", models=("digits-svc",), description="One image, the digits SVM"),
+            "Merge": Task("vision.merge.lambda_handler", description="Branch scores -> combined confidence"),
+        },
+        demo=DemoInputs(
+            # Held-out images the classifier's demo does not use.
+            samples=partial(digit_images, offset=300, analysis="full"),
+            count=16,
+            limit=60,
+            truth_field="label",
+            malformed=(Corruption("65 pixels", lambda d: d["data"].update(pixels=d["data"]["pixels"] + [0])),),
+        ),
+    ),
+]
