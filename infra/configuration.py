@@ -18,7 +18,9 @@ that does not fit its setting, fails the synth with a message that names it.
 
 Example
 -------
->>> settings, overrides = parse_context({"stage": "dev", "review_threshold": "0.6", "image-classifier.batch_size": "50"})
+>>> from pipeline import load_pipeline
+>>> context = {"stage": "dev", "review_threshold": "0.6", "image-classifier.batch_size": "50"}
+>>> settings, overrides = parse_context(context, load_pipeline())
 >>> settings.stage, settings.review_threshold, overrides
 ('dev', 0.6, {'image-classifier.batch_size': 50})
 """

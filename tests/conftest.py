@@ -19,6 +19,6 @@ for key, value in {
 @pytest.fixture(scope="session")
 def template(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The inferbus stack's template, synthesized once (cdk-nag runs during synth and fails it on an error)."""
-    from inferbus.runtime.template import synthesize
+    from inferbus.template import synthesize
 
     return synthesize(outdir=str(tmp_path_factory.mktemp("cdk.out")))

@@ -165,6 +165,11 @@ class LocalFunction:
                 "AWS_LAMBDA_FUNCTION_NAME": self.spec.name, "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.spec.memory_mb), "LAMBDA_TASK_ROOT": str(self.host.task_root)}
 
+    @property
+    def handler(self) -> Any:
+        """The handler object, as imported (``None`` before the first load)."""
+        return self._handler
+
     def set_environment(self, **variables: str) -> None:
         """Override environment variables for every later invocation (the template is unchanged).
 

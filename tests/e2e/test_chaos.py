@@ -7,13 +7,15 @@ import json
 import pytest
 from inferbus_lambda.contracts import TextSubmitted, from_eventbridge_event, new_event, to_put_events_entry
 
-from inferbus.chaos import FaultRates, chaos_template, run_chaos
-from inferbus.runtime import EmbeddedPipeline
+from inferbus.chaos import FaultRates, chaos_consumer, chaos_overrides, run_chaos
+from inferbus.local import LocalPipeline
+from inferbus.template import synthesize
+from tests.declared import PIPELINE
 
 
 @pytest.fixture(scope="module")
 def small_batches():
-    return chaos_template(batch_size=10)
+    return synthesize(overrides=chaos_overrides(chaos_consumer(PIPELINE, None), batch_size=10))
 
 
 def test_the_ledger_balances_under_errors_timeouts_crashes_and_duplicates(small_batches):
@@ -37,9 +39,10 @@ def test_the_ledger_balances_under_errors_timeouts_crashes_and_duplicates(small_
 
 
 def test_workflow_steps_under_injected_errors_give_each_text_exactly_one_outcome(template):
-    with EmbeddedPipeline(template) as pipeline:
-        for step in ("TextTokenize", "TextEmbed", "TextClassify"):
-            pipeline.function(step).set_environment(INFERBUS_FAULTS=json.dumps({"error_rate": 0.3, "seed": 5}))
+    with LocalPipeline(template) as pipeline:
+        for step in ("Tokenize", "Embed", "Classify"):
+            pipeline.task_function("text-pipeline", step).set_environment(
+                INFERBUS_FAULTS=json.dumps({"error_rate": 0.3, "seed": 5}))
         texts = [new_event(TextSubmitted(text=f"Review number {i}: it was fine."), source="chaos.test") for i in range(8)]
         assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in texts]) == []
         pipeline.drain()
@@ -49,7 +52,7 @@ def test_workflow_steps_under_injected_errors_give_each_text_exactly_one_outcome
             by_input.setdefault(outcome.data.input_id, []).append(outcome.type)
         assert sorted(by_input) == sorted(event.id for event in texts)
         assert all(len(types) == 1 for types in by_input.values())  # one result or one failure, never both
-        errors = [i for step in ("TextTokenize", "TextEmbed", "TextClassify")
-                  for i in pipeline.function(step).invocations if i.error_type == "TransientError"]
+        errors = [i for step in ("Tokenize", "Embed", "Classify")
+                  for i in pipeline.task_function("text-pipeline", step).invocations if i.error_type == "TransientError"]
         assert errors  # the faults fired, and the retries absorbed most of them
         assert sum(types == ["TextAnalyzed"] for types in by_input.values()) >= 6

@@ -14,7 +14,8 @@ import json
 import pytest
 from inferbus_lambda.contracts import InvalidEventError, TextSubmitted, from_eventbridge_event, new_event, to_put_events_entry
 
-from inferbus.runtime import EmbeddedPipeline
+from inferbus.local import LocalPipeline
+from tests.declared import PIPELINE
 from tests.catalogue import ANALYSIS_CASES, CASES, TEXT_CASES, TRANSACTION_CASES, envelope, valid_detail
 
 ALL_CASES = CASES + TRANSACTION_CASES + TEXT_CASES + ANALYSIS_CASES
@@ -33,15 +34,15 @@ def test_each_case_is_rejected_with_its_reason(name, body, reason):
 
 
 def rejections(pipeline):
-    return [json.loads(message["Body"]) for message in pipeline.peek("InvalidEvents")]
+    return [json.loads(message["Body"]) for message in pipeline.peek(pipeline.invalid_events_url)]
 
 
 @pytest.mark.parametrize(("consumer", "event_type", "cases"),
-                         [("ImageClassifier", "ImageSubmitted", CASES), ("RiskScorer", "TransactionSubmitted", TRANSACTION_CASES)])
+                         [("image-classifier", "ImageSubmitted", CASES), ("risk-scorer", "TransactionSubmitted", TRANSACTION_CASES)])
 def test_a_batch_of_every_bad_case_beside_valid_records(template, consumer, event_type, cases):
     """All cases in ONE batch with 10 valid records: no crash, no retry, the valid ones publish."""
-    with EmbeddedPipeline(template) as pipeline:
-        source = pipeline.event_source(consumer)
+    with LocalPipeline(template) as pipeline:
+        source = pipeline.consumer(consumer).source
         valid_ids = [f"valid-{i}" for i in range(10)]
         bodies = [json.dumps(envelope(valid_detail(event_id, event_type))) for event_id in valid_ids]
         bodies += [body for _, body, _ in cases]
@@ -53,7 +54,7 @@ def test_a_batch_of_every_bad_case_beside_valid_records(template, consumer, even
 
         assert invocation.error is None and invocation.records == len(bodies)
         assert invocation.failed_ids == []  # every bad record handled: kept aside with its reason
-        result_type = {"ImageClassifier": "ImageClassified", "RiskScorer": "RiskScored"}[consumer]
+        result_type = PIPELINE.component(consumer).produces
         published = [e["detail"]["data"]["input_id"] for e in pipeline.tapped_events() if e["detail-type"] == result_type]
         assert sorted(published) == sorted(valid_ids)
         kept = {rejection["message_id"]: rejection for rejection in rejections(pipeline)}
@@ -71,7 +72,7 @@ def test_a_batch_of_every_bad_case_beside_valid_records(template, consumer, even
 
 
 def test_every_bad_case_sent_to_a_workflow_is_rejected_and_kept_with_its_reason(template):
-    with EmbeddedPipeline(template) as pipeline:
+    with LocalPipeline(template) as pipeline:
         good = new_event(TextSubmitted(text="Lovely, quick and friendly."), source="catalogue.producer")
         entries = [to_put_events_entry(good, pipeline.bus_name)]
         expected = {}
@@ -94,18 +95,19 @@ def test_every_bad_case_sent_to_a_workflow_is_rejected_and_kept_with_its_reason(
             assert data["error"] == "InvalidEventError" and data["cause"].startswith(reason), (name, data)
         kept = [rejection["detail"]["data"]["input_id"] for rejection in rejections(pipeline)]
         assert sorted(kept) == sorted(expected)  # the rule brought every rejection to the invalid-events queue
-        assert pipeline.function("VisionScoreMlp").invocations == pipeline.function("VisionScoreSvc").invocations == []
-        assert len(pipeline.function("TextTokenize").invocations) == 1  # only the good text reached a model
+        assert not pipeline.task_function("vision-fanout", "ScoreMlp").invocations
+        assert not pipeline.task_function("vision-fanout", "ScoreSvc").invocations
+        assert len(pipeline.task_function("text-pipeline", "Tokenize").invocations) == 1  # only the good text reached a model
 
 
 def test_a_forged_result_that_reaches_a_workflow_is_rejected(template):
     """The bus rules and policy keep a forged RiskScored away; if one got through, Accept refuses it."""
-    with EmbeddedPipeline(template) as pipeline:
+    with LocalPipeline(template) as pipeline:
         forged = valid_detail("forged-1", "TransactionSubmitted") | {
             "type": "RiskScored", "source": "evil.producer",
             "data": {"input_id": "t-1", "customer": {"id": "c", "segment": "new"}, "risk_score": 0.01,
                      "model": {"name": "m", "version": "1"}, "inference_ms": 1.0, "batch_size": 1}}
-        machine = next(m for lid, m in pipeline.state_machines.items() if lid.startswith("AutoApprove"))
+        machine = pipeline.state_machine("auto-approve")
         pipeline.stepfunctions.start_execution(stateMachineArn=machine.arn, name="forged",
                                                input=json.dumps(envelope(forged)))
         pipeline.drain()
@@ -117,10 +119,13 @@ def test_a_forged_result_that_reaches_a_workflow_is_rejected(template):
 
 
 def test_an_event_over_256_kb_is_refused_before_it_is_sent(template):
-    with EmbeddedPipeline(template) as pipeline:
+    from inferbus_lambda.publishing import publish_events
+
+    with LocalPipeline(template) as pipeline:
         huge = new_event(TextSubmitted(text="ok"), source="catalogue.producer")
         entry = to_put_events_entry(huge, pipeline.bus_name)
         entry["Detail"] = entry["Detail"].replace('"ok"', json.dumps("x" * 300_000))
-        assert pipeline.put_events([entry]) == [entry]  # publish_events: EntryTooLarge, never put on the bus
+        (failure,) = publish_events(pipeline.events, [entry], max_attempts=1)  # never put on the bus
+        assert failure.error_code == "EntryTooLarge"
         pipeline.drain()
         assert pipeline.tapped_events() == [] and pipeline.executions() == []

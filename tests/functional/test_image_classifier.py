@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pytest
 from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry
 
-from inferbus.demo import HOLDOUT
-from inferbus.runtime import EmbeddedPipeline
+from pipeline._held_out import DIGITS as HOLDOUT
+from inferbus.local import LocalPipeline
 
 HOLDOUT_DATA = np.load(HOLDOUT)
 
 
 @pytest.fixture
 def pipeline(template):
-    with EmbeddedPipeline(template) as running:
+    with LocalPipeline(template) as running:
         yield running
+
+
+def consumer_runtime(pipeline):
+    """What the running handler holds (its clients, its consumer): what a test may break on purpose."""
+    return pipeline.consumer("image-classifier").function.handler.runtime
 
 
 def image_entries(pipeline, count, start=0):
@@ -38,7 +42,7 @@ def test_one_batch_one_inference_and_bad_records_reported(pipeline):
     bad = json.loads(entries[0]["Detail"]) | {"id": "bad-1"}
     bad["data"] = {"pixels": [99] * 64}
     assert pipeline.put_events(entries + [entries[0] | {"Detail": json.dumps(bad)}]) == []
-    source = pipeline.event_source("ImageClassifier")
+    source = pipeline.consumer("image-classifier").source
     invocation = source.pump(wait=True)
 
     assert invocation.records == 21 and invocation.error is None
@@ -51,7 +55,7 @@ def test_one_batch_one_inference_and_bad_records_reported(pipeline):
     assert {r["detail"]["correlationid"] for r in published} == {e.correlationid for e in events}
     warning = next(line for line in function.logs if line.get("message") == "record rejected")
     assert warning["event_id"] == "bad-1" and warning["reason"].startswith("data.pixels.0:")
-    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek("InvalidEvents")]
+    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek(pipeline.invalid_events_url)]
     assert (rejected["event_id"], rejected["error"], rejected["consumer"]) == ("bad-1", "InvalidEventError",
                                                                               "inferbus.image-classifier")
     assert rejected["reason"].startswith("data.pixels.0:") and json.loads(rejected["body"])["detail"]["id"] == "bad-1"
@@ -63,10 +67,10 @@ def test_an_invalid_record_is_delivered_once_and_kept_with_its_reason(pipeline):
     bad["data"] = {"pixels": [1] * 10}
     pipeline.put_events([entries[0] | {"Detail": json.dumps(bad)}])
     pipeline.drain()
-    source = pipeline.event_source("ImageClassifier")
+    source = pipeline.consumer("image-classifier").source
     assert source.deliveries == 1  # a retry would fail the same way
     assert all(messages == [] for messages in pipeline.dead_letters().values())
-    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek("InvalidEvents")]
+    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek(pipeline.invalid_events_url)]
     assert rejected["event_id"] == "bad-2"
     assert rejected["reason"] == "data.pixels: List should have at least 64 items after validation, not 10"
 
@@ -80,17 +84,17 @@ class DestinationDown:
 
 
 def test_an_invalid_record_that_cannot_be_kept_is_retried_then_dead_lettered(pipeline, monkeypatch):
-    monkeypatch.setattr(sys.modules["image_classifier.handler"], "SQS", DestinationDown())
+    monkeypatch.setattr(consumer_runtime(pipeline), "sqs", DestinationDown())
     _, entries = image_entries(pipeline, 1)
     bad = json.loads(entries[0]["Detail"]) | {"id": "bad-3"}
     bad["data"] = {"pixels": [1] * 10}
     pipeline.put_events([entries[0] | {"Detail": json.dumps(bad)}])
     pipeline.drain()
-    source = pipeline.event_source("ImageClassifier")
+    source = pipeline.consumer("image-classifier").source
     assert source.deliveries == source.queue.max_receive_count
     dlq = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn)
     assert [json.loads(m["Body"])["detail"]["id"] for m in pipeline.dead_letters()[dlq.logical_id]] == ["bad-3"]
-    assert pipeline.peek("InvalidEvents") == []
+    assert pipeline.peek(pipeline.invalid_events_url) == []
 
 
 def test_duplicate_delivery_is_processed_once(pipeline):
@@ -101,7 +105,7 @@ def test_duplicate_delivery_is_processed_once(pipeline):
     pipeline.drain()
     published = results(pipeline)
     assert sorted(r["detail"]["data"]["input_id"] for r in published) == sorted(e.id for e in events)
-    function = pipeline.function("ImageClassifier")
+    function = pipeline.consumer("image-classifier").function
     assert sum(function.metrics["DuplicatesSkipped"]) == 2
     assert sum(function.metrics["RecordsPublished"]) == 3
 
@@ -114,7 +118,7 @@ def test_same_id_with_different_data_is_rejected_as_a_conflict(pipeline):
     forged["data"]["pixels"] = [0] * 64
     pipeline.put_events([entries[0] | {"Detail": json.dumps(forged)}])
     pipeline.drain()
-    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek("InvalidEvents")]
+    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek(pipeline.invalid_events_url)]
     assert (rejected["error"], rejected["reason"]) == ("IdConflictError", "id already used by an event with different data")
     assert len(results(pipeline)) == 1
 
@@ -138,10 +142,10 @@ class FailingPutEvents:
 
 def test_put_events_partial_failure_is_reported_and_retried_never_dropped(pipeline, monkeypatch):
     events, entries = image_entries(pipeline, 5)
-    handler = sys.modules["image_classifier.handler"]
-    monkeypatch.setattr(handler, "EVENTS", FailingPutEvents(handler.EVENTS, {events[1].id}, "InvalidArgument"))
+    runtime = consumer_runtime(pipeline)
+    monkeypatch.setattr(runtime, "events", FailingPutEvents(runtime.events, {events[1].id}, "InvalidArgument"))
     pipeline.put_events(entries)
-    source = pipeline.event_source("ImageClassifier")
+    source = pipeline.consumer("image-classifier").source
     first = source.pump(wait=True)
     assert len(first.failed_ids) == 1
     assert len(results(pipeline)) == 4
@@ -153,17 +157,17 @@ def test_put_events_partial_failure_is_reported_and_retried_never_dropped(pipeli
 
 def test_a_crashing_handler_fails_the_whole_batch_and_nothing_is_lost(pipeline, monkeypatch):
     events, entries = image_entries(pipeline, 4)
-    handler = sys.modules["image_classifier.handler"]
+    runtime = consumer_runtime(pipeline)
 
-    def crash(_events):
+    def crash(_events, _runtime):
         raise MemoryError("model could not allocate")
 
-    monkeypatch.setattr(handler.CONSUMER, "infer", crash)
+    monkeypatch.setattr(runtime, "infer", crash)
     pipeline.put_events(entries)
-    source = pipeline.event_source("ImageClassifier")
+    source = pipeline.consumer("image-classifier").source
     invocation = source.pump(wait=True)
     assert invocation.error is None and len(invocation.failed_ids) == 4  # inference failure fails its records
-    monkeypatch.setattr(handler.CONSUMER, "process", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(runtime.consumer, "process", lambda *a, **k: 1 / 0)
     crashed = source.pump(wait=True)
     assert crashed.error.startswith("ZeroDivisionError")
     assert any(line.get("errorType") == "ZeroDivisionError" for line in source.function.logs)

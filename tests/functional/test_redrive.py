@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from inferbus.cli import main
 from inferbus.redrive import inspect_dead_letters, redrive
-from inferbus.runtime import EmbeddedPipeline
+from inferbus.local import LocalPipeline
 from tests.catalogue import envelope, valid_detail
 
 
@@ -26,11 +25,11 @@ class BusDown:
 
 
 def test_redrive_moves_back_what_can_succeed_and_keeps_what_cannot(template, monkeypatch, capsys):
-    with EmbeddedPipeline(template) as pipeline:
-        source = pipeline.event_source("ImageClassifier")
-        handler = sys.modules["image_classifier.handler"]
-        monkeypatch.setattr(handler, "EVENTS", BusDown())  # an outage: results cannot be published ...
-        monkeypatch.setattr(handler, "SQS", QueuesDown())  # ... nor invalid records kept aside
+    with LocalPipeline(template) as pipeline:
+        source = pipeline.consumer("image-classifier").source
+        runtime = pipeline.consumer("image-classifier").function.handler.runtime
+        monkeypatch.setattr(runtime, "events", BusDown())  # an outage: results cannot be published ...
+        monkeypatch.setattr(runtime, "sqs", QueuesDown())  # ... nor invalid records kept aside
         bad = valid_detail("bad-pixels")
         bad["data"]["pixels"][0] = 99
         for detail in (valid_detail("good-1"), bad):
@@ -55,8 +54,8 @@ def test_redrive_moves_back_what_can_succeed_and_keeps_what_cannot(template, mon
 
 
 def test_redrive_all_falls_back_to_moving_one_by_one_without_the_move_api(template):
-    with EmbeddedPipeline(template) as pipeline:
-        source = pipeline.event_source("ImageClassifier")
+    with LocalPipeline(template) as pipeline:
+        source = pipeline.consumer("image-classifier").source
         dlq_url = pipeline.deployment.queue_by_arn(source.queue.dead_letter_arn).url
         pipeline.sqs.send_message(QueueUrl=dlq_url, MessageBody="{not json")
         assert redrive(pipeline.sqs, dlq_url, source.queue.url, only_valid=False) == 1
@@ -65,7 +64,7 @@ def test_redrive_all_falls_back_to_moving_one_by_one_without_the_move_api(templa
 
 
 def test_redrive_names_the_problem_when_the_source_queue_cannot_be_told(template, capsys):
-    with EmbeddedPipeline(template) as pipeline:
-        lonely = pipeline.queue("ReviewQueue").url  # no queue dead-letters into it
+    with LocalPipeline(template) as pipeline:
+        lonely = pipeline.review_queue_url("risk-review")  # no queue dead-letters into it
         assert main(["redrive", lonely, "--dry-run"]) == 2
         assert "is the DLQ of 0 queues (none): name the one with --source-url" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from inferbus.runtime import EmbeddedPipeline, UnsupportedTemplateError
+from tests.runtime_fixtures import runtime
 from tests.runtime_fixtures import templates as t
 
 PASS_ASL = {"StartAt": "Keep", "States": {"Keep": {"Type": "Pass", "End": True}}}
@@ -25,7 +26,7 @@ def entry(pipeline: EmbeddedPipeline, detail: dict) -> dict:
 
 
 def test_an_event_on_the_bus_starts_exactly_one_execution_with_the_event_as_input():
-    with EmbeddedPipeline(bridged_template()) as pipeline:
+    with runtime(bridged_template()) as pipeline:
         assert pipeline.put_events([entry(pipeline, {"text": "hello"})]) == []
         pipeline.drain(timeout_s=10)
         (delivered,) = pipeline.tapped_events()
@@ -42,7 +43,7 @@ def test_an_event_on_the_bus_starts_exactly_one_execution_with_the_event_as_inpu
 
 
 def test_a_redelivered_event_starts_nothing_new():
-    with EmbeddedPipeline(bridged_template(), tap=False) as pipeline:
+    with runtime(bridged_template(), tap=False) as pipeline:
         pipeline.put_events([entry(pipeline, {"text": "once"})])
         (bridge,) = pipeline.bridges
         (message,) = pipeline.sqs.receive_message(QueueUrl=bridge.spec.queue.url)["Messages"]
@@ -59,7 +60,7 @@ def test_input_and_input_path_are_applied():
         t.state_machine_target("Machine", "Detail", InputPath="$.detail"),
         t.state_machine_target("Machine", "Constant", Input=json.dumps({"fixed": True})),
     )
-    with EmbeddedPipeline(template, tap=False) as pipeline:
+    with runtime(template, tap=False) as pipeline:
         pipeline.put_events([entry(pipeline, {"text": "x"})])
         pipeline.drain(timeout_s=10)
         assert sorted(json.dumps(e.input) for e in pipeline.executions()) == ['{"fixed": true}', '{"text": "x"}']
@@ -68,12 +69,12 @@ def test_input_and_input_path_are_applied():
 def test_an_input_transformer_on_a_state_machine_target_is_refused_not_ignored():
     template = bridged_template(t.state_machine_target(
         "Machine", InputTransformer={"InputPathsMap": {"t": "$.detail.text"}, "InputTemplate": '{"text": <t>}'}))
-    with pytest.raises(UnsupportedTemplateError, match="InputTransformer"), EmbeddedPipeline(template, tap=False):
+    with pytest.raises(UnsupportedTemplateError, match="InputTransformer"), runtime(template, tap=False):
         pass
 
 
 def test_a_failed_start_goes_to_the_targets_dead_letter_queue():
-    with EmbeddedPipeline(bridged_template(), tap=False) as pipeline:
+    with runtime(bridged_template(), tap=False) as pipeline:
         pipeline.stepfunctions.delete_state_machine(stateMachineArn=pipeline.state_machines["Machine"].arn)
         pipeline.put_events([entry(pipeline, {"text": "lost?"})])
         pipeline.drain(timeout_s=10)
@@ -83,6 +84,6 @@ def test_a_failed_start_goes_to_the_targets_dead_letter_queue():
 
 
 def test_the_bridge_is_listed_as_partly_local():
-    with EmbeddedPipeline(bridged_template(), tap=False) as pipeline:
+    with runtime(bridged_template(), tap=False) as pipeline:
         notes = [why for logical_id, _, why in pipeline.deployment.partly_local if logical_id == "MachineRule"]
         assert any("bridge queue" in why and "state machine Machine" in why for why in notes)

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from inferbus_lambda.contracts import ImageSubmitted, TextSubmitted, new_event, to_put_events_entry
 
-from inferbus.demo import HOLDOUT
-from inferbus.runtime import EmbeddedPipeline
+from pipeline._held_out import DIGITS as HOLDOUT
+from inferbus.local import LocalPipeline
 
 IMAGES = np.load(HOLDOUT)["images"]
 
 
 @pytest.fixture
 def pipeline(template):
-    with EmbeddedPipeline(template) as running:
+    with LocalPipeline(template) as running:
         yield running
 
 
@@ -31,12 +31,12 @@ def classified(pipeline):
 
 
 def test_a_timed_out_invocation_is_redelivered_and_its_claims_do_not_block_it(pipeline):
-    function, source = pipeline.function("ImageClassifier"), pipeline.event_source("ImageClassifier")
+    function, source = pipeline.consumer("image-classifier").function, pipeline.consumer("image-classifier").source
     function.set_environment(INFERBUS_FAULTS=json.dumps({"timeout_rate": 1.0}))
     events = send_images(pipeline, 6)
     timed_out = source.pump(wait=True)
     assert (timed_out.error_type, timed_out.error_message) == ("Sandbox.Timedout", "Task timed out after 30.00 seconds")
-    assert source.claims_expired == 6  # it had claimed all six before its deadline
+    assert source.expired_after_failures == 6  # it had claimed all six before its deadline
     assert classified(pipeline) == []
 
     function.set_environment(INFERBUS_FAULTS="")
@@ -46,7 +46,7 @@ def test_a_timed_out_invocation_is_redelivered_and_its_claims_do_not_block_it(pi
 
 
 def test_a_crash_after_publishing_half_republishes_nothing(pipeline):
-    function, source = pipeline.function("ImageClassifier"), pipeline.event_source("ImageClassifier")
+    function, source = pipeline.consumer("image-classifier").function, pipeline.consumer("image-classifier").source
     function.set_environment(INFERBUS_FAULTS=json.dumps({"crash_after_publish_rate": 1.0}))
     events = send_images(pipeline, 8)
     crashed = source.pump(wait=True)
@@ -62,20 +62,20 @@ def test_a_crash_after_publishing_half_republishes_nothing(pipeline):
 
 
 def test_records_delivered_twice_are_processed_once(pipeline):
-    source = pipeline.event_source("ImageClassifier")
+    source = pipeline.consumer("image-classifier").source
     source.redeliver(1.0, seed=1)
     events = send_images(pipeline, 5)
     pipeline.drain()
     assert source.duplicates_delivered >= 5
     assert sorted(classified(pipeline)) == sorted(e.id for e in events)
-    assert sum(pipeline.function("ImageClassifier").metrics["DuplicatesSkipped"]) == source.duplicates_delivered
+    assert sum(pipeline.consumer("image-classifier").function.metrics["DuplicatesSkipped"]) == source.duplicates_delivered
 
 
 def test_injected_record_errors_fail_only_those_records(pipeline):
-    function = pipeline.function("ImageClassifier")
+    function = pipeline.consumer("image-classifier").function
     function.set_environment(INFERBUS_FAULTS=json.dumps({"record_error_rate": 0.5, "seed": 3}))
     events = send_images(pipeline, 20)
-    invocation = pipeline.event_source("ImageClassifier").pump(wait=True)
+    invocation = pipeline.consumer("image-classifier").source.pump(wait=True)
     assert invocation.error is None and 0 < len(invocation.failed_ids) < 20
     assert len(classified(pipeline)) == 20 - len(invocation.failed_ids)
     function.set_environment(INFERBUS_FAULTS="")
@@ -85,11 +85,11 @@ def test_injected_record_errors_fail_only_those_records(pipeline):
 
 
 def test_a_workflow_step_that_times_out_is_retried_as_lambda_reports_it(pipeline):
-    pipeline.function("TextClassify").set_environment(INFERBUS_FAULTS=json.dumps({"timeout_rate": 1.0}))
+    pipeline.task_function("text-pipeline", "Classify").set_environment(INFERBUS_FAULTS=json.dumps({"timeout_rate": 1.0}))
     submitted = new_event(TextSubmitted(text="It arrived."), source="faults.test")
     pipeline.put_events([to_put_events_entry(submitted, pipeline.bus_name)])
     pipeline.drain()
-    invocations = pipeline.function("TextClassify").invocations
+    invocations = pipeline.task_function("text-pipeline", "Classify").invocations
     assert [i.error_type for i in invocations] == ["Sandbox.Timedout"] * 4  # the first try and three retries
     (failed,) = [e["detail"]["data"] for e in pipeline.tapped_events() if e["detail-type"] == "TextAnalysisFailed"]
     assert failed["error"] == "Sandbox.Timedout" and failed["input_id"] == submitted.id

@@ -12,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from inferbus.runtime import EmbeddedPipeline
+from tests.runtime_fixtures import runtime
 from inferbus.runtime.lambda_adapter import function_name_of
 from inferbus.runtime.lambda_host import INVOCATION_LOCK
 from tests.runtime_fixtures import templates as t
@@ -21,7 +22,7 @@ from tests.runtime_fixtures import templates as t
 def pipeline():
     template = t.template(Echo=t.function("echo", tag="echo"), Other=t.function("echo", tag="other"),
                           Flaky=t.function("flaky", FAIL_TIMES="1"), Broken=t.function("broken"))
-    with EmbeddedPipeline(template, tap=False) as running:
+    with runtime(template, tap=False) as running:
         yield running
 
 

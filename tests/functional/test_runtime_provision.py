@@ -10,8 +10,9 @@ import pytest
 
 import inferbus.runtime.bridge
 import inferbus.runtime.lambda_adapter
-import inferbus.runtime.provision
+import inferbus.runtime.resources
 from inferbus.runtime import EmbeddedPipeline, UnsupportedTemplateError
+from tests.runtime_fixtures import runtime
 from tests.runtime_fixtures import templates as t
 
 ACCOUNT = "123456789012"
@@ -32,10 +33,10 @@ def test_state_machine_is_created_with_its_substitutions_role_logging_and_tracin
     # Another function's environment names the machine as CDK does: Ref is the ARN, GetAtt Name the name.
     reader = t.function("echo", MACHINE_ARN={"Ref": "Machine"}, MACHINE_NAME={"Fn::GetAtt": ["Machine", "Name"]},
                         LOGS={"Fn::GetAtt": [t.LOG_GROUP, "Arn"]})
-    with EmbeddedPipeline(machine_template(Reader=reader), tap=False) as pipeline:
+    with runtime(machine_template(Reader=reader), tap=False) as pipeline:
         machine = pipeline.state_machines["Machine"]
         assert machine.type == "STANDARD"  # no StateMachineType
-        assert machine.role_arn == f"arn:aws:iam::{ACCOUNT}:role/Inferbus-{t.ROLE}"
+        assert machine.role_arn == f"arn:aws:iam::{ACCOUNT}:role/RuntimeTest-{t.ROLE}"
         described = pipeline.stepfunctions.describe_state_machine(stateMachineArn=machine.arn)
         definition = json.loads(described["definition"])
         parameters = definition["States"]["Echo"]["Parameters"]
@@ -44,13 +45,13 @@ def test_state_machine_is_created_with_its_substitutions_role_logging_and_tracin
         assert definition["States"]["Echo"]["TimeoutSeconds"] == 30
         assert definition["States"]["Echo"]["Resource"] == "arn:aws:states:::lambda:invoke"  # Fn::Join with AWS::Partition
         assert described["loggingConfiguration"]["destinations"] == [{"cloudWatchLogsLogGroup": {
-            "logGroupArn": f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:Inferbus-{t.LOG_GROUP}:*"}}]
+            "logGroupArn": f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:RuntimeTest-{t.LOG_GROUP}:*"}}]
         assert described["tracingConfiguration"] == {"enabled": True}
         environment = pipeline.functions["Reader"].spec.environment
         assert environment["MACHINE_ARN"] == machine.arn and environment["MACHINE_NAME"] == machine.name
         assert environment["LOGS"].startswith("arn:aws:logs:")
 
-        # The image function runs the handler its INFERBUS_LOCAL_HANDLER names.
+        # The image function runs the handler its ImageConfig.Command names.
         pipeline.stepfunctions.start_execution(stateMachineArn=machine.arn, name="one", input="{}")
         pipeline.drain(timeout_s=10)
         (execution,) = pipeline.executions()
@@ -66,7 +67,7 @@ def test_a_placeholder_without_substitution_is_a_clear_error():
     template = machine_template()
     del template["Resources"]["Machine"]["Properties"]["DefinitionSubstitutions"]["QueueUrl"]
     with pytest.raises(UnsupportedTemplateError, match=r"Machine: no DefinitionSubstitutions for \['QueueUrl'\]"):
-        EmbeddedPipeline(template, tap=False).__enter__()
+        runtime(template, tap=False).__enter__()
 
 
 def test_a_definition_in_s3_is_a_clear_error():
@@ -75,41 +76,41 @@ def test_a_definition_in_s3_is_a_clear_error():
     properties["DefinitionS3Location"] = {"Bucket": "b", "Key": "k"}
     del properties["DefinitionString"]
     with pytest.raises(UnsupportedTemplateError, match="DefinitionS3Location"):
-        EmbeddedPipeline(template, tap=False).__enter__()
+        runtime(template, tap=False).__enter__()
 
 
 def test_an_image_function_without_a_local_handler_is_a_clear_error():
     template = machine_template()
-    del template["Resources"]["Echo"]["Properties"]["Environment"]["Variables"]["INFERBUS_LOCAL_HANDLER"]
-    with pytest.raises(UnsupportedTemplateError, match="Echo names no Python handler.*INFERBUS_LOCAL_HANDLER"):
-        EmbeddedPipeline(template, tap=False).__enter__()
+    del template["Resources"]["Echo"]["Properties"]["ImageConfig"]
+    with pytest.raises(UnsupportedTemplateError, match="Echo names no Python handler.*ImageConfig.Command"):
+        runtime(template, tap=False).__enter__()
 
 
 def test_a_lambda_rule_target_is_a_clear_error():
     template = machine_template(EchoRule=t.rule("X", [{"Arn": {"Fn::GetAtt": ["Echo", "Arn"]}, "Id": "Target0"}]))
     with pytest.raises(UnsupportedTemplateError, match="Lambda function"):
-        EmbeddedPipeline(template, tap=False).__enter__()
+        runtime(template, tap=False).__enter__()
 
 
 def test_input_moto_would_ignore_is_a_clear_error():
     sqs_input_path = machine_template(WorkRule=t.rule("X", [t.queue_target("WorkQueue") | {"InputPath": "$.detail"}]))
     with pytest.raises(UnsupportedTemplateError, match="Input or InputPath, which moto ignores"):
-        EmbeddedPipeline(sqs_input_path, tap=False).__enter__()
+        runtime(sqs_input_path, tap=False).__enter__()
     filtered = machine_template(MachineRule=t.rule("X", [t.state_machine_target("Machine", InputPath="$.detail[0]")]))
     with pytest.raises(UnsupportedTemplateError, match=r"InputPath '\$.detail\[0\]'"):
-        EmbeddedPipeline(filtered, tap=False).__enter__()
+        runtime(filtered, tap=False).__enter__()
 
 
 def test_a_failed_start_leaves_no_mock_running():
     template = machine_template()
     template["Resources"]["Machine"]["Properties"]["DefinitionSubstitutions"] = {}
     with pytest.raises(UnsupportedTemplateError):
-        EmbeddedPipeline(template, tap=False).__enter__()
-    with EmbeddedPipeline(machine_template(), tap=False) as pipeline:  # the same names again: a fresh moto
-        assert pipeline.state_machines["Machine"].name == "Inferbus-Machine"
+        runtime(template, tap=False).__enter__()
+    with runtime(machine_template(), tap=False) as pipeline:  # the same names again: a fresh moto
+        assert pipeline.state_machines["Machine"].name == "RuntimeTest-Machine"
 
 
 def test_runtime_docstring_examples_run():
-    for module in (inferbus.runtime.provision, inferbus.runtime.bridge, inferbus.runtime.lambda_adapter):
+    for module in (inferbus.runtime.resources, inferbus.runtime.bridge, inferbus.runtime.lambda_adapter):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted >= 1, module.__name__

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from inferbus.runtime import EmbeddedPipeline
+from tests.runtime_fixtures import runtime
 from tests.runtime_fixtures import templates as t
 
 RETRY = [{"ErrorEquals": ["TransientError"], "IntervalSeconds": 1, "MaxAttempts": 2, "BackoffRate": 1.0}]
@@ -64,7 +65,7 @@ def test_task_invokes_the_handler_in_process_and_returns_its_result(machine_type
     asl = {"StartAt": "Echo", "States": {"Echo": t.task("Echo")}}
     template = t.template(Echo=t.function("echo", tag="echo-tag"),
                           Machine=t.state_machine(asl, t.function_arn("Echo"), machine_type=machine_type))
-    with EmbeddedPipeline(template, tap=False) as pipeline:
+    with runtime(template, tap=False) as pipeline:
         assert pipeline.state_machines["Machine"].type == machine_type
         start(pipeline, "Machine", {"hello": "world"})
         pipeline.drain(timeout_s=10)
@@ -79,10 +80,10 @@ def test_task_invokes_the_handler_in_process_and_returns_its_result(machine_type
 
 
 def test_a_direct_function_arn_task_runs_through_the_adapter():
-    arn = "arn:aws:lambda:us-east-1:123456789012:function:Inferbus-Echo"
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:RuntimeTest-Echo"
     asl = {"StartAt": "Echo", "States": {"Echo": {"Type": "Task", "Resource": "${EchoArn}", "End": True}}}
     template = t.template(Echo=t.function("echo", tag="direct"), Machine=t.state_machine(asl, t.function_arn("Echo")))
-    with EmbeddedPipeline(template, tap=False) as pipeline:
+    with runtime(template, tap=False) as pipeline:
         assert arn in pipeline.state_machines["Machine"].definition
         pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines["Machine"].arn, name="d", input="{}")
         pipeline.drain(timeout_s=10)
@@ -91,7 +92,7 @@ def test_a_direct_function_arn_task_runs_through_the_adapter():
 
 
 def test_retry_on_the_handlers_custom_error_then_success():
-    with EmbeddedPipeline(flaky_template(), tap=False) as pipeline:
+    with runtime(flaky_template(), tap=False) as pipeline:
         start(pipeline, "Machine", {"key": "a"})
         pipeline.drain(timeout_s=10)
         (execution,) = pipeline.executions()
@@ -104,7 +105,7 @@ def test_retry_on_the_handlers_custom_error_then_success():
 
 
 def test_catch_after_retries_are_spent_publishes_a_failure_event():
-    with EmbeddedPipeline(flaky_template("EXPRESS")) as pipeline:
+    with runtime(flaky_template("EXPRESS")) as pipeline:
         pipeline.functions["Flaky"].set_environment(FAIL_TIMES="99")  # fault injection, switched on in one step
         start(pipeline, "Machine", {"key": "b"})
         pipeline.drain(timeout_s=10)
@@ -123,7 +124,7 @@ def test_catch_after_retries_are_spent_publishes_a_failure_event():
 def test_an_always_failing_task_fails_the_execution_with_the_error_type():
     asl = {"StartAt": "Broken", "States": {"Broken": t.task("Broken")}}
     template = t.template(Broken=t.function("broken"), Machine=t.state_machine(asl, t.function_arn("Broken")))
-    with EmbeddedPipeline(template, tap=False) as pipeline:
+    with runtime(template, tap=False) as pipeline:
         start(pipeline, "Machine", {})
         pipeline.drain(timeout_s=10)
         (execution,) = pipeline.executions()
@@ -146,7 +147,7 @@ def review_tokens(pipeline: EmbeddedPipeline) -> list[str]:
 
 
 def test_a_task_token_wait_parks_without_holding_drain_up_and_resumes_on_success():
-    with EmbeddedPipeline(review_template(), tap=False) as pipeline:
+    with runtime(review_template(), tap=False) as pipeline:
         entry = {"EventBusName": pipeline.bus_name, "Source": "runtime.test", "DetailType": "ReviewRequested",
                  "Detail": json.dumps({"approved": True})}
         assert pipeline.put_events([entry, entry]) == []
@@ -178,7 +179,7 @@ def test_drain_waits_for_a_retrying_branch_beside_a_parked_one():
     substitutions = t.function_arn("Flaky") | {"ReviewQueueUrl": {"Ref": "ReviewQueue"}}
     template = t.template(Flaky=t.function("flaky", FAIL_TIMES="1"), ReviewQueue=t.queue(),
                           Machine=t.state_machine(asl, substitutions))
-    with EmbeddedPipeline(template, tap=False) as pipeline:
+    with runtime(template, tap=False) as pipeline:
         start(pipeline, "Machine", {"key": "p"})
         pipeline.drain(timeout_s=10)
         # drain returned only once the retried branch was done: what is left waits for a person.
@@ -194,7 +195,7 @@ def test_drain_waits_for_a_retrying_branch_beside_a_parked_one():
 
 def test_drain_raises_a_clear_error_when_an_execution_does_not_settle():
     asl = {"StartAt": "Sleep", "States": {"Sleep": {"Type": "Wait", "Seconds": 60, "End": True}}}
-    with EmbeddedPipeline(t.template(Machine=t.state_machine(asl, {})), tap=False) as pipeline:
+    with runtime(t.template(Machine=t.state_machine(asl, {})), tap=False) as pipeline:
         start(pipeline, "Machine", {}, name="sleeper")
         with pytest.raises(RuntimeError, match=r"not quiescent after 0.5 s: executions still running \['sleeper'\]"):
             pipeline.drain(timeout_s=0.5)
@@ -211,7 +212,7 @@ def test_handler_output_is_captured_per_function_while_executions_run_on_threads
         Machine=t.state_machine(asl, t.function_arn("Echo"), machine_type="EXPRESS"),
         MachineRule=t.rule("Work", [t.state_machine_target("Machine"), t.queue_target("WorkQueue", "Target1")]),
     )
-    with EmbeddedPipeline(template, tap=False) as pipeline:
+    with runtime(template, tap=False) as pipeline:
         # A slow execution: the main thread prints while its handler owns stdout.
         start(pipeline, "Machine", {"sleep_s": 0.3}, name="slow")
         deadline = time.monotonic() + 5

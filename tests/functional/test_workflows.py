@@ -25,10 +25,11 @@ from inferbus_lambda.contracts import (
     to_put_events_entry,
 )
 
-from inferbus.demo import HOLDOUT, RISK_HOLDOUT
+from pipeline._held_out import DIGITS as HOLDOUT
+from pipeline._held_out import TRANSACTIONS as RISK_HOLDOUT
 from inferbus.reviews import decide, list_reviews
-from inferbus.runtime import EmbeddedPipeline
-from infra.stack import RESULT_SOURCES
+from inferbus.local import LocalPipeline
+from tests.declared import RESULT_SOURCES
 
 DIGITS = np.load(HOLDOUT)
 RISK = np.load(RISK_HOLDOUT)
@@ -37,7 +38,7 @@ ALWAYS_FAIL = json.dumps({"error_rate": 1.0})
 
 @pytest.fixture
 def pipeline(template):
-    with EmbeddedPipeline(template) as running:
+    with LocalPipeline(template) as running:
         yield running
 
 
@@ -58,13 +59,12 @@ def send(pipeline, *events):
     pipeline.drain()
 
 
-def executions(pipeline, construct_id):
-    (logical_id,) = [lid for lid in pipeline.state_machines if lid.startswith(f"{construct_id}StateMachine")]
-    return pipeline.executions(logical_id)
+def executions(pipeline, workflow):
+    return pipeline.executions(pipeline.state_machine(workflow).logical_id)
 
 
-def invocations(pipeline, construct_id):
-    return len(pipeline.function(construct_id).invocations)
+def invocations(pipeline, workflow, step):
+    return len(pipeline.task_function(workflow, step).invocations)
 
 
 # -- sequential: the text pipeline ---------------------------------------------------------------
@@ -83,7 +83,7 @@ def test_text_pipeline_analyses_sentiment_and_entities(pipeline):
     assert {(e.type, e.text) for e in analyzed.data.entities} >= {("NAME", "Ada Lovelace"), ("MONEY", "$499"),
                                                                    ("DATE", "2 December 2026")}
     assert analyzed.data.encoder.name == "minilm-l6-int8" and analyzed.data.tokens > 10 and not analyzed.data.truncated
-    (execution,) = executions(pipeline, "TextPipeline")
+    (execution,) = executions(pipeline, "text-pipeline")
     assert execution.status == "SUCCEEDED"
     assert list(execution.states)[:6] == ["Accept", "Route", "Tokenize", "Embed", "Classify", "ExtractEntities"]
 
@@ -95,14 +95,14 @@ def test_text_pipeline_runs_a_redelivered_event_once(pipeline):
     analyzed = published(pipeline, "TextAnalyzed")
     assert [e.data.input_id for e in analyzed] == [submitted.id]
     assert analyzed[0].data.sentiment.label == "negative"
-    runs = executions(pipeline, "TextPipeline")
+    runs = executions(pipeline, "text-pipeline")
     assert [e.status for e in runs] == ["SUCCEEDED", "SUCCEEDED"]
     assert sorted("Duplicate" in e.states for e in runs) == [False, True]
-    assert invocations(pipeline, "TextEmbed") == 1
+    assert invocations(pipeline, "text-pipeline", "Embed") == 1
 
 
 def test_text_pipeline_retries_a_failing_step_then_reports_it(pipeline):
-    pipeline.function("TextEmbed").set_environment(INFERBUS_FAULTS=ALWAYS_FAIL)
+    pipeline.task_function("text-pipeline", "Embed").set_environment(INFERBUS_FAULTS=ALWAYS_FAIL)
     submitted = new_event(TextSubmitted(text="The encoder is down."), source="inferbus.test", correlationid="req-text-3")
     send(pipeline, submitted)
 
@@ -110,9 +110,9 @@ def test_text_pipeline_retries_a_failing_step_then_reports_it(pipeline):
     assert (failed.data.input_id, failed.correlationid, failed.data.workflow) == (submitted.id, "req-text-3", "text-pipeline")
     assert failed.data.error == "TransientError" and "injected fault" in failed.data.cause
     assert published(pipeline, "TextAnalyzed") == []
-    assert invocations(pipeline, "TextEmbed") == 4  # the first try and three retries
-    assert invocations(pipeline, "TextClassify") == 0
-    (execution,) = executions(pipeline, "TextPipeline")
+    assert invocations(pipeline, "text-pipeline", "Embed") == 4  # the first try and three retries
+    assert invocations(pipeline, "text-pipeline", "Classify") == 0
+    (execution,) = executions(pipeline, "text-pipeline")
     assert (execution.status, execution.error) == ("FAILED", "WorkflowFailed")
 
 
@@ -128,7 +128,7 @@ def test_text_pipeline_reports_a_bad_input_without_running_a_model(pipeline):
     assert failed.data.error == "InvalidEventError"
     assert failed.data.cause == "data.text: String should have at most 2000 characters"
     assert (failed.data.input_id, failed.correlationid) == (submitted.id, "req-text-4")
-    assert invocations(pipeline, "TextTokenize") == 0
+    assert invocations(pipeline, "text-pipeline", "Tokenize") == 0
 
 
 # -- parallel: the vision fan-out ----------------------------------------------------------------
@@ -150,18 +150,18 @@ def test_vision_fanout_runs_both_models_and_combines_them(pipeline):
     mean = np.mean([b.probabilities for b in analyzed.data.branches], axis=0)
     assert analyzed.data.confidence == pytest.approx(mean.max(), abs=1e-5)
     assert analyzed.correlationid == "req-image-0"
-    assert invocations(pipeline, "ImageClassifier") == 0
+    assert len(pipeline.consumer("image-classifier").function.invocations) == 0
 
 
 def test_vision_fanout_reports_a_branch_that_keeps_failing(pipeline):
-    pipeline.function("VisionScoreSvc").set_environment(INFERBUS_FAULTS=ALWAYS_FAIL)
+    pipeline.task_function("vision-fanout", "ScoreSvc").set_environment(INFERBUS_FAULTS=ALWAYS_FAIL)
     submitted = image(1)
     send(pipeline, submitted)
 
     (failed,) = published(pipeline, "ImageAnalysisFailed")
     assert failed.data.error == "ScoreSvcFailed" and failed.data.input_id == submitted.id
     assert json.loads(failed.data.cause)["Error"] == "TransientError"  # the task's own error, kept by the branch
-    assert invocations(pipeline, "VisionScoreSvc") == 4 and invocations(pipeline, "VisionMerge") == 0
+    assert invocations(pipeline, "vision-fanout", "ScoreSvc") == 4 and invocations(pipeline, "vision-fanout", "Merge") == 0
     assert published(pipeline, "ImageAnalyzed") == []
 
 
@@ -173,7 +173,7 @@ def test_vision_fanout_reports_a_bad_image(pipeline):
     pipeline.drain()
     (failed,) = published(pipeline, "ImageAnalysisFailed")
     assert (failed.data.error, failed.data.cause) == ("InvalidEventError", "data.pixels.3: Input should be less than or equal to 16")
-    assert invocations(pipeline, "VisionScoreMlp") == invocations(pipeline, "VisionScoreSvc") == 0
+    assert invocations(pipeline, "vision-fanout", "ScoreMlp") == invocations(pipeline, "vision-fanout", "ScoreSvc") == 0
 
 
 # -- conditional routing: risk scoring, automatic approval, manual review --------------------------
@@ -185,11 +185,12 @@ def transaction(index, segment="returning"):
 
 
 def review_queue_url(pipeline):
-    return pipeline.queue("ReviewQueue").url
+    return pipeline.review_queue_url("risk-review")
 
 
 def offers(pipeline, segment):
-    return [json.loads(m["Body"])["detail"]["data"]["input_id"] for m in pipeline.peek(f"{segment}CustomerOffersQueuesQueue")]
+    return [json.loads(m["Body"])["detail"]["data"]["input_id"]
+            for m in pipeline.peek(pipeline.route_queue_url(f"{segment.lower()}-customer-offers"))]
 
 
 LOW_RISK, HIGH_RISK = 0, 1  # rows of risk-holdout.npz: benign (risk 0.001) and malignant (risk 1.0)
@@ -217,7 +218,7 @@ def test_high_risk_waits_for_a_person_who_approves_it(pipeline):
     assert scored.data.risk_score >= 0.5 and scored.data.input_id == submitted.id
     (review,) = list_reviews(pipeline.sqs, review_queue_url(pipeline))
     assert review.request.case.transaction_id == submitted.id and review.request.case.risk_score == scored.data.risk_score
-    (waiting,) = executions(pipeline, "RiskReview")
+    (waiting,) = executions(pipeline, "risk-review")
     assert waiting.status == "RUNNING" and waiting.waiting_for_task_token
 
     decision = decide(pipeline.sqs, pipeline.stepfunctions, review_queue_url(pipeline), submitted.id, approve=True,
@@ -230,7 +231,7 @@ def test_high_risk_waits_for_a_person_who_approves_it(pipeline):
     assert (approved.data.decided_by, approved.data.reviewer) == ("reviewer", "ana")
     assert offers(pipeline, "Returning") == [submitted.id]
     assert list_reviews(pipeline.sqs, review_queue_url(pipeline)) == []
-    assert executions(pipeline, "RiskReview")[0].status == "SUCCEEDED"
+    assert executions(pipeline, "risk-review")[0].status == "SUCCEEDED"
 
 
 def test_high_risk_rejected_by_a_person(pipeline):
@@ -254,7 +255,7 @@ def test_a_review_nobody_decides_times_out_into_review_failed(template):
         substitutions = resource.get("Properties", {}).get("DefinitionSubstitutions", {})
         if "ReviewTimeoutSeconds" in substitutions:
             substitutions["ReviewTimeoutSeconds"] = "2"  # the real ASL, with a timeout a test can wait for
-    with EmbeddedPipeline(short) as pipeline:
+    with LocalPipeline(short) as pipeline:
         submitted = transaction(HIGH_RISK)
         send(pipeline, submitted)
         (review,) = list_reviews(pipeline.sqs, review_queue_url(pipeline))
@@ -277,9 +278,9 @@ def test_a_malformed_transaction_is_kept_aside_with_its_reason_at_once(pipeline)
     detail["data"]["features"][0] = float("nan")
     assert pipeline.put_events([entry | {"Detail": json.dumps(detail)}]) == []
     pipeline.drain()
-    source = pipeline.event_source("RiskScorer")
+    source = pipeline.consumer("risk-scorer").source
     assert source.deliveries == 1
-    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek("InvalidEvents")]
+    (rejected,) = [json.loads(m["Body"]) for m in pipeline.peek(pipeline.invalid_events_url)]
     assert (rejected["event_id"], rejected["reason"]) == (detail["id"], "data.features.0: Input should be a finite number")
     assert all(messages == [] for messages in pipeline.dead_letters().values())
     assert published(pipeline, "RiskScored") == []

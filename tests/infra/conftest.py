@@ -6,20 +6,25 @@ from __future__ import annotations
 import pytest
 
 from infra.settings import InferbusSettings
+from tests.declared import PIPELINE
 
 FIS_SETTINGS = InferbusSettings(fault_injection_experiments=True)
+# The first workflow task, shipped as a container image instead of in the zip bundle.
+IMAGE_TASK = next((w, stem, task) for w in PIPELINE.workflows for stem, task in w.tasks.items())
 
 
-def _synthesize(settings: InferbusSettings, tmp_path_factory: pytest.TempPathFactory, name: str) -> dict:
-    from inferbus.runtime.template import synthesize
+def _synthesize(settings: InferbusSettings, tmp_path_factory: pytest.TempPathFactory, name: str,
+                overrides: dict | None = None) -> dict:
+    from inferbus.template import synthesize
 
-    return synthesize(settings, outdir=str(tmp_path_factory.mktemp(name)))
+    return synthesize(settings, overrides=overrides, outdir=str(tmp_path_factory.mktemp(name)))
 
 
 @pytest.fixture(scope="session")
 def image_variant_template(tmp_path_factory):
-    """The text encoder as a container image."""
-    return _synthesize(InferbusSettings(text_encoder_package="image"), tmp_path_factory, "cdk.image")
+    """One workflow task as a container image."""
+    workflow, stem, _ = IMAGE_TASK
+    return _synthesize(InferbusSettings(), tmp_path_factory, "cdk.image", {f"{workflow.name}.{stem}.package": "image"})
 
 
 @pytest.fixture(scope="session")

@@ -13,13 +13,15 @@ from typing import Any
 
 import pytest
 
-from inferbus.runtime import EmbeddedPipeline
+from inferbus.local import LocalPipeline
 from inferbus.runtime.provision import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
 from infra.constructs.fault_injection import CONFIGURATION_PREFIX, EXTENSION_LAYER_PARAMETER, EXTENSION_WRAPPER
 from infra.settings import InferbusSettings
-from infra.stack import RESULT_SOURCES
+from tests.declared import RESULT_SOURCES
 from tests.infra.conftest import FIS_SETTINGS
-from tests.infra.test_template import WILDCARD_RESOURCE_ACTIONS, of_type
+from infra.declarations import DEAD_LETTER_QUEUE_URL
+from tests.declared import PIPELINE
+from tests.infra.test_template import WILDCARD_RESOURCE_ACTIONS, of_type, output_id
 
 SETTINGS = FIS_SETTINGS
 ACCOUNT, OTHER_ACCOUNT = "111111111111", "222222222222"
@@ -84,7 +86,7 @@ def test_the_bus_policy_only_denies(template):
 
 def test_each_internal_source_is_reserved_to_exactly_its_producer(template):
     wired = producers(template)
-    assert set(wired) == set(RESULT_SOURCES.values())  # six producers: two consumers, four workflows
+    assert set(wired) == set(RESULT_SOURCES.values())  # every consumer and every workflow
     reserved = {}
     for statement in bus_policy(template)["Statement"]:
         if statement["Sid"] == "DenyPutEventsFromOtherAccounts":
@@ -176,7 +178,7 @@ def test_restrict_sources_refuses_what_it_cannot_guard():
 
 
 def test_the_embedded_runtime_provisions_the_guarded_bus_and_says_the_policy_is_cloud_only(template):
-    with EmbeddedPipeline(template, tap=False) as pipeline:
+    with LocalPipeline(template, tap=False) as pipeline:
         assert pipeline.bus_name == InferbusSettings().bus_name
         listed = {(kind, why) for _, kind, why in pipeline.deployment.partly_local}
         assert ("AWS::Events::EventBus", PARTLY_LOCAL["AWS::Events::EventBus"]) in listed
@@ -233,7 +235,8 @@ def test_two_experiment_templates_fail_and_delay_invocations(fis_template):
 
 def test_the_experiments_target_exactly_inferbus_functions_by_arn(fis_template):
     expected = zip_function_arns(fis_template)
-    assert len(expected) == 10
+    tasks = sum(len(w.tasks) for w in PIPELINE.workflows)
+    assert len(expected) == len(PIPELINE.consumers) + tasks + bool(PIPELINE.workflows)  # + the shared Accept step
     for experiment in experiment_templates(fis_template).values():
         targets = experiment["Targets"].values()
         arns = [arn for target in targets for arn in target["ResourceArns"]]
@@ -247,22 +250,30 @@ def test_the_experiments_target_exactly_inferbus_functions_by_arn(fis_template):
         assert used == sorted(experiment["Targets"])
 
 
-def test_every_experiment_stops_on_alarms_of_the_template(fis_template):
+def test_every_experiment_stops_when_any_work_is_lost(fis_template):
+    """Stop conditions watch every consumer's DLQ and every workflow's failed executions, in at
+    most 5 alarms (FIS's limit) of at most 10 metrics each (a metric-math alarm's)."""
     alarms = of_type(fis_template, "AWS::CloudWatch::Alarm")
-    dead_letters = {get_att(k)["Fn::GetAtt"][0] for k in alarms if "DeadLetters" in k}
-    assert len(dead_letters) == 2  # both consumers' DLQs
+    consumer_dlqs = {output_id(fis_template, c.output_key(DEAD_LETTER_QUEUE_URL)) for c in PIPELINE.consumers}
+    machines = set(of_type(fis_template, "AWS::StepFunctions::StateMachine"))
     for experiment in experiment_templates(fis_template).values():
         conditions = experiment["StopConditions"]
         assert 1 <= len(conditions) <= 5
         assert {c["Source"] for c in conditions} == {"aws:cloudwatch:alarm"}
-        named = {c["Value"]["Fn::GetAtt"][0] for c in conditions}
-        assert named <= set(alarms) and dead_letters <= named
-        (workflows,) = named - dead_letters
-        metrics = alarms[workflows]["Metrics"]
-        failed = [m for m in metrics if "MetricStat" in m]
-        assert {m["MetricStat"]["Metric"]["MetricName"] for m in failed} == {"ExecutionsFailed"}
-        watched = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in failed}
-        assert watched == set(of_type(fis_template, "AWS::StepFunctions::StateMachine"))
+        named = [c["Value"]["Fn::GetAtt"][0] for c in conditions]
+        watched_queues, watched_machines = set(), set()
+        for alarm_id in named:
+            stats = [m["MetricStat"]["Metric"] for m in alarms[alarm_id]["Metrics"] if "MetricStat" in m]
+            assert 1 <= len(stats) <= 10
+            for metric in stats:
+                (dimension,) = metric["Dimensions"]
+                target = dimension["Value"]["Fn::GetAtt"][0] if "Fn::GetAtt" in dimension["Value"] else dimension["Value"]["Ref"]
+                if metric["MetricName"] == "ApproximateNumberOfMessagesVisible":
+                    watched_queues.add(target)
+                else:
+                    assert metric["MetricName"] == "ExecutionsFailed"
+                    watched_machines.add(target)
+        assert watched_queues == consumer_dlqs and watched_machines == machines
 
 
 def test_the_experiment_role_is_least_privilege(fis_template):
@@ -384,15 +395,15 @@ def test_the_setting_is_validated():
 
 def test_the_fis_variant_still_runs_embedded(fis_template):
     """The experiments are cloud-only; the pipeline they would fault still runs locally, unchanged."""
-    import numpy as np
-    from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry
 
-    from inferbus.demo import HOLDOUT
+    from inferbus_lambda.contracts import to_put_events_entry
 
-    pixels = [int(v) for v in np.load(HOLDOUT)["images"][0]]
-    with EmbeddedPipeline(fis_template) as pipeline:
-        event = new_event(ImageSubmitted(pixels=pixels), source="fis.test")
+    from inferbus.demo.inputs import sample_events
+
+    consumer = next(c for c in PIPELINE.consumers if c.demo is not None)
+    ((event, _),) = sample_events(consumer, 1, source="fis.test")
+    with LocalPipeline(fis_template) as pipeline:
         assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name)]) == []
         pipeline.drain()
-        classified = [e for e in pipeline.tapped_events() if e["detail-type"] == "ImageClassified"]
-        assert [e["detail"]["data"]["input_id"] for e in classified] == [event.id]
+        results = [e for e in pipeline.tapped_events() if e["detail-type"] == consumer.produces]
+        assert [e["detail"]["subject"] for e in results] == [event.id]

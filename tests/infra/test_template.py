@@ -1,15 +1,20 @@
-"""Assertions on the synthesized template (one synth per session, shared)."""
+"""Assertions on the synthesized template (one synth per session, shared).
+
+Every expectation about what exists is derived from the declarations (tests/declared.py):
+add a component and these tests check it too, unedited.
+"""
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 
+from infra.declarations import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, QUEUE_URL, STATE_MACHINE_ARN
 from infra.settings import InferbusSettings
-from infra.stack import RESULT_SOURCES
+from tests.declared import PIPELINE, RESULT_SOURCES
 
 SETTINGS = InferbusSettings()
 STATEMACHINES = Path(__file__).resolve().parents[2] / "statemachines"
@@ -19,54 +24,66 @@ WILDCARD_RESOURCE_ACTIONS = {
     "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
     "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
 }
+TASKS = [(workflow, stem, task) for workflow in PIPELINE.workflows for stem, task in workflow.tasks.items()]
 
 
 def of_type(template, resource_type):
     return {k: r["Properties"] for k, r in template["Resources"].items() if r["Type"] == resource_type}
 
 
-def logical_id(template, prefix, resource_type):
-    (found,) = [k for k in of_type(template, resource_type) if k[:-8] == prefix]  # CDK appends 8 hex digits
-    return found
+def output_id(template, key):
+    """The logical id a stack output names (``{"Ref": id}`` or ``{"Fn::GetAtt": [id, ...]}``)."""
+    value = template["Outputs"][key]["Value"]
+    return value["Ref"] if "Ref" in value else value["Fn::GetAtt"][0]
 
 
-def test_event_source_mappings_read_the_settings(template):
-    mappings = of_type(template, "AWS::Lambda::EventSourceMapping").values()
-    by_function = {m["FunctionName"]["Ref"].split("Function")[0]: m for m in mappings}
-    assert set(by_function) == {"ImageClassifier", "RiskScorer"}
-    for name, consumer in (("ImageClassifier", SETTINGS.image_consumer), ("RiskScorer", SETTINGS.risk_consumer)):
-        mapping = by_function[name]
-        assert mapping["BatchSize"] == consumer.batch_size
-        assert mapping["MaximumBatchingWindowInSeconds"] == consumer.max_batching_window_s
-        assert mapping["ScalingConfig"] == {"MaximumConcurrency": consumer.max_concurrency}
+def function_of(template, workflow, stem):
+    """The logical id of the function a workflow's ASL invokes as ${<stem>FunctionArn}."""
+    machine = of_type(template, "AWS::StepFunctions::StateMachine")[output_id(template, workflow.output_key(STATE_MACHINE_ARN))]
+    return machine["DefinitionSubstitutions"][f"{stem}FunctionArn"]["Fn::GetAtt"][0]
+
+
+def test_event_source_mappings_read_each_consumers_settings(template):
+    mappings = {m["FunctionName"]["Ref"]: m for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
+    assert len(mappings) == len(PIPELINE.consumers)
+    for consumer in PIPELINE.consumers:
+        mapping, settings = mappings[output_id(template, consumer.output_key(FUNCTION_NAME))], consumer.settings
+        assert mapping["BatchSize"] == settings.batch_size
+        assert mapping["MaximumBatchingWindowInSeconds"] == settings.max_batching_window_s
+        assert mapping["ScalingConfig"] == {"MaximumConcurrency": settings.max_concurrency}
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        assert mapping["EventSourceArn"] == {"Fn::GetAtt": [output_id(template, consumer.output_key(QUEUE_URL)), "Arn"]}
 
 
-def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_a_dlq(template):
+def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(template):
     queues = of_type(template, "AWS::SQS::Queue")
     assert all(q.get("SqsManagedSseEnabled") for q in queues.values())
     work = {k: q for k, q in queues.items() if "RedrivePolicy" in q}
-    assert {k.split("Queues")[0] for k in work} == {"ImageClassifier", "RiskScorer", "NewCustomerOffers",
-                                                    "ReturningCustomerOffers"}
-    assert work[logical_id(template, "ImageClassifierQueuesQueue", "AWS::SQS::Queue")]["RedrivePolicy"][
-        "maxReceiveCount"] == SETTINGS.image_consumer.max_receive_count
-    assert work[logical_id(template, "RiskScorerQueuesQueue", "AWS::SQS::Queue")][
-        "VisibilityTimeout"] == SETTINGS.risk_consumer.visibility_timeout_s
+    declared = [*PIPELINE.consumers, *PIPELINE.routes]
+    assert set(work) == {output_id(template, c.output_key(QUEUE_URL)) for c in declared}
+    for component in declared:
+        queue = work[output_id(template, component.output_key(QUEUE_URL))]
+        dead_letter_queue = output_id(template, component.output_key(DEAD_LETTER_QUEUE_URL))
+        assert queue["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dead_letter_queue, "Arn"]},
+                                          "maxReceiveCount": component.settings.max_receive_count}
+        assert queue["VisibilityTimeout"] == component.settings.visibility_timeout_s
     dead_letter_arns = {json.dumps(q["RedrivePolicy"]["deadLetterTargetArn"]) for q in work.values()}
     target_dlqs = {json.dumps(t["DeadLetterConfig"]["Arn"]) for r in of_type(template, "AWS::Events::Rule").values()
                    for t in r["Targets"]}
-    others = {k for k in queues if k not in work}
-    # Every other queue is a DLQ of a queue or of a rule target, except the people-read review queue
+    # Every other queue is a DLQ of a queue or of a rule target, except the people-read review queues
     # and the invalid-events destination (itself a dead-letter destination, with reasons).
-    for queue in others - {logical_id(template, "ReviewQueue", "AWS::SQS::Queue"),
-                           logical_id(template, "InvalidEvents", "AWS::SQS::Queue")}:
+    unredriven = {output_id(template, w.review_queue_output) for w in PIPELINE.workflows if w.review_queue}
+    unredriven.add(output_id(template, "InvalidEventsQueueUrl"))
+    for queue in set(queues) - set(work) - unredriven:
         arn = json.dumps({"Fn::GetAtt": [queue, "Arn"]})
         assert arn in dead_letter_arns | target_dlqs, queue
 
 
-def test_review_queue_keeps_cases_longer_than_the_review_timeout(template):
-    review = of_type(template, "AWS::SQS::Queue")[logical_id(template, "ReviewQueue", "AWS::SQS::Queue")]
-    assert review["MessageRetentionPeriod"] > SETTINGS.review_timeout_s
+def test_review_queues_keep_cases_longer_than_the_review_timeout(template):
+    for workflow in PIPELINE.workflows:
+        if workflow.review_queue:
+            review = of_type(template, "AWS::SQS::Queue")[output_id(template, workflow.review_queue_output)]
+            assert review["MessageRetentionPeriod"] > SETTINGS.review_timeout_s
 
 
 def test_every_queue_denies_requests_without_tls(template):
@@ -82,7 +99,8 @@ def test_every_queue_denies_requests_without_tls(template):
 
 def test_every_rule_target_has_a_dlq_and_retries(template):
     rules = of_type(template, "AWS::Events::Rule")
-    assert len(rules) == 9
+    # one per component, and the one that brings the workflows' rejections to the invalid-events queue
+    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows)
     for rule in rules.values():
         assert rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
         (target,) = rule["Targets"]
@@ -91,16 +109,24 @@ def test_every_rule_target_has_a_dlq_and_retries(template):
 
 
 def test_rules_on_results_accept_only_internal_producers(template):
-    rules = of_type(template, "AWS::Events::Rule").values()
-    for rule in rules:
-        if rule["EventPattern"]["detail-type"][0] in {"RiskScored", "TransactionApproved"}:
+    result_types = {t for producer in PIPELINE.producers for t in producer.result_types}
+    for rule in of_type(template, "AWS::Events::Rule").values():
+        if set(rule["EventPattern"]["detail-type"]) & result_types:
             assert set(rule["EventPattern"]["source"]) <= set(RESULT_SOURCES.values())
 
 
-def test_review_threshold_splits_risk_between_the_two_workflows(template):
-    patterns = {json.dumps(r["Targets"][0]["Arn"]): r["EventPattern"] for r in of_type(template, "AWS::Events::Rule").values()
-                if r["EventPattern"]["detail-type"] == ["RiskScored"]}
-    numeric = sorted(p["detail"]["data"]["risk_score"][0]["numeric"] for p in patterns.values())
+def test_each_rule_is_its_declarations_pattern(template):
+    rules = {json.dumps(r["Targets"][0]["Arn"]): r["EventPattern"] for r in of_type(template, "AWS::Events::Rule").values()}
+    targets = {c.name: {"Fn::GetAtt": [output_id(template, c.output_key(QUEUE_URL)), "Arn"]}
+               for c in (*PIPELINE.consumers, *PIPELINE.routes)}
+    targets |= {w.name: {"Ref": output_id(template, w.output_key(STATE_MACHINE_ARN))} for w in PIPELINE.workflows}
+    for component, event_filter in PIPELINE.filters():
+        assert rules[json.dumps(targets[component.name])] == PIPELINE.pattern(event_filter, SETTINGS), component.name
+
+
+def test_review_threshold_splits_risk_scores_without_gap_or_overlap(template):
+    numeric = sorted(p["detail"]["data"]["risk_score"][0]["numeric"] for r in of_type(template, "AWS::Events::Rule").values()
+                     if "risk_score" in json.dumps((p := r["EventPattern"]).get("detail", {})))
     assert numeric == [["<", SETTINGS.review_threshold], [">=", SETTINGS.review_threshold]]
 
 
@@ -116,35 +142,69 @@ def test_idempotency_table_has_ttl_pitr_and_sse(template):
     assert table["SSESpecification"]["SSEEnabled"] is True
 
 
-def test_functions_runtime_and_configuration(template):
+def test_functions_runtime_handler_and_sizing_come_from_the_declarations(template):
     functions = of_type(template, "AWS::Lambda::Function")
-    assert len(functions) == 10
+    # each consumer, each workflow task, and the kit's Accept step that every workflow shares
+    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + bool(PIPELINE.workflows)
     for function in functions.values():
         assert function["Runtime"] == f"python{SETTINGS.python_version}"
         assert function["Architectures"] == ["arm64"]
         assert function["TracingConfig"] == {"Mode": "Active"}
-    image = functions[logical_id(template, "ImageClassifierFunction", "AWS::Lambda::Function")]
-    assert image["Handler"] == "image_classifier.handler.lambda_handler"
-    assert set(image["Environment"]["Variables"]) >= {"EVENT_BUS_NAME", "IDEMPOTENCY_TABLE_NAME", "MODEL_PATH"}
-    embed = functions[logical_id(template, "TextEmbedFunction", "AWS::Lambda::Function")]
-    assert (embed["MemorySize"], embed["Timeout"]) == (SETTINGS.text_encoder.memory_mb, SETTINGS.text_encoder.timeout_s)
+    declared = [(output_id(template, c.output_key(FUNCTION_NAME)), c.handler, c.settings) for c in PIPELINE.consumers]
+    declared += [(function_of(template, workflow, stem), task.handler, task.settings) for workflow, stem, task in TASKS]
+    for logical_id, handler, settings in declared:
+        function = functions[logical_id]
+        assert function["Handler"] == handler
+        assert (function["MemorySize"], function["Timeout"]) == (settings.memory_mb, settings.timeout_s)
 
 
-def test_state_machines_run_the_asl_files_with_logging_and_tracing(template):
+def environment_model(template, logical_id) -> type[FunctionEnvironment]:
+    """The environment model a function's handler validates at init: a consumer's (it has an event
+    source), the Accept step's (every state machine names it), or a workflow step's."""
+    if logical_id in {m["FunctionName"]["Ref"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}:
+        return ConsumerEnvironment
+    accepts = {m["DefinitionSubstitutions"]["AcceptFunctionArn"]["Fn::GetAtt"][0]
+               for m in of_type(template, "AWS::StepFunctions::StateMachine").values()}
+    return AcceptEnvironment if logical_id in accepts else StepEnvironment
+
+
+def test_every_functions_environment_is_exactly_what_its_handler_validates(template):
+    for logical_id, function in of_type(template, "AWS::Lambda::Function").items():
+        model = environment_model(template, logical_id)
+        variables = function["Environment"]["Variables"]
+        unknown = set(variables) - set(model.model_fields) - model.PLATFORM_VARIABLES
+        assert not unknown, (logical_id, unknown)  # a variable nobody reads is a typo or a leftover
+        # CloudFormation resolves tokens at deploy: stand a name in for each, then validate as the handler will.
+        concrete = {name: value if isinstance(value, str | int) else f"deployed-{name.lower()}" for name, value in variables.items()}
+        model.from_environ({name: str(value) for name, value in concrete.items()})
+
+
+def test_each_consumers_environment_names_what_it_consumes_and_produces(template):
+    functions = of_type(template, "AWS::Lambda::Function")
+    for consumer in PIPELINE.consumers:
+        variables = functions[output_id(template, consumer.output_key(FUNCTION_NAME))]["Environment"]["Variables"]
+        assert (variables["CONSUMES"], variables["PRODUCES"]) == (consumer.consumes.type, consumer.produces)
+        assert variables["RESULT_SOURCE"] == consumer.result_source
+        assert variables["INFERBUS_MODELS"] == ",".join(consumer.models)
+
+
+def test_state_machines_run_the_declared_asl_files_with_logging_and_tracing(template):
+    from inferbus.runtime.resources import placeholders
+
     machines = of_type(template, "AWS::StepFunctions::StateMachine")
-    files = {path.read_text(): path.name for path in STATEMACHINES.glob("*.asl.json")}
-    expected_types = {"text_pipeline.asl.json": "EXPRESS", "vision_fanout.asl.json": "EXPRESS",
-                      "auto_approve.asl.json": "EXPRESS", "risk_review.asl.json": "STANDARD"}
-    seen = {}
-    for machine in machines.values():
-        name = files[machine["DefinitionString"]]  # the file, unchanged: placeholders filled at deploy
-        seen[name] = machine["StateMachineType"]
-        placeholders = set(re.findall(r"\$\{([A-Za-z0-9]+)\}", machine["DefinitionString"]))
-        assert placeholders == set(machine["DefinitionSubstitutions"]), name
+    assert len(machines) == len(PIPELINE.workflows)
+    for workflow in PIPELINE.workflows:
+        machine = machines[output_id(template, workflow.output_key(STATE_MACHINE_ARN))]
+        # the file, unchanged: placeholders filled at deploy
+        assert machine["DefinitionString"] == (STATEMACHINES / workflow.definition).read_text()
+        assert machine["StateMachineType"] == ("EXPRESS" if workflow.express else "STANDARD")
+        assert placeholders(machine["DefinitionString"]) == set(machine["DefinitionSubstitutions"]), workflow.name
+        substitutions = machine["DefinitionSubstitutions"]
+        assert (substitutions["WorkflowName"], substitutions["FailureType"]) == (workflow.name, workflow.failure)
+        assert substitutions["ResultSource"] == workflow.result_source
         assert machine["TracingConfiguration"] == {"Enabled": True}
         assert machine["LoggingConfiguration"]["Level"] == SETTINGS.workflow_log_level
         assert machine["LoggingConfiguration"]["IncludeExecutionData"] is SETTINGS.workflow_log_execution_data
-    assert seen == expected_types
 
 
 def test_state_machine_roles_invoke_only_their_own_functions(template):
@@ -209,7 +269,9 @@ def test_alarms_watch_queues_functions_and_workflows_and_notify_the_encrypted_to
     metrics = {alarm.get("MetricName") for alarm in alarms.values()}
     assert metrics == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", "Errors", "RecordsFailed",
                        "ExecutionsFailed", "ExecutionsTimedOut"}
-    assert len(alarms) == 2 * 5 + 4 * 3  # two consumers, four workflows
+    # per consumer: DLQ, undelivered, age, function errors, record failures; per workflow: failed,
+    # timed out, undelivered; per route: DLQ, undelivered
+    assert len(alarms) == 5 * len(PIPELINE.consumers) + 3 * len(PIPELINE.workflows) + 2 * len(PIPELINE.routes)
     (topic_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
     assert all(alarm["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms.values())
     assert "alias/aws/sns" in json.dumps(template["Resources"][topic_id]["Properties"]["KmsMasterKeyId"])
@@ -224,17 +286,56 @@ def test_dashboard_shows_rate_latency_errors_and_dlq_depth(template):
         assert title in body
 
 
-def test_the_text_encoder_can_be_a_container_image(template, image_variant_template):
-    zip_embed = of_type(template, "AWS::Lambda::Function")[logical_id(template, "TextEmbedFunction", "AWS::Lambda::Function")]
-    image_id = logical_id(image_variant_template, "TextEmbedFunction", "AWS::Lambda::Function")
-    image_embed = of_type(image_variant_template, "AWS::Lambda::Function")[image_id]
-    assert "ZipFile" not in json.dumps(zip_embed["Code"]) and "S3Key" in zip_embed["Code"]
-    assert image_embed["PackageType"] == "Image" and "ImageUri" in image_embed["Code"]
-    assert "Handler" not in image_embed and "Runtime" not in image_embed
-    assert image_embed["Environment"]["Variables"]["INFERBUS_LOCAL_HANDLER"] == zip_embed["Handler"]
-    dockerfile = (Path(__file__).resolve().parents[2] / "functions" / "text_pipeline" / "Dockerfile").read_text()
-    assert f'CMD ["{zip_embed["Handler"]}"]' in dockerfile
+def test_any_function_can_be_a_container_image(template, image_variant_template):
+    from tests.infra.conftest import IMAGE_TASK
+
+    workflow, stem, task = IMAGE_TASK
+    zip_function = of_type(template, "AWS::Lambda::Function")[function_of(template, workflow, stem)]
+    image_id = function_of(image_variant_template, workflow, stem)
+    image_function = of_type(image_variant_template, "AWS::Lambda::Function")[image_id]
+    assert "ZipFile" not in json.dumps(zip_function["Code"]) and "S3Key" in zip_function["Code"]
+    assert image_function["PackageType"] == "Image" and "ImageUri" in image_function["Code"]
+    assert "Handler" not in image_function and "Runtime" not in image_function
+    assert image_function["ImageConfig"]["Command"] == [task.handler] == [zip_function["Handler"]]
+    assert image_function["Environment"] == zip_function["Environment"]
+    dockerfile = (Path(__file__).resolve().parents[2] / "functions" / "Dockerfile").read_text()
     assert "lambda/python:${PYTHON_VERSION}" in dockerfile
-    # Only the encoder changes: the other nine functions stay zip functions.
+    # Only that function changes: the others stay zip functions.
     others = [f for k, f in of_type(image_variant_template, "AWS::Lambda::Function").items() if k != image_id]
-    assert len(others) == 9 and all("Handler" in f for f in others)
+    assert len(others) == len(of_type(template, "AWS::Lambda::Function")) - 1 and all("Handler" in f for f in others)
+
+
+def test_a_stage_names_the_stack_bus_and_every_generated_name(tmp_path):
+    from inferbus.local import LocalPipeline
+    from inferbus.template import synthesize
+
+    staged = synthesize(context={"stage": "dev"}, outdir=str(tmp_path))
+    (bus,) = of_type(staged, "AWS::Events::EventBus").values()
+    assert bus["Name"] == f"{SETTINGS.bus_name}-dev"
+    dashboard = next(iter(of_type(staged, "AWS::CloudWatch::Dashboard").values()))
+    assert dashboard["DashboardName"] == f"{SETTINGS.stack_name}-dev-pipeline"
+    with LocalPipeline(staged, settings=InferbusSettings(stage="dev"), tap=False) as pipeline:
+        assert pipeline.bus_name == "inferbus-dev"
+        names = [q.name for q in pipeline.deployment.queues.values()] + list(pipeline.deployment.tables.values())
+        names += [f.name for f in pipeline.deployment.functions.values()]
+        assert names and all(name.startswith(f"{SETTINGS.stack_name}-dev-") for name in names)
+
+
+def test_context_overrides_a_setting_and_a_components_setting_naming_a_bad_one(tmp_path):
+    from infra.settings import SettingsError
+
+    from inferbus.template import synthesize
+
+    consumer = PIPELINE.consumers[0]
+    changed = synthesize(context={"review_threshold": "0.7", f"{consumer.name}.batch_size": "50"}, outdir=str(tmp_path / "a"))
+    (mapping,) = [m for m in of_type(changed, "AWS::Lambda::EventSourceMapping").values()
+                  if m["FunctionName"]["Ref"] == output_id(changed, consumer.output_key(FUNCTION_NAME))]
+    assert mapping["BatchSize"] == 50
+    assert "0.7" in json.dumps([r["EventPattern"] for r in of_type(changed, "AWS::Events::Rule").values()])
+    for context, message in (({"review_threshhold": "0.7"}, "-c review_threshhold: not a setting"),
+                             ({f"{consumer.name}.batch_size": "many"}, f"-c {consumer.name}.batch_size: expected int"),
+                             ({f"{consumer.name}.batch_size": "0"}, r"batch_size must be in \[1, 10000\]"),
+                             ({"no-such-component.batch_size": "5"}, "no component named 'no-such-component'"),
+                             ({"stage": "Prod!"}, "stage must be empty or 1-12 lowercase")):
+        with pytest.raises(SettingsError, match=message):
+            synthesize(context=context, outdir=str(tmp_path / "b"))

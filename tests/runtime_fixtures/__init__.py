@@ -9,6 +9,21 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
+from typing import Any
+
+from inferbus.runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# The runtime's own tests: handlers import from the repository root (tests.runtime_fixtures.*),
+# and these exceptions stand for the Lambda service ending an invocation.
+HOST = HostConfig(code_root=REPO_ROOT, task_root=REPO_ROOT,
+                  service_failures={"FixtureTimeout": TIMED_OUT, "FixtureCrash": RUNTIME_EXITED})
+
+
+def runtime(template: dict[str, Any], **options: Any) -> EmbeddedPipeline:
+    """The embedded runtime on a hand-written template, as any application would start it."""
+    return EmbeddedPipeline(template, stack_name="RuntimeTest", host=HOST, **options)
 
 
 def log(message: str, **fields: object) -> None:

@@ -37,7 +37,7 @@ def log_group() -> dict[str, Any]:
 
 def function(module: str, *, tag: str | None = None, image: bool = False, **environment: Any) -> dict[str, Any]:
     """A zip function running ``tests.runtime_fixtures.<module>.handler``, or an image function naming it
-    in ``INFERBUS_LOCAL_HANDLER`` (no Handler, no Runtime, as CDK's DockerImageFunction emits)."""
+    in ``ImageConfig.Command`` (no Handler, no Runtime, as CDK's DockerImageFunction emits)."""
     variables = {"EVENT_BUS_NAME": {"Ref": BUS}, **({"TAG": tag} if tag else {}), **environment}
     props: dict[str, Any] = {
         "Environment": {"Variables": variables},
@@ -48,8 +48,7 @@ def function(module: str, *, tag: str | None = None, image: bool = False, **envi
     }
     if image:
         props |= {"Code": {"ImageUri": {"Fn::Sub": "${AWS::AccountId}.dkr.ecr.${AWS::Region}.amazonaws.com/cdk-hnb659fds:abc"}},
-                  "PackageType": "Image"}
-        variables["INFERBUS_LOCAL_HANDLER"] = f"{FIXTURES}.{module}.handler"
+                  "PackageType": "Image", "ImageConfig": {"Command": [f"{FIXTURES}.{module}.handler"]}}
     else:
         props |= {"Code": {"S3Bucket": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"}, "S3Key": "x.zip"},
                   "Handler": f"{FIXTURES}.{module}.handler", "Runtime": "python3.12"}

@@ -2,18 +2,24 @@
 
 import doctest
 
-import inferbus_lambda.contracts
+import inferbus_lambda.contracts.core
 import inferbus_lambda.entities
+import inferbus_lambda.environment
+import inferbus_lambda.errors
 import inferbus_lambda.faults
 import inferbus_lambda.publishing
 import inferbus_lambda.text
 import inferbus_lambda.vision
 import pytest
 
+import infra.configuration
+import infra.declarations
 import infra.settings
+import pipeline
 
-MODULES = [inferbus_lambda.contracts, inferbus_lambda.entities, inferbus_lambda.faults, inferbus_lambda.publishing,
-           inferbus_lambda.text, inferbus_lambda.vision, infra.settings]
+MODULES = [inferbus_lambda.contracts.core, inferbus_lambda.entities, inferbus_lambda.environment, inferbus_lambda.errors,
+           inferbus_lambda.faults, inferbus_lambda.publishing, inferbus_lambda.text, inferbus_lambda.vision,
+           infra.configuration, infra.declarations, infra.settings, pipeline]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])

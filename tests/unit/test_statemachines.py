@@ -7,13 +7,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from inferbus_lambda.errors import TransientError
+
+from tests.declared import PIPELINE
 
 STATEMACHINES = Path(__file__).resolve().parents[2] / "statemachines"
+# What the stack fills in from each workflow's declaration.
+WORKFLOW_NAME, FAILURE_TYPE, TRIGGER_TYPE = "${WorkflowName}", "${FailureType}", "${TriggerType}"
 FILES = sorted(STATEMACHINES.glob("*.asl.json"))
 # Errors a Lambda task retries: Lambda's service errors, timeouts, and the handlers' own TransientError.
 TRANSIENT_LAMBDA_ERRORS = {
     "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException", "Lambda.Unknown", "Sandbox.Timedout", "States.Timeout", "TransientError",
+    "Lambda.TooManyRequestsException", "Lambda.Unknown", "Sandbox.Timedout", "States.Timeout", TransientError.__name__,
 }
 TERMINAL_TYPES = {"Succeed", "Fail"}
 
@@ -47,9 +52,8 @@ def tasks(machine: dict) -> Iterator[tuple[str, dict]]:
                 yield name, state
 
 
-def test_there_is_one_file_per_orchestration_pattern():
-    assert {path.name for path in FILES} == {
-        "text_pipeline.asl.json", "vision_fanout.asl.json", "risk_review.asl.json", "auto_approve.asl.json"}
+def test_every_file_is_a_declared_workflows_definition_and_every_definition_exists():
+    assert {path.name for path in FILES} == {workflow.definition for workflow in PIPELINE.workflows}
 
 
 @pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
@@ -107,7 +111,9 @@ def test_failures_end_in_one_failure_event_then_a_fail_state(path):
     machine = load(path)
     emit = machine["States"]["EmitFailure"]
     (entry,) = emit["Parameters"]["Entries"]
-    assert entry["DetailType"].endswith("Failed") and entry["Detail"]["type"] == entry["DetailType"]
+    # the declaration names the failure type and the workflow: the stack fills them in
+    assert entry["DetailType"] == entry["Detail"]["type"] == FAILURE_TYPE
+    assert entry["Detail"]["data"]["workflow"] == WORKFLOW_NAME
     assert entry["Detail"]["data"]["error.$"] == "$.error.Error"
     assert entry["Detail"]["correlationid.$"] == "$.accepted.failure.correlationid"
     assert machine["States"][emit["Next"]]["Type"] == "Fail"
@@ -123,12 +129,14 @@ def test_failures_end_in_one_failure_event_then_a_fail_state(path):
             assert target in {"EmitFailure", "Failed"}, f"{path.name}: {name} catches to {target}"
 
 
-@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
-def test_the_first_step_accepts_the_event_and_every_event_id_comes_from_it(path):
-    machine = load(path)
+@pytest.mark.parametrize("workflow", PIPELINE.workflows, ids=[w.name for w in PIPELINE.workflows])
+def test_the_first_step_accepts_the_event_and_every_event_id_comes_from_it(workflow):
+    machine = load(STATEMACHINES / workflow.definition)
     accept = machine["States"][machine["StartAt"]]
     assert accept["Parameters"]["FunctionName"] == "${AcceptFunctionArn}"
-    emitted = set(accept["Parameters"]["Payload"]["emits"])
+    payload = accept["Parameters"]["Payload"]
+    assert (payload["workflow"], payload["types"]) == (WORKFLOW_NAME, [TRIGGER_TYPE])
+    assert set(payload["emits"]) == set(workflow.produces)  # result ids for what the declaration says it produces
     published = set()
     for _, task in tasks(machine):
         if task["Resource"] == "arn:aws:states:::events:putEvents":
@@ -136,7 +144,16 @@ def test_the_first_step_accepts_the_event_and_every_event_id_comes_from_it(path)
                 detail = entry["Detail"]
                 assert detail["source"] == entry["Source"] == "${ResultSource}"
                 assert detail["type"] == entry["DetailType"]
-                if not detail["type"].endswith("Failed"):
+                if detail["type"] != FAILURE_TYPE:
                     assert detail["id.$"] == f"$.accepted.result_ids.{detail['type']}"
                     published.add(detail["type"])
-    assert published == emitted
+    assert published == set(workflow.produces)
+
+
+@pytest.mark.parametrize("workflow", PIPELINE.workflows, ids=[w.name for w in PIPELINE.workflows])
+def test_each_task_placeholder_is_a_declared_task(workflow):
+    from inferbus.runtime.resources import placeholders
+
+    stems = {key.removesuffix("FunctionArn") for key in placeholders((STATEMACHINES / workflow.definition).read_text())
+             if key.endswith("FunctionArn")}
+    assert stems == {"Accept", *workflow.tasks}
