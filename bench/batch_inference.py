@@ -16,19 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from inferbus_lambda.consumer import expect_type
+from inferbus_lambda.contracts import ImageSubmitted, new_event
+from inferbus_lambda.inference import OnnxClassifier
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "functions"))
-
-from inferbus_lambda.consumer import expect_type  # noqa: E402
-from inferbus_lambda.contracts import ImageSubmitted, new_event  # noqa: E402
-from inferbus_lambda.inference import OnnxClassifier  # noqa: E402
-
 MANIFEST = json.loads((REPO_ROOT / "models" / "manifest.json").read_text())["models"]["digits-mlp"]
 
 

@@ -22,17 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from inferbus_lambda.text import TextEncoder, TextTokenizer, pad_batch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "functions"))
-
-from inferbus_lambda.text import TextEncoder, TextTokenizer, pad_batch  # noqa: E402
-
 MANIFEST = json.loads((REPO_ROOT / "models" / "manifest.json").read_text())["models"]["minilm-l6-int8"]
 
 

@@ -26,7 +26,15 @@ from typing import Any
 from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
 from inferbus_lambda.faults import InjectedCrash, InjectedTimeout
 
-from infra.declarations import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, QUEUE_URL, STATE_MACHINE_ARN, Pipeline
+from infra.declarations import (
+    DEAD_LETTER_QUEUE_URL,
+    EVENT_BUS_NAME_OUTPUT,
+    FUNCTION_NAME,
+    INVALID_EVENTS_OUTPUT,
+    QUEUE_URL,
+    STATE_MACHINE_ARN,
+    Pipeline,
+)
 from infra.settings import InferbusSettings
 
 from .claims import expire_claims_of
@@ -44,8 +52,6 @@ HOST = HostConfig(
     },
     service_failures={InjectedTimeout.__name__: TIMED_OUT, InjectedCrash.__name__: RUNTIME_EXITED},
 )
-EVENT_BUS_NAME_OUTPUT = "EventBusName"
-INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"
 
 
 @dataclass(frozen=True)

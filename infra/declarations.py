@@ -37,6 +37,7 @@ from typing import Any
 from .settings import ConsumerSettings, FunctionSettings, QueueSettings, SettingsError
 
 __all__ = [
+    "ALARM_TOPIC_OUTPUT", "EVENT_BUS_NAME_OUTPUT", "IDEMPOTENCY_TABLE_OUTPUT", "INVALID_EVENTS_OUTPUT",
     "Component", "Consumer", "Corruption", "DEAD_LETTER_QUEUE_URL", "DemoInputs", "EventFilter", "FUNCTION_NAME",
     "Pipeline", "Producer", "QUEUE_URL", "RESULT_SOURCE_PREFIX", "Route", "STATE_MACHINE_ARN", "Sample", "Setting",
     "Task", "Workflow", "pascal",
@@ -46,7 +47,12 @@ NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 MAX_NAME = 40
 STEM = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 RESULT_SOURCE_PREFIX = "inferbus."
-# Stack output keys: <construct id><kind>.
+# Stack outputs of the shared core.
+EVENT_BUS_NAME_OUTPUT = "EventBusName"
+INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"
+ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
+IDEMPOTENCY_TABLE_OUTPUT = "IdempotencyTableName"
+# Stack outputs of a component: <construct id><kind>.
 QUEUE_URL = "QueueUrl"
 DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"
 FUNCTION_NAME = "FunctionName"

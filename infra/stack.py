@@ -33,7 +33,11 @@ from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queu
 from .constructs.workflow_monitoring import WorkflowMonitoring
 from .declarations import (
     ACCEPT_STEM,
+    ALARM_TOPIC_OUTPUT,
     DEAD_LETTER_QUEUE_URL,
+    EVENT_BUS_NAME_OUTPUT,
+    IDEMPOTENCY_TABLE_OUTPUT,
+    INVALID_EVENTS_OUTPUT,
     FUNCTION_NAME,
     QUEUE_URL,
     STATE_MACHINE_ARN,
@@ -65,11 +69,6 @@ LOG_RETENTION = dict(
         strict=True,
     )
 )
-# Stack outputs of the shared core (each component's are named by its declaration).
-EVENT_BUS_NAME_OUTPUT = "EventBusName"
-INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"
-ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
-IDEMPOTENCY_TABLE_OUTPUT = "IdempotencyTableName"
 
 
 class InferbusStack(Stack):

@@ -11,7 +11,6 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from inferbus.runtime import EmbeddedPipeline
 from tests.runtime_fixtures import runtime
 from inferbus.runtime.lambda_adapter import function_name_of
 from inferbus.runtime.lambda_host import INVOCATION_LOCK

@@ -11,7 +11,7 @@ import pytest
 import inferbus.runtime.bridge
 import inferbus.runtime.lambda_adapter
 import inferbus.runtime.resources
-from inferbus.runtime import EmbeddedPipeline, UnsupportedTemplateError
+from inferbus.runtime import UnsupportedTemplateError
 from tests.runtime_fixtures import runtime
 from tests.runtime_fixtures import templates as t
 

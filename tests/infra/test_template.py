@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 
-from infra.declarations import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, QUEUE_URL, STATE_MACHINE_ARN
+from infra.declarations import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, INVALID_EVENTS_OUTPUT, QUEUE_URL, STATE_MACHINE_ARN
 from infra.settings import InferbusSettings
 from tests.declared import PIPELINE, RESULT_SOURCES
 
@@ -73,7 +73,7 @@ def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(templ
     # Every other queue is a DLQ of a queue or of a rule target, except the people-read review queues
     # and the invalid-events destination (itself a dead-letter destination, with reasons).
     unredriven = {output_id(template, w.review_queue_output) for w in PIPELINE.workflows if w.review_queue}
-    unredriven.add(output_id(template, "InvalidEventsQueueUrl"))
+    unredriven.add(output_id(template, INVALID_EVENTS_OUTPUT))
     for queue in set(queues) - set(work) - unredriven:
         arn = json.dumps({"Fn::GetAtt": [queue, "Arn"]})
         assert arn in dead_letter_arns | target_dlqs, queue
