@@ -140,6 +140,19 @@ def _chaos(args: argparse.Namespace) -> int:
     return 0 if report.balanced else 1
 
 
+def _docs(args: argparse.Namespace) -> int:
+    from pipeline import load_pipeline
+
+    from .reference import README, update_readme
+
+    current = update_readme(load_pipeline(), check=args.check)
+    if args.check and not current:
+        print(f"inferbus docs: {README.name}'s event table is out of date; run `inferbus docs` to rewrite it", file=sys.stderr)
+        return 1
+    print(f"{README.name}: event table {'is current' if current else 'rewritten from the contracts and pipeline/'}")
+    return 0
+
+
 def _rate(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
@@ -254,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     chaos.set_defaults(run=_chaos)
+    docs = commands.add_parser("docs", help="rewrite the README's event table from the contracts and pipeline/")
+    docs.add_argument("--check", action="store_true", help="only check that it is current (exit 1 if not)")
+    docs.set_defaults(run=_docs)
     return parser
 
 

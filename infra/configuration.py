@@ -93,7 +93,10 @@ def _coerce_component_value(pipeline: Pipeline | None, key: str, value: Any) -> 
     except KeyError as error:
         raise SettingsError(f"-c {key}: {error.args[0]}") from None
     if isinstance(component, Workflow):
-        field_name = rest.partition(".")[2]
+        stem, _, field_name = rest.partition(".")
+        if stem not in component.tasks or not field_name:
+            raise SettingsError(f"-c {key}: workflow {name} has tasks {sorted(component.tasks)}; "
+                                f"write {name}.<Task>.<setting>")
         settings_type: type = FunctionSettings
     else:
         field_name = rest

@@ -1,0 +1,75 @@
+"""Declarations: checked as a whole, names derived from one name, settings overridden from context."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.configuration import parse_context
+from infra.declarations import Consumer, EventFilter, Pipeline, Producer, Route, Setting, Task, Workflow
+from infra.settings import ConsumerSettings, InferbusSettings, SettingsError
+from inferbus.reference import update_readme
+from tests.declared import PIPELINE
+
+
+def consumer(name="iris-classifier", **changes):
+    fields = {"handler": "iris.handler.lambda_handler", "consumes": EventFilter("IrisSubmitted"),
+              "produces": "IrisClassified", "models": ("iris",)}
+    return Consumer(name=name, **fields | changes)
+
+
+def test_every_name_derives_from_the_components_name():
+    declared = consumer()
+    assert declared.construct_id == "IrisClassifier"
+    assert declared.result_source == "inferbus.iris-classifier"
+    assert declared.output_key("QueueUrl") == "IrisClassifierQueueUrl"
+    flow = Workflow(name="fraud-check", definition="f.asl.json", trigger=EventFilter("X"), produces=("Y",), failure="Z",
+                    tasks={"ScoreMlp": Task("f.score.lambda_handler")}, review_queue="fraud-review")
+    assert (flow.task_construct_id("ScoreMlp"), flow.task_service("ScoreMlp")) == ("FraudCheckScoreMlp", "fraud-check-score-mlp")
+    assert flow.review_queue_output == "FraudReviewQueueUrl"
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: consumer(name="IrisClassifier"), "must be kebab-case"),
+    (lambda: consumer(name="x" * 41), "at most 40"),
+    (lambda: Pipeline((consumer(), consumer())), r"declared more than once: \['iris-classifier'\]"),
+    (lambda: Pipeline((consumer(consumes=EventFilter("IrisSubmitted", sources=(Producer("nobody"),))),)),
+     r"Producer\('nobody'\) names no component"),
+    (lambda: Workflow(name="w", definition="w.asl.json", trigger=EventFilter("X"), produces=(), failure="F",
+                      tasks={"Accept": Task("h.lambda_handler")}), "not 'Accept'"),
+])
+def test_a_declaration_that_cannot_work_fails_at_once_naming_why(make, message):
+    with pytest.raises(SettingsError, match=message):
+        make()
+
+
+def test_patterns_resolve_settings_and_producers():
+    flow = Workflow(name="w", definition="w.asl.json", produces=(), failure="F",
+                    trigger=EventFilter("Scored", sources=(Producer("iris-classifier"),),
+                                        data={"score": [{"numeric": [">=", Setting("review_threshold")]}]}))
+    pipeline = Pipeline((consumer(),), (flow,))
+    assert pipeline.pattern(flow.trigger, InferbusSettings(review_threshold=0.7)) == {
+        "detail-type": ["Scored"], "source": ["inferbus.iris-classifier"],
+        "detail": {"specversion": ["1.0"], "data": {"score": [{"numeric": [">=", 0.7]}]}}}
+
+
+def test_overrides_reach_a_consumer_a_task_and_a_route_and_name_a_bad_key():
+    flow = Workflow(name="w", definition="w.asl.json", trigger=EventFilter("X"), produces=(), failure="F",
+                    tasks={"Score": Task("h.lambda_handler")})
+    pipeline = Pipeline((consumer(),), (flow,), (Route(name="offers", routes=EventFilter("Y")),))
+    settings, overrides = parse_context({"stage": "prod", "iris-classifier.batch_size": "20", "w.Score.memory_mb": "2048",
+                                         "offers.max_receive_count": "5", "iris-classifier.package": "image",
+                                         "@aws-cdk/core:newStyleStackSynthesis": True}, pipeline)
+    changed = pipeline.with_overrides(overrides)
+    assert settings.staged("Inferbus") == "Inferbus-prod"
+    assert changed.component("iris-classifier").settings == ConsumerSettings(batch_size=20, package="image")
+    assert changed.component("w").tasks["Score"].settings.memory_mb == 2048
+    assert changed.component("offers").settings.max_receive_count == 5
+    for context, message in (({"w.memory_mb": "1"}, "write w.<Task>.<setting>"),
+                             ({"iris-classifier.batchsize": "1"}, "has no 'batchsize'"),
+                             ({"iris-classifier.package": "wheel"}, "must be one of zip, image")):
+        with pytest.raises(SettingsError, match=message):
+            pipeline.with_overrides(parse_context(context, pipeline)[1])
+
+
+def test_the_readme_event_table_is_generated_from_the_contracts_and_declarations():
+    assert update_readme(PIPELINE, check=True), "README.md's event table is out of date: run `inferbus docs`"

@@ -1,0 +1,63 @@
+"""The kit's handler factories: a function's environment is validated at init, its models found by name."""
+
+from __future__ import annotations
+
+import pytest
+from inferbus_lambda.environment import ConsumerEnvironment, StepEnvironment
+from inferbus_lambda.errors import ConfigurationError
+from inferbus_lambda.handlers import Models, StepRuntime
+from inferbus_lambda.inference import model_info
+
+from infra.declarations import FUNCTION_NAME
+from tests.declared import PIPELINE
+
+BASE = {"POWERTOOLS_SERVICE_NAME": "unit", "POWERTOOLS_METRICS_NAMESPACE": "Test"}
+
+
+def test_a_missing_or_malformed_variable_is_named_on_one_line():
+    with pytest.raises(ConfigurationError) as raised:
+        ConsumerEnvironment.from_environ(BASE | {"IDEMPOTENCY_TTL_SECONDS": "soon"})
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("unit: the function's environment is incomplete or wrong")
+    for name in ("EVENT_BUS_NAME", "IDEMPOTENCY_TABLE_NAME", "IDEMPOTENCY_TTL_SECONDS", "CONSUMES", "PRODUCES"):
+        assert name in message
+
+
+def test_an_environment_round_trips_through_the_variables_the_stack_writes():
+    environment = ConsumerEnvironment(**BASE, INFERBUS_MODELS=("a", "b"), EVENT_BUS_NAME="bus", RESULT_SOURCE="inferbus.x",
+                                      CONSUMES="In", PRODUCES="Out", IDEMPOTENCY_TABLE_NAME="t", IDEMPOTENCY_TTL_SECONDS=60)
+    variables = environment.as_variables()
+    assert variables["INFERBUS_MODELS"] == "a,b" and "INVALID_EVENTS_QUEUE_URL" not in variables
+    assert ConsumerEnvironment.from_environ(variables) == environment
+
+
+def test_a_step_loads_its_declared_models_once_and_names_an_unknown_one(monkeypatch, tmp_path):
+    from inferbus.local import HOST
+
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", str(HOST.task_root))
+    loads = []
+    runtime = StepRuntime(lambda event, rt: rt.models.only.name, load=lambda info: loads.append(info.name) or info,
+                          environ=BASE | {"INFERBUS_MODELS": "digits-mlp"})
+    assert runtime.handle({}, None) == "digits-mlp" and loads == ["digits-mlp"]
+    assert model_info("digits-mlp").labels == list(range(10))
+    with pytest.raises(ConfigurationError, match="model 'nope' is not in models/manifest.json"):
+        StepRuntime(lambda e, r: None, environ=BASE | {"INFERBUS_MODELS": "nope"})
+    with pytest.raises(ConfigurationError, match="loads 2 models"):
+        Models({"a": 1, "b": 2}).only  # noqa: B018 - the property raises
+
+
+def test_each_consumers_handler_builds_from_its_template_environment(template):
+    """What the stack writes is what the handler validates: the factory's own check, on each consumer."""
+    from inferbus.local import LocalPipeline
+
+    with LocalPipeline(template, tap=False) as pipeline:
+        for consumer in PIPELINE.consumers:
+            function = pipeline.function(pipeline.outputs[consumer.output_key(FUNCTION_NAME)])
+            runtime = function.handler.runtime
+            assert (runtime.environment.CONSUMES, runtime.environment.PRODUCES) == (consumer.consumes.type, consumer.produces)
+            assert list(runtime.models) == list(consumer.models)
+
+
+def test_a_step_environment_ignores_what_lambda_adds():
+    environment = StepEnvironment.from_environ(BASE | {"AWS_REGION": "eu-west-1", "AWS_LAMBDA_FUNCTION_NAME": "x"})
+    assert environment.POWERTOOLS_SERVICE_NAME == "unit"
