@@ -40,22 +40,28 @@ def _with_progress(run: Callable[[Callable[[str, int, int], None]], T]) -> T:
         return run(show)
 
 
+def _run_and_report(command: str, run: Callable[..., Any], options: dict[str, Any], show: Callable[[Any], None],
+                    as_json: bool, refused: type[Exception]) -> int:
+    """Run an embedded experiment; print its report as JSON or for people; exit 0 only if it balances."""
+    try:
+        if as_json:
+            report = run(**options)
+            print(json.dumps(report.as_dict(), indent=2))
+        else:
+            report = _with_progress(lambda progress: run(**options, progress=progress))
+            show(report)
+    except refused as error:
+        print(f"inferbus {command}: {error}", file=sys.stderr)
+        return 2
+    return 0 if report.balanced else 1
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import DemoInputError, run_demo
     from .demo.summary import print_summary
 
-    sizes = dict(counts=dict(args.count), duplicates=dict(args.duplicates))
-    try:
-        if args.json:
-            report = run_demo(**sizes)
-            print(json.dumps(report.as_dict(), indent=2))
-        else:
-            report = _with_progress(lambda show: run_demo(**sizes, progress=show))
-            print_summary(report)
-    except DemoInputError as error:
-        print(f"inferbus demo: {error}", file=sys.stderr)
-        return 2
-    return 0 if report.balanced else 1
+    options = dict(counts=dict(args.count), duplicates=dict(args.duplicates))
+    return _run_and_report("demo", run_demo, options, print_summary, args.json, DemoInputError)
 
 
 def _send(args: argparse.Namespace) -> int:
@@ -127,17 +133,7 @@ def _chaos(args: argparse.Namespace) -> int:
                        crash_after_publish_rate=args.crash_rate, duplicate_rate=args.duplicate_rate, latency_ms=args.latency_ms)
     options = dict(events=args.events, rates=rates, consumer=args.consumer, seed=args.seed, redrive=not args.no_redrive,
                    batch_size=args.batch_size)
-    try:
-        if args.json:
-            report = run_chaos(**options)
-            print(json.dumps(report.as_dict(), indent=2))
-        else:
-            report = _with_progress(lambda show: run_chaos(**options, progress=show))
-            print_chaos_report(report)
-    except ChaosError as error:
-        print(f"inferbus chaos: {error}", file=sys.stderr)
-        return 2
-    return 0 if report.balanced else 1
+    return _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
 
 
 def _docs(args: argparse.Namespace) -> int:

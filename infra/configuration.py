@@ -34,8 +34,8 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from .declarations import Pipeline, Workflow
-from .settings import FunctionSettings, InferbusSettings, SettingsError
+from .declarations import Pipeline
+from .settings import InferbusSettings, SettingsError
 
 __all__ = ["configure", "parse_context"]
 
@@ -87,24 +87,8 @@ def _hints(cls: type) -> dict[str, Any]:
 def _coerce_component_value(pipeline: Pipeline | None, key: str, value: Any) -> Any:
     if pipeline is None:
         return value
-    name, _, rest = key.partition(".")
-    try:
-        component = pipeline.component(name)
-    except KeyError as error:
-        raise SettingsError(f"-c {key}: {error.args[0]}") from None
-    if isinstance(component, Workflow):
-        stem, _, field_name = rest.partition(".")
-        if stem not in component.tasks or not field_name:
-            raise SettingsError(f"-c {key}: workflow {name} has tasks {sorted(component.tasks)}; "
-                                f"write {name}.<Task>.<setting>")
-        settings_type: type = FunctionSettings
-    else:
-        field_name = rest
-        settings_type = type(component.settings)  # type: ignore[attr-defined]
-    hints = _hints(settings_type)
-    if field_name not in hints:
-        raise SettingsError(f"-c {key}: {settings_type.__name__} has no {field_name!r} (known: {sorted(hints)})")
-    return _coerce(value, hints[field_name], key)
+    settings, field_name = pipeline.setting_of(key)
+    return _coerce(value, _hints(type(settings))[field_name], key)
 
 
 def parse_context(context: Mapping[str, Any], pipeline: Pipeline | None = None) -> tuple[InferbusSettings, dict[str, Any]]:

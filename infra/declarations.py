@@ -439,7 +439,16 @@ class Pipeline:
             pipeline = pipeline._override(key, value)
         return pipeline
 
-    def _override(self, key: str, value: Any) -> Pipeline:
+    def setting_of(self, key: str) -> tuple[Any, str]:
+        """The settings object and field a key names: ``image-classifier.batch_size`` -> (its
+        ``ConsumerSettings``, ``"batch_size"``); ``text-pipeline.Embed.memory_mb`` -> (that task's
+        ``FunctionSettings``, ``"memory_mb"``).
+
+        Raises
+        ------
+        SettingsError
+            For an unknown component, task or field, naming what there is.
+        """
         name, _, rest = key.partition(".")
         try:
             component = self.component(name)
@@ -450,19 +459,25 @@ class Pipeline:
             if stem not in component.tasks or not field_name:
                 raise SettingsError(f"-c {key}: workflow {name} has tasks {sorted(component.tasks)}; "
                                     f"write {name}.<Task>.<setting>")
-            task = component.tasks[stem]
-            tasks = {**component.tasks, stem: dataclasses.replace(task, settings=_replace(task.settings, field_name, value, key))}
+            settings = component.tasks[stem].settings
+        else:
+            settings, field_name = component.settings, rest  # type: ignore[attr-defined]
+        known = {f.name for f in dataclasses.fields(settings)}
+        if field_name not in known:
+            raise SettingsError(f"-c {key}: {type(settings).__name__} has no {field_name!r} (known: {sorted(known)})")
+        return settings, field_name
+
+    def _override(self, key: str, value: Any) -> Pipeline:
+        settings, field_name = self.setting_of(key)
+        changed = dataclasses.replace(settings, **{field_name: value})
+        name, _, rest = key.partition(".")
+        component = self.component(name)
+        if isinstance(component, Workflow):
+            stem = rest.partition(".")[0]
+            tasks = {**component.tasks, stem: dataclasses.replace(component.tasks[stem], settings=changed)}
             updated: Component = dataclasses.replace(component, tasks=tasks)
         else:
-            settings = component.settings  # type: ignore[attr-defined]
-            updated = dataclasses.replace(component, settings=_replace(settings, rest, value, key))
+            updated = dataclasses.replace(component, settings=changed)
         replace = {c.name: (updated if c.name == name else c) for c in self.components}
         return Pipeline(tuple(replace[c.name] for c in self.consumers), tuple(replace[w.name] for w in self.workflows),
                         tuple(replace[r.name] for r in self.routes))
-
-
-def _replace(settings: Any, field_name: str, value: Any, key: str) -> Any:
-    known = {f.name for f in dataclasses.fields(settings)}
-    if field_name not in known:
-        raise SettingsError(f"-c {key}: {type(settings).__name__} has no {field_name!r} (known: {sorted(known)})")
-    return dataclasses.replace(settings, **{field_name: value})
