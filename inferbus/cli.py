@@ -66,7 +66,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _send(args: argparse.Namespace) -> int:
     import boto3
-    from inferbus_lambda.contracts import data_model, known_event_types, new_event, to_put_events_entry
+    from inferbus_lambda.contracts import (
+        InvalidEventError,
+        data_model,
+        known_event_types,
+        loads_strict,
+        new_event,
+        to_put_events_entry,
+    )
     from pydantic import ValidationError
     from pipeline import load_pipeline
 
@@ -83,9 +90,12 @@ def _send(args: argparse.Namespace) -> int:
                 print(f"inferbus send: no contract defines {args.type!r}; known: {', '.join(known_event_types())}",
                       file=sys.stderr)
                 return 2
-            event = new_event(model.model_validate_json(args.data), source=source)
+            event = new_event(model.model_validate(loads_strict(args.data, "--data")), source=source)
     except (KeyError, DemoInputError) as error:
         print(f"inferbus send: {error.args[0]}", file=sys.stderr)
+        return 2
+    except InvalidEventError as error:
+        print(f"inferbus send: not sent: {error.reason}", file=sys.stderr)
         return 2
     except ValidationError as error:
         print(f"inferbus send: not sent, the event breaks its contract: {error.errors(include_url=False)[0]['msg']}",

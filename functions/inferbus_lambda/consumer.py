@@ -178,6 +178,10 @@ class InferenceConsumer:
             except InvalidEventError as error:
                 report.add(RecordOutcome(message_id, "invalid", error.reason, error.event_id))
                 continue
+            except Exception as error:  # noqa: BLE001 - whatever a body holds, it fails only its own record
+                reason = f"body: could not be read ({type(error).__name__}: {str(error)[:200]})"
+                report.add(RecordOutcome(message_id, "invalid", reason))
+                continue
             status = self.claims.claim(event, remaining_ms=remaining_ms)
             if status is ClaimStatus.CLAIMED:
                 claimed.append((message_id, event))
