@@ -121,10 +121,10 @@ def _redrive(args: argparse.Namespace) -> int:
         return 2
     letters = inspect_dead_letters(sqs, dlq_url)
     table = Table(title=f"{len(letters)} messages in {dlq_url.rsplit('/', 1)[-1]}", title_justify="left")
-    for column in ("event id", "receives", "verdict"):
+    for column in ("event id", "receives", "last reason", "verdict"):
         table.add_column(column)
     for letter in letters:
-        table.add_row(letter.event_id or "?", str(letter.receive_count), letter.verdict)
+        table.add_row(letter.event_id or "?", str(letter.receive_count), letter.last_reason, letter.verdict)
     Console().print(table)
     if args.dry_run:
         movable = sum(letter.valid for letter in letters) if not args.all else len(letters)

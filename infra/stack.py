@@ -71,6 +71,14 @@ LOG_RETENTION = dict(
 )
 
 
+def _add_environment(function: lambda_.Function, model: type[FunctionEnvironment], **values: Any) -> None:
+    """Add variables to a function after it exists, each a field of its environment model."""
+    for name, value in values.items():
+        if name not in model.model_fields:
+            raise ValueError(f"{name} is not a variable of {model.__name__}")
+        function.add_environment(name, str(value))
+
+
 class InferbusStack(Stack):
     """Parameters
     ----------
@@ -205,6 +213,10 @@ class InferbusStack(Stack):
             target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s,
         )
+        # Known once the construct made its queues: a record failing on its last receive goes there with its reason.
+        _add_environment(consumer.function, ConsumerEnvironment, DEAD_LETTER_QUEUE_URL=consumer.dead_letter_queue.queue_url,
+                         MAX_RECEIVE_COUNT=declaration.settings.max_receive_count)
+        consumer.dead_letter_queue.grant_send_messages(consumer.function)
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)

@@ -9,6 +9,8 @@ status             reported    meaning
 ``duplicate``      success     scored and published by an earlier delivery
 ``rejected``       success     breaks its contract (or reuses an id): sent to the
                                invalid-events destination with the reason
+``dead_lettered``  success     failed on its last receive: sent to the DLQ by the
+                               consumer itself, with the reason as attributes
 ``invalid``        failure     breaks its contract and could not be sent there;
                                retried, then in the DLQ
 ``conflict``       failure     same id as an earlier event, different data (ditto)
@@ -37,11 +39,11 @@ from .errors import IdConflictError, InvalidEventError, TransientError
 from .faults import FaultPlan, InjectedCrash, InjectedTimeout, inject_invocation_faults
 from .idempotency import ClaimStatus, EventClaims
 from .publishing import PublishFailure
-from .rejections import Rejection
+from .rejections import DeadLetter, Rejection
 
 __all__ = ["InferenceConsumer", "RecordFailedError", "RecordOutcome", "BatchReport", "result_event_id"]
 
-SUCCESS_STATUSES = frozenset({"published", "duplicate", "rejected"})
+SUCCESS_STATUSES = frozenset({"published", "duplicate", "rejected", "dead_lettered"})
 REJECTABLE = {"invalid": InvalidEventError.__name__, "conflict": IdConflictError.__name__}  # status -> error
 
 
@@ -87,6 +89,13 @@ class BatchReport:
         return [outcome for outcome in self.outcomes.values() if not outcome.succeeded]
 
 
+def _receive_count(record: Mapping[str, Any]) -> int:
+    try:
+        return int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+    except (TypeError, ValueError):
+        return 1
+
+
 def result_event_id(input_id: str, producer: str) -> str:
     """A result's id is derived from its input's, so a republished result is recognisably the same event."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"inferbus:{producer}:{input_id}"))
@@ -96,6 +105,7 @@ Parse = Callable[[str], CloudEvent[Any]]
 Infer = Callable[[Sequence[CloudEvent[Any]]], Sequence[EventData]]
 Publish = Callable[[Sequence[CloudEvent[Any]]], list[PublishFailure]]
 Reject = Callable[[Sequence[Rejection]], set[str]]
+DeadLetterSend = Callable[[Sequence[DeadLetter]], set[str]]
 
 
 def expect_type(*event_types: str) -> Parse:
@@ -135,6 +145,10 @@ class InferenceConsumer:
         Invalid records -> the message ids that could not be sent to the invalid-events
         destination (see ``rejections.send_rejections``). ``None``: invalid records fail and
         are retried until the DLQ takes them.
+    dead_letter, max_receive_count
+        Records failing on their last receive (``ApproximateReceiveCount >= max_receive_count``)
+        -> the message ids that could not be sent to the DLQ with their reason (see
+        ``rejections.send_to_dead_letter_queue``). ``None``: SQS moves them, reason unknown.
     """
 
     def __init__(
@@ -148,9 +162,13 @@ class InferenceConsumer:
         metrics: Any,
         logger: Logger,
         reject: Reject | None = None,
+        dead_letter: DeadLetterSend | None = None,
+        max_receive_count: int | None = None,
     ) -> None:
         self.logger = logger
         self.reject = reject
+        self.dead_letter = dead_letter
+        self.max_receive_count = max_receive_count
         self.processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         self.parse = parse
         self.infer = infer
@@ -200,8 +218,28 @@ class InferenceConsumer:
             self._score_and_publish(claimed, report, crash=bool(faults and faults.draw(faults.crash_after_publish_rate)))
         if self.reject is not None:
             self._reject(report, bodies)
+        if self.dead_letter is not None and self.max_receive_count is not None:
+            self._dead_letter_last_receives(report, records)
         self._record(report, batch_size=len(records))
         return report
+
+    def _dead_letter_last_receives(self, report: BatchReport, records: Sequence[Mapping[str, Any]]) -> None:
+        """Send each record that failed on its last receive to the DLQ with its reason, and report it handled."""
+        assert self.dead_letter is not None and self.max_receive_count is not None
+        letters = []
+        for record in records:
+            outcome = report.outcomes[record["messageId"]]
+            receives = _receive_count(record)
+            if not outcome.succeeded and receives >= self.max_receive_count:
+                letters.append(DeadLetter(outcome.message_id, outcome.status, outcome.reason, receives, record["body"]))
+        if not letters:
+            return
+        unsent = self.dead_letter(letters)
+        for letter in letters:
+            if letter.message_id not in unsent:
+                outcome = report.outcomes[letter.message_id]
+                report.add(RecordOutcome(outcome.message_id, "dead_lettered", f"{outcome.status}: {outcome.reason}",
+                                         outcome.event_id, outcome.correlationid))
 
     def _inject_record_errors(self, claimed: list[tuple[str, CloudEvent[Any]]], faults: FaultPlan,
                               report: BatchReport) -> list[tuple[str, CloudEvent[Any]]]:
@@ -272,6 +310,7 @@ class InferenceConsumer:
         self.metrics.add_metric(name="RecordsPublished", unit=MetricUnit.Count, value=report.count("published"))
         self.metrics.add_metric(name="DuplicatesSkipped", unit=MetricUnit.Count, value=report.count("duplicate"))
         self.metrics.add_metric(name="RecordsRejected", unit=MetricUnit.Count, value=report.count("rejected"))
+        self.metrics.add_metric(name="RecordsDeadLettered", unit=MetricUnit.Count, value=report.count("dead_lettered"))
         self.metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=len(report.failed))
         for outcome in report.failed:
             self.logger.warning(

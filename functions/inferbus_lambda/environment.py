@@ -139,6 +139,10 @@ class ConsumerEnvironment(ClaimsEnvironment):
     INVALID_EVENTS_QUEUE_URL
         Where records that break their contract are kept with the reason; unset: such
         records fail and are retried until the DLQ takes them.
+    DEAD_LETTER_QUEUE_URL, MAX_RECEIVE_COUNT
+        The consumer's DLQ and its queue's ``maxReceiveCount``: a record that fails on its last
+        receive is sent there by the consumer itself, with its reason as message attributes
+        (SQS's own redrive would move it without one). Unset: SQS moves it, reason unknown.
     """
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
@@ -146,3 +150,5 @@ class ConsumerEnvironment(ClaimsEnvironment):
     CONSUMES: Annotated[str, Field(min_length=1)]
     PRODUCES: Annotated[str, Field(min_length=1)]
     INVALID_EVENTS_QUEUE_URL: str | None = None
+    DEAD_LETTER_QUEUE_URL: str | None = None
+    MAX_RECEIVE_COUNT: Annotated[int, Field(ge=1)] | None = None

@@ -45,7 +45,7 @@ from .faults import inject_invocation_faults
 from .idempotency import EventClaims
 from .inference import ModelInfo, OnnxClassifier, model_info
 from .publishing import PublishFailure, publish_events
-from .rejections import Rejection, send_rejections
+from .rejections import DeadLetter, Rejection, send_rejections, send_to_dead_letter_queue
 
 __all__ = ["ConsumerRuntime", "FunctionRuntime", "Models", "StepRuntime", "consumer_handler", "step_handler"]
 
@@ -155,6 +155,8 @@ class ConsumerRuntime(FunctionRuntime):
             metrics=self.metrics,
             logger=self.logger,
             reject=self.tracer.capture_method(self._reject) if environment.INVALID_EVENTS_QUEUE_URL else None,
+            dead_letter=self._dead_letter if environment.DEAD_LETTER_QUEUE_URL else None,
+            max_receive_count=environment.MAX_RECEIVE_COUNT,
         )
 
     def _infer(self, events: Sequence[CloudEvent[Any]]) -> Sequence[EventData]:
@@ -176,6 +178,11 @@ class ConsumerRuntime(FunctionRuntime):
         assert self.environment.INVALID_EVENTS_QUEUE_URL is not None
         return send_rejections(self.sqs, self.environment.INVALID_EVENTS_QUEUE_URL, self.environment.RESULT_SOURCE,
                                rejections)
+
+    def _dead_letter(self, letters: Sequence[DeadLetter]) -> set[str]:
+        assert self.environment.DEAD_LETTER_QUEUE_URL is not None
+        return send_to_dead_letter_queue(self.sqs, self.environment.DEAD_LETTER_QUEUE_URL, self.environment.RESULT_SOURCE,
+                                         letters)
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         return self.consumer.handle(event, context)
