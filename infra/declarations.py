@@ -40,7 +40,7 @@ __all__ = [
     "ALARM_TOPIC_OUTPUT", "EVENT_BUS_NAME_OUTPUT", "IDEMPOTENCY_TABLE_OUTPUT", "INVALID_EVENTS_OUTPUT",
     "Component", "Consumer", "Corruption", "DEAD_LETTER_QUEUE_URL", "DemoInputs", "EventFilter", "FUNCTION_NAME",
     "Pipeline", "Producer", "QUEUE_URL", "RESULT_SOURCE_PREFIX", "Route", "STATE_MACHINE_ARN", "Sample", "Setting",
-    "Task", "Workflow", "pascal",
+    "Task", "UNROUTED_CHECK_ID", "UNROUTED_CHECK_SOURCE", "Workflow", "pascal",
 ]
 
 NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -52,6 +52,9 @@ EVENT_BUS_NAME_OUTPUT = "EventBusName"
 INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"
 ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
 IDEMPOTENCY_TABLE_OUTPUT = "IdempotencyTableName"
+# The shared core's unrouted-events check: a catch-all rule -> queue -> function, outputs <id>QueueUrl, ...
+UNROUTED_CHECK_ID = "UnroutedEvents"
+UNROUTED_CHECK_SOURCE = RESULT_SOURCE_PREFIX + "unrouted-events"  # signs the rejections it keeps
 # Stack outputs of a component: <construct id><kind>.
 QUEUE_URL = "QueueUrl"
 DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"

@@ -88,3 +88,11 @@ def acknowledge_fault_experiment_role(role: iam.IRole, objects: str) -> None:
          "PutResourcePolicy, DescribeResourcePolicies, DescribeLogGroups) support no resource-level permissions."),
     ):
         _acknowledge(role, f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason)
+
+
+def acknowledge_rule_listing(role: iam.IRole) -> None:
+    """The unrouted-events check reads the bus's rules: ``events:ListRules`` on ``*``."""
+    _acknowledge(role, XRAY_WILDCARD,
+                 "events:ListRules supports no resource-level permissions (Resource '*' is the only form AWS accepts); "
+                 "it lists rule names and patterns, read-only, so the unrouted-events check can tell an event no rule "
+                 "takes. The role's other '*' is X-Ray's write-only telemetry.")

@@ -201,6 +201,9 @@ class InferbusSettings:
         Also log each state's input and output (may hold users' data). Default False.
     accept_step
         Memory and timeout of the kit's ``Accept`` step, which every workflow starts with.
+    unrouted_check
+        Batch, concurrency, memory and timeout of the unrouted-events check, which reads every event
+        on the bus and keeps, with the reason, those no rule takes (``inferbus_lambda.unrouted``).
     fault_injection_experiments
         Add AWS FIS experiment templates (invocation errors, added delay) over the zip functions,
         with the FIS Lambda extension layer, its configuration bucket and an experiment role.
@@ -225,6 +228,8 @@ class InferbusSettings:
     workflow_log_level: Literal["ALL", "ERROR", "FATAL", "OFF"] = "ALL"
     workflow_log_execution_data: bool = False
     accept_step: FunctionSettings = FunctionSettings()
+    unrouted_check: ConsumerSettings = ConsumerSettings(batch_size=100, max_batching_window_s=1, max_concurrency=5,
+                                                        memory_mb=256, timeout_s=30)
     fault_injection_experiments: bool = False
 
     def __post_init__(self) -> None:

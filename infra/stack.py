@@ -20,7 +20,13 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
+from inferbus_lambda.environment import (
+    AcceptEnvironment,
+    ConsumerEnvironment,
+    FunctionEnvironment,
+    StepEnvironment,
+    UnroutedEnvironment,
+)
 from inferbus_lambda.errors import REJECTION_ERRORS
 
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
@@ -41,13 +47,15 @@ from .declarations import (
     FUNCTION_NAME,
     QUEUE_URL,
     STATE_MACHINE_ARN,
+    UNROUTED_CHECK_ID,
+    UNROUTED_CHECK_SOURCE,
     Consumer,
     EventFilter,
     Pipeline,
     Route,
 )
 from .declarations import Workflow as WorkflowDeclaration
-from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue
+from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue, acknowledge_rule_listing
 from .settings import LOG_RETENTION_CHOICES, MAX_QUEUE_RETENTION_S, ConsumerSettings, FunctionSettings, InferbusSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -137,6 +145,7 @@ class InferbusStack(Stack):
             self._route_workflow_rejections()
         for route in pipeline.routes:
             self.routes[route.name] = self._route(route)
+        self.unrouted_check = self._unrouted_check()
         self.bus_construct.restrict_sources(self.result_producers)
         if settings.fault_injection_experiments:
             self._fault_injection_experiments()
@@ -320,6 +329,39 @@ class InferbusStack(Stack):
         acknowledge_invalid_events_queue(queue)
         CfnOutput(self, INVALID_EVENTS_OUTPUT, value=queue.queue_url)
         return queue
+
+    def _unrouted_check(self) -> QueueConsumer:
+        """Every event on the bus also goes to one queue, whose function keeps, with the reason, each event
+        that no other rule takes and that is no producer's result (EventBridge has no "else" rule)."""
+        settings = self.settings.unrouted_check
+        environment = UnroutedEnvironment(
+            **self._common_environment(UNROUTED_CHECK_SOURCE.removeprefix("inferbus."), ()),
+            EVENT_BUS_NAME=self.bus.event_bus_name,
+            RULE_NAME_PREFIX=f"{self.stack_name}-",
+            RESULT_SOURCES=tuple(sorted(self.result_producers)),
+            REJECTED_BY=UNROUTED_CHECK_SOURCE,
+            INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+        )
+        check = QueueConsumer(
+            self, UNROUTED_CHECK_ID, bus=self.bus,
+            event_pattern=events.EventPattern(account=[self.account]),  # every event on the bus
+            settings=settings,
+            function=self._spec("unrouted_events.handler.lambda_handler", settings,
+                                "Every event on the bus: keeps, with the reason, those no rule takes", environment),
+            target_retry_attempts=self.settings.target_retry_attempts,
+            target_max_event_age_s=self.settings.target_max_event_age_s,
+        )
+        _add_environment(check.function, UnroutedEnvironment, CATCH_ALL_RULE_NAME=check.rule.rule_name)
+        check.function.add_to_role_policy(iam.PolicyStatement(actions=["events:ListRules"], resources=["*"]))
+        acknowledge_rule_listing(check.role)
+        self.invalid_events.grant_send_messages(check.function)
+        ConsumerMonitoring(self, f"{UNROUTED_CHECK_ID}Monitoring", consumer=check, alarm_topic=self.alarm_topic,
+                           metrics_namespace=METRICS_NAMESPACE, service=environment.POWERTOOLS_SERVICE_NAME,
+                           max_message_age_s=self.settings.max_message_age_s, dashboard=self.dashboard)
+        CfnOutput(self, f"{UNROUTED_CHECK_ID}{QUEUE_URL}", value=check.queue.queue_url)
+        CfnOutput(self, f"{UNROUTED_CHECK_ID}{DEAD_LETTER_QUEUE_URL}", value=check.dead_letter_queue.queue_url)
+        CfnOutput(self, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", value=check.function.function_name)
+        return check
 
     def _route_workflow_rejections(self) -> None:
         workflows = self.pipeline.workflows

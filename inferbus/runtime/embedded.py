@@ -60,6 +60,13 @@ MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 MOTO_INTERPRETER_LOGGER = "moto.stepfunctions.parser"
 
 
+def _detail_is_object(detail: Any) -> bool:
+    try:
+        return isinstance(json.loads(detail), dict)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
 class EmbeddedPipeline:
     """The inferbus stack on moto, in this process.
 
@@ -213,10 +220,16 @@ class EmbeddedPipeline:
         self.events.put_targets(Rule=TAP_NAME, EventBusName=self.bus_name, Targets=[{"Id": "tap", "Arn": tap_arn}])
 
     def put_events(self, entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Send entries as a producer would (10 per PutEvents request); return those not accepted."""
-        rejected = []
-        for start in range(0, len(entries), PUT_EVENTS_LIMIT):
-            chunk = entries[start : start + PUT_EVENTS_LIMIT]
+        """Send entries as a producer would (10 per PutEvents request); return those not accepted.
+
+        An entry whose ``Detail`` is not a JSON object is refused here, as AWS documents PutEvents
+        ("Detail: a valid JSON object"): moto accepts some (``[]``, ``42``) and crashes on others
+        (a JSON string, ``null``) once a rule delivers them to a queue.
+        """
+        rejected = [entry for entry in entries if not _detail_is_object(entry.get("Detail"))]
+        accepted = [entry for entry in entries if _detail_is_object(entry.get("Detail"))]
+        for start in range(0, len(accepted), PUT_EVENTS_LIMIT):
+            chunk = accepted[start : start + PUT_EVENTS_LIMIT]
             response = self.events.put_events(Entries=list(chunk))
             rejected += [entry for entry, result in zip(chunk, response["Entries"], strict=True) if result.get("ErrorCode")]
         return rejected

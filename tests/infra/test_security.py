@@ -236,7 +236,8 @@ def test_two_experiment_templates_fail_and_delay_invocations(fis_template):
 def test_the_experiments_target_exactly_inferbus_functions_by_arn(fis_template):
     expected = zip_function_arns(fis_template)
     tasks = sum(len(w.tasks) for w in PIPELINE.workflows)
-    assert len(expected) == len(PIPELINE.consumers) + tasks + bool(PIPELINE.workflows)  # + the shared Accept step
+    # + the unrouted-events check and the shared Accept step
+    assert len(expected) == len(PIPELINE.consumers) + tasks + 1 + bool(PIPELINE.workflows)
     for experiment in experiment_templates(fis_template).values():
         targets = experiment["Targets"].values()
         arns = [arn for target in targets for arn in target["ResourceArns"]]

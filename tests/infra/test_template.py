@@ -10,9 +10,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
+from inferbus_lambda.environment import (
+    AcceptEnvironment,
+    ConsumerEnvironment,
+    FunctionEnvironment,
+    StepEnvironment,
+    UnroutedEnvironment,
+)
 
-from infra.declarations import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, INVALID_EVENTS_OUTPUT, QUEUE_URL, STATE_MACHINE_ARN
+from infra.declarations import (
+    DEAD_LETTER_QUEUE_URL,
+    FUNCTION_NAME,
+    INVALID_EVENTS_OUTPUT,
+    QUEUE_URL,
+    STATE_MACHINE_ARN,
+    UNROUTED_CHECK_ID,
+)
 from infra.settings import InferbusSettings
 from tests.declared import PIPELINE, RESULT_SOURCES
 
@@ -23,8 +36,15 @@ WILDCARD_RESOURCE_ACTIONS = {
     "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets",
     "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
     "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+    "events:ListRules",  # the unrouted-events check reads the bus's rules
 }
 TASKS = [(workflow, stem, task) for workflow in PIPELINE.workflows for stem, task in workflow.tasks.items()]
+CORE_FUNCTIONS = 1 + bool(PIPELINE.workflows)  # the unrouted-events check, and the Accept step every workflow shares
+
+
+def is_catch_all(rule: dict) -> bool:
+    """The unrouted-events check's rule: every event on the bus (its account), nothing else."""
+    return set(rule["EventPattern"]) == {"account"}
 
 
 def of_type(template, resource_type):
@@ -45,14 +65,16 @@ def function_of(template, workflow, stem):
 
 def test_event_source_mappings_read_each_consumers_settings(template):
     mappings = {m["FunctionName"]["Ref"]: m for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
-    assert len(mappings) == len(PIPELINE.consumers)
-    for consumer in PIPELINE.consumers:
-        mapping, settings = mappings[output_id(template, consumer.output_key(FUNCTION_NAME))], consumer.settings
+    assert len(mappings) == len(PIPELINE.consumers) + 1  # and the unrouted-events check's
+    consumers = [(c.output_key(FUNCTION_NAME), c.output_key(QUEUE_URL), c.settings) for c in PIPELINE.consumers]
+    consumers.append((f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", f"{UNROUTED_CHECK_ID}{QUEUE_URL}", SETTINGS.unrouted_check))
+    for function_output, queue_output, settings in consumers:
+        mapping = mappings[output_id(template, function_output)]
         assert mapping["BatchSize"] == settings.batch_size
         assert mapping["MaximumBatchingWindowInSeconds"] == settings.max_batching_window_s
         assert mapping["ScalingConfig"] == {"MaximumConcurrency": settings.max_concurrency}
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-        assert mapping["EventSourceArn"] == {"Fn::GetAtt": [output_id(template, consumer.output_key(QUEUE_URL)), "Arn"]}
+        assert mapping["EventSourceArn"] == {"Fn::GetAtt": [output_id(template, queue_output), "Arn"]}
 
 
 def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(template):
@@ -60,7 +82,8 @@ def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(templ
     assert all(q.get("SqsManagedSseEnabled") for q in queues.values())
     work = {k: q for k, q in queues.items() if "RedrivePolicy" in q}
     declared = [*PIPELINE.consumers, *PIPELINE.routes]
-    assert set(work) == {output_id(template, c.output_key(QUEUE_URL)) for c in declared}
+    assert set(work) == {output_id(template, c.output_key(QUEUE_URL)) for c in declared} | {
+        output_id(template, f"{UNROUTED_CHECK_ID}{QUEUE_URL}")}
     for component in declared:
         queue = work[output_id(template, component.output_key(QUEUE_URL))]
         dead_letter_queue = output_id(template, component.output_key(DEAD_LETTER_QUEUE_URL))
@@ -99,10 +122,11 @@ def test_every_queue_denies_requests_without_tls(template):
 
 def test_every_rule_target_has_a_dlq_and_retries(template):
     rules = of_type(template, "AWS::Events::Rule")
-    # one per component, and the one that brings the workflows' rejections to the invalid-events queue
-    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows)
+    # one per component, the one that brings the workflows' rejections to the invalid-events queue, the catch-all
+    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + 1
+    assert sum(map(is_catch_all, rules.values())) == 1
     for rule in rules.values():
-        assert rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
+        assert is_catch_all(rule) or rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
         (target,) = rule["Targets"]
         assert "DeadLetterConfig" in target
         assert target["RetryPolicy"]["MaximumRetryAttempts"] == SETTINGS.target_retry_attempts
@@ -111,7 +135,7 @@ def test_every_rule_target_has_a_dlq_and_retries(template):
 def test_rules_on_results_accept_only_internal_producers(template):
     result_types = {t for producer in PIPELINE.producers for t in producer.result_types}
     for rule in of_type(template, "AWS::Events::Rule").values():
-        if set(rule["EventPattern"]["detail-type"]) & result_types:
+        if set(rule["EventPattern"].get("detail-type", ())) & result_types:
             assert set(rule["EventPattern"]["source"]) <= set(RESULT_SOURCES.values())
 
 
@@ -145,7 +169,7 @@ def test_idempotency_table_has_ttl_pitr_and_sse(template):
 def test_functions_runtime_handler_and_sizing_come_from_the_declarations(template):
     functions = of_type(template, "AWS::Lambda::Function")
     # each consumer, each workflow task, and the kit's Accept step that every workflow shares
-    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + bool(PIPELINE.workflows)
+    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + CORE_FUNCTIONS
     for function in functions.values():
         assert function["Runtime"] == f"python{SETTINGS.python_version}"
         assert function["Architectures"] == ["arm64"]
@@ -161,6 +185,8 @@ def test_functions_runtime_handler_and_sizing_come_from_the_declarations(templat
 def environment_model(template, logical_id) -> type[FunctionEnvironment]:
     """The environment model a function's handler validates at init: a consumer's (it has an event
     source), the Accept step's (every state machine names it), or a workflow step's."""
+    if logical_id == output_id(template, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}"):
+        return UnroutedEnvironment
     if logical_id in {m["FunctionName"]["Ref"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}:
         return ConsumerEnvironment
     accepts = {m["DefinitionSubstitutions"]["AcceptFunctionArn"]["Fn::GetAtt"][0]
@@ -269,9 +295,9 @@ def test_alarms_watch_queues_functions_and_workflows_and_notify_the_encrypted_to
     metrics = {alarm.get("MetricName") for alarm in alarms.values()}
     assert metrics == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", "Errors", "RecordsFailed",
                        "ExecutionsFailed", "ExecutionsTimedOut"}
-    # per consumer: DLQ, undelivered, age, function errors, record failures; per workflow: failed,
+    # per consumer (and the unrouted-events check): DLQ, undelivered, age, function errors, record failures; per workflow: failed,
     # timed out, undelivered; per route: DLQ, undelivered
-    assert len(alarms) == 5 * len(PIPELINE.consumers) + 3 * len(PIPELINE.workflows) + 2 * len(PIPELINE.routes)
+    assert len(alarms) == 5 * (len(PIPELINE.consumers) + 1) + 3 * len(PIPELINE.workflows) + 2 * len(PIPELINE.routes)
     (topic_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
     assert all(alarm["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms.values())
     assert "alias/aws/sns" in json.dumps(template["Resources"][topic_id]["Properties"]["KmsMasterKeyId"])
