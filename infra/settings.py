@@ -142,15 +142,24 @@ class FunctionSettings:
         Lambda timeout, 1-900 s. Default 30. A timed-out step is retried by its workflow.
     package
         ``zip`` (default) or ``image`` (see :class:`ConsumerSettings`).
+    reserved_concurrency
+        Reserved concurrency, 1-1,000: the most instances that may run at once, so a burst of
+        executions cannot take the account's whole Lambda concurrency (and this much is always
+        there for it). Default 10. A throttled invocation is retried by its workflow
+        (``Lambda.TooManyRequestsException``), then fails into the workflow's failure event. AWS
+        keeps at least 100 of an account's concurrency unreserved: an account whose quota is the
+        new-account 10 must ask for more before it deploys.
     """
 
     memory_mb: int = 1024
     timeout_s: int = 30
     package: Literal["zip", "image"] = "zip"
+    reserved_concurrency: int = 10
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
         _check_package(owner, self.package)
+        _check_range(owner, "reserved_concurrency", self.reserved_concurrency, 1, 1000)
         _check_range(owner, "memory_mb", self.memory_mb, 128, 10_240)
         _check_range(owner, "timeout_s", self.timeout_s, 1, 900)
 

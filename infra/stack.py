@@ -189,6 +189,8 @@ class InferbusStack(Stack):
             environment=environment.as_variables(),
             log_retention=self.log_retention,
             description=description,
+            # A workflow step's bound; a consumer's is its event source's MaximumConcurrency.
+            reserved_concurrency=sizing.reserved_concurrency if isinstance(sizing, FunctionSettings) else None,
         )
 
     def _common_environment(self, service: str, models: tuple[str, ...]) -> dict[str, Any]:

@@ -29,7 +29,8 @@ PARTLY_LOCAL = {
     "its producer's role hold only in AWS)",
     "AWS::SQS::QueuePolicy": "policy stored on the queue, not enforced (TLS-only, SourceArn)",
     "AWS::Events::Rule": "target DeadLetterConfig and RetryPolicy are not applied by moto",
-    "AWS::Lambda::Function": "runs in-process from the source tree; memory, architecture and tracing are cloud-only; "
+    "AWS::Lambda::Function": "runs in-process from the source tree; memory, architecture, tracing and reserved "
+    "concurrency are cloud-only (handlers run one at a time); "
     "a container image is not built: its ImageConfig.Command handler runs from the source tree",
     "AWS::Lambda::EventSourceMapping": "local poller: one invocation at a time (MaximumConcurrency is cloud-only)",
     "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",

@@ -59,6 +59,7 @@ class FunctionSpec:
     environment: dict[str, str]
     log_retention: logs.RetentionDays
     description: str = ""
+    reserved_concurrency: int | None = None  # None: bounded by its event source's MaximumConcurrency instead
 
 
 def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function, iam.Role, logs.LogGroup]:
@@ -81,6 +82,7 @@ def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function
         log_group=log_group,
         tracing=lambda_.Tracing.ACTIVE,
         description=spec.description,
+        reserved_concurrent_executions=spec.reserved_concurrency,
     )
     if spec.code.image_code is not None:
         function: lambda_.Function = lambda_.DockerImageFunction(

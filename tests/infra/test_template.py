@@ -365,3 +365,17 @@ def test_context_overrides_a_setting_and_a_components_setting_naming_a_bad_one(t
                              ({"stage": "Prod!"}, "stage must be empty or 1-12 lowercase")):
         with pytest.raises(SettingsError, match=message):
             synthesize(context=context, outdir=str(tmp_path / "b"))
+
+
+def test_every_function_has_a_concurrency_bound_from_the_settings(template):
+    """Backpressure: a consumer is bounded by its event source's MaximumConcurrency, a workflow step by its
+    reserved concurrency; no function can take the account's whole Lambda concurrency."""
+    mapped = {m["FunctionName"]["Ref"]: m["ScalingConfig"]["MaximumConcurrency"]
+              for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
+    steps = {function_of(template, workflow, stem): task.settings.reserved_concurrency for workflow, stem, task in TASKS}
+    for logical_id, function in of_type(template, "AWS::Lambda::Function").items():
+        if logical_id in mapped:
+            assert "ReservedConcurrentExecutions" not in function and mapped[logical_id] >= 2
+        else:
+            expected = steps.get(logical_id, SETTINGS.accept_step.reserved_concurrency)
+            assert function["ReservedConcurrentExecutions"] == expected, logical_id
