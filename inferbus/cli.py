@@ -9,7 +9,7 @@ Examples
     inferbus redrive DLQ_URL --dry-run                             # why each DLQ message failed
     inferbus reviews list --queue-url URL                        # cases waiting for a person
     inferbus reviews approve TXN_ID --queue-url URL --note "..."   # resume its workflow
-    inferbus chaos --events 5000                    # faults on purpose, then a ledger of every event (embedded)
+    inferbus chaos --flow all --events 5000         # faults on purpose, then a ledger per flow (embedded)
     inferbus new consumer iris-classifier --model iris.onnx --event IrisSubmitted   # add your own model
 """
 
@@ -140,8 +140,10 @@ def _chaos(args: argparse.Namespace) -> int:
     from .chaos.report import print_chaos_report
 
     rates = FaultRates(record_error_rate=args.record_error_rate, timeout_rate=args.timeout_rate,
-                       crash_after_publish_rate=args.crash_rate, duplicate_rate=args.duplicate_rate, latency_ms=args.latency_ms)
-    options = dict(events=args.events, rates=rates, consumer=args.consumer, seed=args.seed, redrive=not args.no_redrive,
+                       crash_after_publish_rate=args.crash_rate, duplicate_rate=args.duplicate_rate,
+                       step_error_rate=args.step_error_rate, step_timeout_rate=args.step_timeout_rate,
+                       latency_ms=args.latency_ms)
+    options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
                    batch_size=args.batch_size)
     return _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
 
@@ -254,8 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--reviewer", default=os.environ.get("USER", "reviewer"), help="who decides (default $USER)")
         sub.add_argument("--note", help="why; carried in ReviewCompleted")
     reviews.set_defaults(run=_reviews)
-    chaos = commands.add_parser("chaos", help="run a consumer embedded with faults on purpose; account for every event")
-    chaos.add_argument("--consumer", help="a declared consumer (default: the first with demo samples)")
+    chaos = commands.add_parser("chaos", help="run each flow embedded with faults on purpose; account for every event",
+                                description="Sends N inputs into each flow (a declared component with demo samples and "
+                                "everything downstream of it) while its functions fail on purpose, then prints one "
+                                "ledger per flow. Exit 0 only if every ledger balances.")
+    chaos.add_argument("--flow", default="all", help="all (default), a declared component, or one word of its name "
+                       "(image, risk, text, vision, review)")
     chaos.add_argument("--events", type=_in_range(1, 100_000), default=5000, help="events to send (default 5000)")
     defaults = FaultRates()
     chaos.add_argument("--record-error-rate", type=_rate, default=defaults.record_error_rate,
@@ -267,6 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
                             f"(default {defaults.crash_after_publish_rate})")
     chaos.add_argument("--duplicate-rate", type=_rate, default=defaults.duplicate_rate,
                        help=f"share of processed records delivered twice (default {defaults.duplicate_rate})")
+    chaos.add_argument("--step-error-rate", type=_rate, default=defaults.step_error_rate,
+                       help=f"share of workflow step invocations failing transiently (default {defaults.step_error_rate})")
+    chaos.add_argument("--step-timeout-rate", type=_rate, default=defaults.step_timeout_rate,
+                       help=f"share of workflow step invocations timing out (default {defaults.step_timeout_rate})")
     chaos.add_argument("--latency-ms", type=float, default=0.0, help="added to every invocation (default 0)")
     chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
