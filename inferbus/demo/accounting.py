@@ -19,7 +19,7 @@ from typing import Any
 from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
 from inferbus_lambda.errors import REJECTION_ERRORS
 
-from infra.declarations import Consumer, EventFilter, Pipeline, Route, Workflow
+from infra.declarations import UNROUTED_CHECK_SOURCE, Consumer, EventFilter, Pipeline, Route, Workflow
 
 from ..local import LocalPipeline
 from .inputs import DEMO_SOURCE, Sent, demo_components, input_type
@@ -206,9 +206,14 @@ def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: De
         else:  # a workflow's ...Failed event, brought by the rule
             data = kept["detail"]["data"]
             event_id, reason = data["input_id"], f"{data['error']}: {data['cause']}"
-        report.rejection_reasons[str(event_id)] = reason
+        unrouted = kept.get("consumer") == UNROUTED_CHECK_SOURCE
+        report.rejection_reasons[str(event_id)] = ("no rule takes it: " if unrouted else "") + reason
         if sent.component_of.get(event_id) in report.kinds:
-            report.kinds[sent.component_of[event_id]].rejected += 1
+            kind = report.kinds[sent.component_of[event_id]]
+            if unrouted:
+                kind.unrouted += 1
+            else:
+                kind.rejected += 1
     for logical_id, messages in pipeline.dead_letters().items():
         report.dead_letters[logical_id] = len(messages)
         for message in messages:

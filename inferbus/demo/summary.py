@@ -40,16 +40,18 @@ def _seconds(value: float | None) -> str:
 def _kinds_table(data: dict[str, Any]) -> Table:
     table = Table(title="every event sent, and where it ended up", title_justify="left",
                   caption="bad: malformed on purpose; dup: delivered twice; rejected: kept in the invalid-events queue "
+                  "with the reason; unrouted: taken by no rule, kept there by the unrouted-events check "
                   "with the reason; failed: a workflow gave up after its retries; accuracy vs the true answers; "
                   "latency: sent → result", caption_justify="left")
-    for column in ("input", "sent", "bad", "dup", "results", "rejected", "failed", "DLQ", "ledger", "accuracy",
+    for column in ("input", "sent", "bad", "dup", "results", "rejected", "unrouted", "failed", "DLQ", "ledger", "accuracy",
                    "latency p50/p95 s"):
         table.add_column(column, justify="left" if column == "input" else "right")
     for name, kind in data["kinds"].items():
         accuracy = "—" if kind["accuracy"] is None else f"{kind['accuracy']:.3f}"
         table.add_row(
             f"{kind['input_type']} → {name}", str(kind["sent"]), str(kind["malformed"]), str(kind["duplicate_deliveries"]),
-            str(kind["results"]), str(kind["rejected"]), str(kind["failure_events"]), str(kind["in_dead_letter_queues"]),
+            str(kind["results"]), str(kind["rejected"]), str(kind["unrouted"]), str(kind["failure_events"]),
+            str(kind["in_dead_letter_queues"]),
             "[green]ok[/green]" if kind["balanced"] else "[red]OFF[/red]", accuracy,
             f"{_seconds(kind['latency_ms']['p50'])}/{_seconds(kind['latency_ms']['p95'])}",
         )

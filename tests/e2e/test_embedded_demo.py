@@ -1,6 +1,7 @@
 """The whole demo through the embedded runtime: every event sent to every declared component accounted for."""
 
 from inferbus.demo import demo_components, run_demo
+from inferbus.demo.inputs import UNROUTED
 from tests.declared import PIPELINE
 
 COMPONENTS = demo_components(PIPELINE)
@@ -19,11 +20,14 @@ def test_demo_ledger_balances_for_every_component(template):
         assert kind.balanced, component.name
         assert kind.duplicate_results == 0, component.name
         assert kind.results == kind.sent == COUNTS[component.name], component.name  # every valid event got its result ...
-        assert kind.rejected == kind.malformed == len(component.demo.malformed), component.name  # ... every bad one kept aside
+        assert kind.rejected == len(component.demo.malformed), component.name  # ... every bad one kept aside ...
+        assert kind.unrouted == len(UNROUTED), component.name  # ... those no rule takes by the unrouted-events check
+        assert kind.malformed == kind.rejected + kind.unrouted, component.name
         assert kind.failure_events == kind.in_dead_letter_queues == 0, component.name
         if kind.scored:
             assert kind.accuracy >= 0.5, component.name  # far better than chance on held-out data
-    assert set(report.rejection_reasons) == {f"malformed-{c.name}-{i}" for c in COMPONENTS for i in range(len(c.demo.malformed))}
+    assert set(report.rejection_reasons) == {f"malformed-{c.name}-{i}" for c in COMPONENTS
+                                             for i in range(len(c.demo.malformed) + len(UNROUTED))}
     assert report.metrics["DuplicatesSkipped"] == sum(DUPLICATES[c.name] for c in PIPELINE.consumers if c.name in DUPLICATES)
     assert report.dead_letters and not any(report.dead_letters.values())
 
