@@ -34,7 +34,7 @@ from __future__ import annotations
 import ipaddress
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["UnsupportedPatternError", "matches"]
@@ -52,30 +52,25 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _leaves(nodes: list[Any]) -> list[Any]:
-    """The leaf values among ``nodes``, arrays flattened; objects are not leaves."""
-    found: list[Any] = []
+def _flattened(nodes: list[Any]) -> Iterator[Any]:
+    """``nodes`` with every array replaced by its elements, in order, however deep."""
     pending = list(reversed(nodes))
     while pending:
         node = pending.pop()
         if isinstance(node, list):
             pending.extend(reversed(node))
-        elif not isinstance(node, Mapping):
-            found.append(node)
-    return found
+        else:
+            yield node
+
+
+def _leaves(nodes: list[Any]) -> list[Any]:
+    """The leaf values among ``nodes``, arrays flattened; objects are not leaves."""
+    return [node for node in _flattened(nodes) if not isinstance(node, Mapping)]
 
 
 def _children(nodes: list[Any], key: str) -> list[Any]:
     """The values under ``key`` in each object among ``nodes`` (through arrays)."""
-    found: list[Any] = []
-    pending = list(reversed(nodes))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, list):
-            pending.extend(reversed(node))
-        elif isinstance(node, Mapping) and key in node:
-            found.append(node[key])
-    return found
+    return [node[key] for node in _flattened(nodes) if isinstance(node, Mapping) and key in node]
 
 
 def _wildcard(expression: str) -> re.Pattern[str]:
