@@ -141,6 +141,7 @@ def _chaos(args: argparse.Namespace) -> int:
 
     rates = FaultRates(record_error_rate=args.record_error_rate, timeout_rate=args.timeout_rate,
                        crash_after_publish_rate=args.crash_rate, duplicate_rate=args.duplicate_rate,
+                       put_events_throttle_rate=args.put_events_throttle_rate,
                        step_error_rate=args.step_error_rate, step_timeout_rate=args.step_timeout_rate,
                        latency_ms=args.latency_ms)
     options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
@@ -273,6 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
                             f"(default {defaults.crash_after_publish_rate})")
     chaos.add_argument("--duplicate-rate", type=_rate, default=defaults.duplicate_rate,
                        help=f"share of processed records delivered twice (default {defaults.duplicate_rate})")
+    chaos.add_argument("--put-events-throttle-rate", type=_rate, default=defaults.put_events_throttle_rate,
+                       help=f"share of a consumer's PutEvents entries throttled (default {defaults.put_events_throttle_rate})")
     chaos.add_argument("--step-error-rate", type=_rate, default=defaults.step_error_rate,
                        help=f"share of workflow step invocations failing transiently (default {defaults.step_error_rate})")
     chaos.add_argument("--step-timeout-rate", type=_rate, default=defaults.step_timeout_rate,

@@ -41,7 +41,7 @@ from .consumer import InferenceConsumer, expect_type
 from .contracts.core import CloudEvent, EventData, data_model, to_put_events_entry
 from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 from .errors import ConfigurationError
-from .faults import inject_invocation_faults
+from .faults import FaultPlan, ThrottledEvents, inject_invocation_faults
 from .idempotency import EventClaims
 from .inference import ModelInfo, OnnxClassifier, model_info
 from .publishing import PublishFailure, publish_events
@@ -172,7 +172,9 @@ class ConsumerRuntime(FunctionRuntime):
         return results
 
     def _publish(self, results: Sequence[CloudEvent[Any]]) -> list[PublishFailure]:
-        return publish_events(self.events, [to_put_events_entry(result, self.environment.EVENT_BUS_NAME) for result in results])
+        plan = FaultPlan.from_environment()
+        events = ThrottledEvents(self.events, plan.put_events_throttle_rate) if plan and plan.put_events_throttle_rate else self.events
+        return publish_events(events, [to_put_events_entry(result, self.environment.EVENT_BUS_NAME) for result in results])
 
     def _reject(self, rejections: Sequence[Rejection]) -> set[str]:
         assert self.environment.INVALID_EVENTS_QUEUE_URL is not None

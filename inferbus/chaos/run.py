@@ -6,8 +6,9 @@ downstream of it: those that take its results (``risk-scorer`` -> ``auto-approve
 Every flow gets the same faults (``INFERBUS_FAULTS``, see ``inferbus_lambda.faults``):
 
 - queue consumers: a share of records fail with a transient error, a share of invocations time
-  out after claiming their records, a share die after publishing half their results; their event
-  source delivers a share of records twice;
+  out after claiming their records, a share die after publishing half their results, a share of
+  their PutEvents entries are throttled (the publisher retries them); their event source delivers
+  a share of records twice;
 - workflow steps (the ``Accept`` step included): a share of invocations fail with a transient
   error, a share time out (``Sandbox.Timedout``, as Lambda reports it); the state machines retry
   them as they would in AWS; a share of the inputs reach the bus twice (a producer's retry).
@@ -60,6 +61,7 @@ class FaultRates:
     record_error_rate: float = 0.25
     timeout_rate: float = 0.06
     crash_after_publish_rate: float = 0.02
+    put_events_throttle_rate: float = 0.1
     duplicate_rate: float = 0.12
     step_error_rate: float = 0.22
     step_timeout_rate: float = 0.07
@@ -68,7 +70,8 @@ class FaultRates:
     def plan(self, seed: int) -> str:
         """A queue consumer's ``INFERBUS_FAULTS`` value (the duplicates are the event source's)."""
         return json.dumps({"record_error_rate": self.record_error_rate, "timeout_rate": self.timeout_rate,
-                           "crash_after_publish_rate": self.crash_after_publish_rate, "latency_ms": self.latency_ms,
+                           "crash_after_publish_rate": self.crash_after_publish_rate,
+                           "put_events_throttle_rate": self.put_events_throttle_rate, "latency_ms": self.latency_ms,
                            "seed": seed})
 
     def step_plan(self, seed: int) -> str:
