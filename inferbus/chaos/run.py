@@ -64,7 +64,7 @@ class FaultRates:
     put_events_throttle_rate: float = 0.1
     duplicate_rate: float = 0.12
     step_error_rate: float = 0.22
-    step_timeout_rate: float = 0.07
+    step_timeout_rate: float = 0.08
     latency_ms: float = 0.0
 
     def plan(self, seed: int) -> str:
