@@ -40,6 +40,7 @@ from infra.settings import InferbusSettings
 from .claims import expire_claims_of
 from .runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig, LocalFunction, StateMachineInfo
 from .runtime.event_source import LocalEventSource
+from .runtime.lambda_host import INVOCATION_LOCK
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HOST = HostConfig(
@@ -96,7 +97,10 @@ class LocalPipeline(EmbeddedPipeline):
                          after_failure=self._expire_claims, tap=tap)
 
     def _expire_claims(self, function: LocalFunction) -> int:
-        return expire_claims_of(self.session.client("dynamodb"), function.spec.environment)
+        # Under the handlers' lock: a workflow's Accept may be writing claims on an execution thread,
+        # and moto's table scan fails if an item is added while it iterates.
+        with INVOCATION_LOCK:
+            return expire_claims_of(self.session.client("dynamodb"), function.spec.environment)
 
     # -- the shared core -----------------------------------------------------------------------
 
