@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inferbus_lambda.contracts import to_put_events_entry
+from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
 
 from infra.declarations import Consumer, Pipeline
 
@@ -167,7 +168,7 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, consumer: 
         notify("synthesize + provision", 1, 1)
         local = pipeline.consumer(declared.name)
         function, source = local.function, local.source
-        function.set_environment(INFERBUS_FAULTS=rates.plan(seed))
+        function.set_environment(**{FAULTS_VARIABLE: rates.plan(seed)})
         source.redeliver(rates.duplicate_rate, seed=seed)
 
         sent = [f"chaos-{i}" for i in range(events)]
@@ -199,7 +200,7 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, consumer: 
         report.deliveries = source.deliveries
 
         if redrive and dead:
-            function.set_environment(INFERBUS_FAULTS="")  # the incident is over
+            function.set_environment(**{FAULTS_VARIABLE: ""})  # the incident is over
             source.redeliver(0.0)
             report.redriven = move_back(pipeline.sqs, local.dead_letter_queue_url, local.queue_url)
             pipeline.drain()

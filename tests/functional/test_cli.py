@@ -16,7 +16,8 @@ DEMO_COMPONENTS = [c for c in PIPELINE.producers if c.demo is not None]
 def test_send_puts_one_held_out_sample_of_each_component(capsys, component):
     with mock_aws():
         boto3.client("events", region_name="us-east-1").create_event_bus(Name="inferbus")
-        assert main(["send", "--bus", "inferbus", "--sample", component.name, "--index", "3"]) == 0
+        index = str(min(3, component.demo.limit - 1))
+        assert main(["send", "--bus", "inferbus", "--sample", component.name, "--index", index]) == 0
     sent = json.loads(capsys.readouterr().out)
     assert sent["type"] == input_type(component)
     assert sent["response"][0]["EventId"]

@@ -407,3 +407,24 @@ def test_the_fis_variant_still_runs_embedded(fis_template):
         pipeline.drain()
         results = [e for e in pipeline.tapped_events() if e["detail-type"] == consumer.produces]
         assert [e["detail"]["subject"] for e in results] == [event.id]
+
+
+def test_fault_injection_scales_past_fis_limits_with_many_consumers(tmp_path):
+    """FIS takes 5 stop conditions and 5 ARNs a target: twelve more consumers still synthesize, every DLQ watched."""
+    import dataclasses
+
+    from infra.declarations import Pipeline
+
+    from inferbus.template import synthesize
+
+    extra = tuple(dataclasses.replace(PIPELINE.consumers[0], name=f"extra-consumer-{i}") for i in range(12))
+    crowded = Pipeline(PIPELINE.consumers + extra, PIPELINE.workflows, PIPELINE.routes)
+    template = synthesize(FIS_SETTINGS, pipeline=crowded, outdir=str(tmp_path))
+    alarms = of_type(template, "AWS::CloudWatch::Alarm")
+    for experiment in experiment_templates(template).values():
+        assert 1 <= len(experiment["StopConditions"]) <= 5
+        watched = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+                   for c in experiment["StopConditions"] for m in alarms[c["Value"]["Fn::GetAtt"][0]]["Metrics"]
+                   if "MetricStat" in m and m["MetricStat"]["Metric"]["MetricName"] == "ApproximateNumberOfMessagesVisible"}
+        assert watched == {output_id(template, c.output_key(DEAD_LETTER_QUEUE_URL)) for c in crowded.consumers}
+        assert all(len(target["ResourceArns"]) <= 5 for target in experiment["Targets"].values())
