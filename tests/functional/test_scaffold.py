@@ -2,7 +2,8 @@
 the files load, the manifest stays true, and every generated functional test passes as written.
 
 Nothing is written into this repository: the copy lives in a temporary folder, and the CLI and
-the generated tests run there in their own interpreters (``PYTHONPATH`` points at the copy).
+the generated tests run there in their own interpreters (``PYTHONPATH`` points at the copy). The
+components are named ``sc-...`` so that the components you add yourself do not get in the way.
 """
 
 from __future__ import annotations
@@ -23,20 +24,20 @@ SKIPPED = shutil.ignore_patterns(".venv", "node_modules", ".git", "cdk.out", "__
                                  ".ruff_cache", ".inferbus", "*.egg-info")
 # Each command, and the files it must have written (besides the contract, handler/step, declaration and test).
 CONSUMERS = {
-    "iris-classifier": ["--model", FIXTURES / "iris-zipmap.onnx", "--event", "IrisSubmitted",
+    "sc-iris": ["--model", FIXTURES / "iris-zipmap.onnx", "--event", "ScIrisSubmitted",
                         "--samples", FIXTURES / "iris-holdout.npz"],
-    "wine-classifier": ["--model", FIXTURES / "wine-names.onnx", "--event", "WineSubmitted",
+    "sc-wine": ["--model", FIXTURES / "wine-names.onnx", "--event", "ScWineSubmitted",
                         "--samples", FIXTURES / "wine-holdout.csv"],
-    "diabetes-scorer": ["--model", FIXTURES / "diabetes-ridge.onnx", "--event", "PatientSubmitted",
+    "sc-diabetes": ["--model", FIXTURES / "diabetes-ridge.onnx", "--event", "ScPatientSubmitted",
                         "--samples", FIXTURES / "diabetes-holdout.jsonl"],
-    "pixel-stats": ["--model", FIXTURES / "image-like.onnx", "--event", "TileSubmitted"],
-    "review-mood": ["--model", FIXTURES / "review-text.onnx", "--event", "ReviewSubmitted"],
-    "digits-second": ["--model", REPO / "models" / "digits-svc.onnx", "--event", "ImageSubmitted",
-                      "--result", "DigitsRescored"],
+    "sc-pixels": ["--model", FIXTURES / "image-like.onnx", "--event", "ScTileSubmitted"],
+    "sc-reviews": ["--model", FIXTURES / "review-text.onnx", "--event", "ScReviewSubmitted"],
+    "sc-digits": ["--model", REPO / "models" / "digits-svc.onnx", "--event", "ImageSubmitted",
+                      "--result", "ScDigitsRescored"],
 }
 WORKFLOWS = {
-    "order-check": [],
-    "risk-audit": ["--event", "RiskScored", "--result", "RiskAudited"],
+    "sc-orders": [],
+    "sc-risk-audit": ["--event", "RiskScored", "--result", "ScRiskAudited"],
 }
 
 
@@ -69,9 +70,9 @@ def test_each_component_is_written_in_its_places(project):
         for path in (f"pipeline/{module}.py", f"functions/inferbus_lambda/contracts/{module}.py",
                      f"functions/{module}/__init__.py", f"tests/functional/test_{module}.py"):
             assert (project / path).is_file(), path
-    assert (project / "functions/iris_classifier/handler.py").is_file()
-    assert (project / "functions/order_check/process.py").is_file()
-    assert (project / "statemachines/order_check.asl.json").is_file()
+    assert (project / "functions/sc_iris/handler.py").is_file()
+    assert (project / "functions/sc_orders/process.py").is_file()
+    assert (project / "statemachines/sc_orders.asl.json").is_file()
     assert not any((REPO / "pipeline" / f"{name.replace('-', '_')}.py").exists() for name in [*CONSUMERS, *WORKFLOWS])
 
 
@@ -84,7 +85,7 @@ def test_the_manifest_lists_each_new_model_and_samples_file_with_its_true_sha256
     assert manifest["models"]["wine-names"]["labels"] == ["barbera", "barolo", "grignolino"]
     assert "labels" not in manifest["models"]["diabetes-ridge"]
     assert "digits-svc" in manifest["models"] and "digits-svc-2" not in manifest["models"]  # the same file, reused
-    for name in ("iris-classifier-holdout.npz", "wine-classifier-holdout.csv", "diabetes-scorer-holdout.jsonl"):
+    for name in ("sc-iris-holdout.npz", "sc-wine-holdout.csv", "sc-diabetes-holdout.jsonl"):
         assert name in manifest["datasets"]
     checked = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                   "tests/models/test_models.py::test_every_file_matches_its_manifest_sha256")
@@ -94,7 +95,7 @@ def test_the_manifest_lists_each_new_model_and_samples_file_with_its_true_sha256
 
 
 def test_the_new_state_machine_passes_the_static_checks_of_every_asl_file(project):
-    checks = [f"tests/unit/test_statemachines.py::{test}[{name}.asl.json]" for name in ("order_check", "risk_audit")
+    checks = [f"tests/unit/test_statemachines.py::{test}[{name}.asl.json]" for name in ("sc_orders", "sc_risk_audit")
               for test in ("test_every_transition_targets_a_state_and_every_state_is_reached",
                            "test_every_state_has_a_path_to_success_or_failure",
                            "test_every_task_has_retry_with_backoff_and_jitter_and_a_catch_all")]
@@ -112,11 +113,11 @@ def test_every_generated_functional_test_passes_as_written(project):
 def test_a_command_that_fails_writes_nothing(project):
     before = files_in(project)
     manifest = (project / "models" / "manifest.json").read_text()
-    for argv in (["consumer", "open-width", "--model", FIXTURES / "open-width.onnx", "--event", "OpenSubmitted"],
-                 ["consumer", "iris-again", "--model", FIXTURES / "iris-tensor.onnx", "--event", "IrisSubmitted",
-                  "--result", "IrisClassified"],
-                 ["consumer", "iris-classifier", "--model", FIXTURES / "iris-tensor.onnx", "--event", "IrisTwo"],
-                 ["workflow", "order-check"]):
+    for argv in (["consumer", "sc-open-width", "--model", FIXTURES / "open-width.onnx", "--event", "ScOpenSubmitted"],
+                 ["consumer", "sc-iris-again", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScIrisSubmitted",
+                  "--result", "ScIrisClassified"],
+                 ["consumer", "sc-iris", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScIrisTwo"],
+                 ["workflow", "sc-orders"]):
         finished = run(project, "-m", "inferbus.cli", "new", *argv)
         assert finished.returncode == 2 and finished.stdout == ""
         assert finished.stderr.count("\n") == 1 and "Traceback" not in finished.stderr
@@ -125,13 +126,13 @@ def test_a_command_that_fails_writes_nothing(project):
 
 
 def test_an_existing_file_is_never_overwritten(project):
-    (project / "functions" / "leftover_consumer").mkdir()
-    (project / "functions" / "leftover_consumer" / "handler.py").write_text("# mine\n")
-    finished = run(project, "-m", "inferbus.cli", "new", "consumer", "leftover-consumer", "--model",
-                   FIXTURES / "iris-tensor.onnx", "--event", "LeftoverSubmitted")
+    (project / "functions" / "sc_leftover").mkdir()
+    (project / "functions" / "sc_leftover" / "handler.py").write_text("# mine\n")
+    finished = run(project, "-m", "inferbus.cli", "new", "consumer", "sc-leftover", "--model",
+                   FIXTURES / "iris-tensor.onnx", "--event", "ScLeftoverSubmitted")
     assert finished.returncode == 2 and "never overwrites" in finished.stderr
-    assert (project / "functions" / "leftover_consumer" / "handler.py").read_text() == "# mine\n"
-    assert not (project / "pipeline" / "leftover_consumer.py").exists()
+    assert (project / "functions" / "sc_leftover" / "handler.py").read_text() == "# mine\n"
+    assert not (project / "pipeline" / "sc_leftover.py").exists()
 
 
 @pytest.mark.slow
@@ -141,11 +142,11 @@ def test_the_demo_shows_every_new_component_and_its_ledger_balances(project):
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     report = json.loads(finished.stdout)
     assert report["balanced"]
-    for name in ("iris-classifier", "wine-classifier", "diabetes-scorer", "pixel-stats", "review-mood", "digits-second",
-                 "order-check"):
+    for name in ("sc-iris", "sc-wine", "sc-diabetes", "sc-pixels", "sc-reviews", "sc-digits",
+                 "sc-orders"):
         kind = report["kinds"][name]
         assert kind["balanced"] and kind["results"] == kind["sent"] > 0, (name, kind)
-    assert report["kinds"]["iris-classifier"]["accuracy"] >= 0.9
-    assert report["kinds"]["wine-classifier"]["accuracy"] >= 0.8
+    assert report["kinds"]["sc-iris"]["accuracy"] >= 0.9
+    assert report["kinds"]["sc-wine"]["accuracy"] >= 0.8
     scored = report["chains"]["RiskScored"]
-    assert scored["outcomes"]["risk-audit"]["results"] == scored["produced"] > 0
+    assert scored["outcomes"]["sc-risk-audit"]["results"] == scored["produced"] > 0

@@ -160,22 +160,26 @@ def test_the_asl_skeleton_passes_every_static_check(tmp_path, with_sources):
 
 # -- the CLI ----------------------------------------------------------------------------------------
 
+# Names and types no project is likely to declare, so the errors expected are the ones tested.
+NEW_NAME, NEW_TYPE = "scaffold-cli-check", "ScaffoldCliCheckSubmitted"
+
+
 @pytest.mark.parametrize(("argv", "says"), [
-    (["new", "consumer", "Iris", "--model", "x.onnx", "--event", "IrisSubmitted"], "must be kebab-case"),
-    (["new", "consumer", "image-classifier", "--model", "x.onnx", "--event", "IrisSubmitted"], "already declared"),
-    (["new", "consumer", "iris-classifier", "--model", "x.onnx", "--event", "iris"], "must be PascalCase"),
-    (["new", "consumer", "iris-classifier", "--model", "nowhere.onnx", "--event", "IrisSubmitted"], "no such file"),
-    (["new", "consumer", "iris-classifier", "--model", str(FIXTURES / "wine-holdout.csv"), "--event", "IrisSubmitted"],
+    (["new", "consumer", "Iris", "--model", "x.onnx", "--event", NEW_TYPE], "must be kebab-case"),
+    (["new", "consumer", "image-classifier", "--model", "x.onnx", "--event", NEW_TYPE], "already declared"),
+    (["new", "consumer", NEW_NAME, "--model", "x.onnx", "--event", "iris"], "must be PascalCase"),
+    (["new", "consumer", NEW_NAME, "--model", "nowhere.onnx", "--event", NEW_TYPE], "no such file"),
+    (["new", "consumer", NEW_NAME, "--model", str(FIXTURES / "wine-holdout.csv"), "--event", NEW_TYPE],
      "give an .onnx file"),
-    (["new", "consumer", "iris-classifier", "--model", str(FIXTURES / "fixed-batch.onnx"), "--event", "IrisSubmitted"],
+    (["new", "consumer", NEW_NAME, "--model", str(FIXTURES / "fixed-batch.onnx"), "--event", NEW_TYPE],
      "fixed batch dimension"),
-    (["new", "consumer", "iris-classifier", "--model", str(FIXTURES / "iris-zipmap.onnx"), "--event", "IrisSubmitted",
+    (["new", "consumer", NEW_NAME, "--model", str(FIXTURES / "iris-zipmap.onnx"), "--event", NEW_TYPE,
       "--result", "ImageClassified"], "is an event type already"),
-    (["new", "consumer", "digits", "--model", str(FIXTURES / "iris-zipmap.onnx"), "--event", "ImageSubmitted"],
-     "none of its fields carries graph input 'X'"),
+    (["new", "consumer", NEW_NAME, "--model", str(FIXTURES / "iris-zipmap.onnx"), "--event", "ImageSubmitted",
+      "--result", "ScaffoldCliCheckScored"], "none of its fields carries graph input 'X'"),
     (["new", "workflow", "text-pipeline"], "already declared"),
-    (["new", "workflow", "order-check", "--event", "TextSubmitted", "--result", "TextAnalyzed"], "is an event type"),
-    (["new", "consumer", "iris-classifier"], "the following arguments are required: --model, --event"),
+    (["new", "workflow", NEW_NAME, "--event", "TextSubmitted", "--result", "TextAnalyzed"], "is an event type"),
+    (["new", "consumer", NEW_NAME], "the following arguments are required: --model, --event"),
     (["new", "bake"], "invalid choice"),
 ])
 def test_every_error_is_one_line_on_stderr_with_exit_code_2(capsys, argv, says):
