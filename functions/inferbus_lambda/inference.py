@@ -196,16 +196,8 @@ class OnnxClassifier(OnnxModel):
 
     The probabilities are the second output: a tensor [n, classes], or scikit-learn's ZipMap
     (a list of ``{class: probability}``), which is read in the order of its keys; export with
-    ``zipmap=False`` to skip that conversion (about 5x faster at a batch of 1,000).
-
-    Parameters
-    ----------
-    session
-        An ``onnxruntime.InferenceSession``.
-    name, version
-        What results are stamped with, from the model manifest.
-    metadata
-        The model's manifest entry.
+    ``zipmap=False`` to skip that conversion (about 5x faster at a batch of 1,000). Parameters as
+    for :class:`OnnxModel`, whose ``run`` it has too.
     """
 
     def __init__(self, session: Any, *, name: str, version: str, metadata: dict[str, Any] | None = None) -> None:
