@@ -12,10 +12,10 @@ Example
 >>> print(*written.next_steps, sep="\\n")  # doctest: +SKIP
 """
 
-from .consumer import Written, new_consumer
+from .consumer import new_consumer
 from .errors import ScaffoldError
 from .graph import GraphSpec, open_session, read_graph, read_inputs
-from .project import Project
+from .project import Project, Written
 from .workflow import new_workflow
 
 __all__ = ["GraphSpec", "Project", "ScaffoldError", "Written", "new_consumer", "new_workflow", "open_session",

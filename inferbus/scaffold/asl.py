@@ -14,7 +14,7 @@ doubling, full jitter, at most 10 s) and catches everything else into the failur
 
 Example
 -------
->>> machine = workflow_definition("OrderChecked", "Process", with_sources=False, comment="...")
+>>> machine = workflow_definition("OrderChecked", "Process", sources=0, comment="...")
 >>> machine["StartAt"], list(machine["States"])[-1]
 ('Accept', 'Failed')
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TRANSIENT_LAMBDA_ERRORS", "workflow_definition"]
+__all__ = ["TRANSIENT_LAMBDA_ERRORS", "source_placeholder", "workflow_definition"]
 
 TRANSIENT_LAMBDA_ERRORS = [
     "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
@@ -56,7 +56,12 @@ def _put_event(detail_type: str, event_id: str, subject: str, correlationid: str
                          "Detail": detail}]}
 
 
-def workflow_definition(result_type: str, stem: str, *, with_sources: bool, comment: str) -> dict[str, Any]:
+def source_placeholder(index: int) -> str:
+    """The placeholder of the ``index``-th producer a workflow takes input from (``InputSource``, ``InputSource2``)."""
+    return "InputSource" if index == 0 else f"InputSource{index + 1}"
+
+
+def workflow_definition(result_type: str, stem: str, *, sources: int, comment: str) -> dict[str, Any]:
     """The state machine: Accept, route, one Lambda task ``${<stem>FunctionArn}``, publish ``result_type``.
 
     Parameters
@@ -65,8 +70,9 @@ def workflow_definition(result_type: str, stem: str, *, with_sources: bool, comm
         The event it publishes; the task returns that event's whole ``data``.
     stem
         The task's placeholder stem (``Process`` -> ``${ProcessFunctionArn}``).
-    with_sources
-        Accept only events from ``${InputSource}`` (a workflow on another component's results).
+    sources
+        How many producers it accepts its input from (a workflow on other components' results):
+        Accept takes events only from ``${InputSource}``, ``${InputSource2}``, ...; 0: from any.
     comment
         The machine's ``Comment``.
     """
@@ -78,8 +84,8 @@ def workflow_definition(result_type: str, stem: str, *, with_sources: bool, comm
         "result_source": "${ResultSource}",
         "execution.$": "$$.Execution.Id",
     }
-    if with_sources:
-        accept_payload["sources"] = ["${InputSource}"]
+    if sources:
+        accept_payload["sources"] = [f"${{{source_placeholder(i)}}}" for i in range(sources)]
     states: dict[str, Any] = {
         "Accept": {
             "Type": "Task",

@@ -18,8 +18,9 @@ from typing import Any
 from .graph import GraphOutput, GraphSpec, Kind
 from .samples import HeldOut
 
-__all__ = ["ConsumerPlan", "contract_source", "corruptions", "declaration_source", "functional_test_source",
-           "handler_source", "InputField", "literal", "SampleSource", "type_imports"]
+__all__ = ["ConsumerPlan", "contract_source", "corruptions", "declaration_source", "functional_test_head",
+           "functional_test_source", "handler_source", "InputField", "literal", "paragraph", "SampleSource",
+           "source_text", "type_imports"]
 
 SYNTHETIC_SEED = 7
 SYNTHETIC_COUNT, SYNTHETIC_LIMIT = 20, 100
@@ -140,7 +141,7 @@ def wrapped(head: str, items: Sequence[str], tail: str, indent: int = 0, width: 
     return f"{' ' * indent}{head}\n{lines},\n{' ' * indent}{tail.lstrip(',')}"
 
 
-def _summary(text: str, width: int = 116, indent: str = "") -> list[str]:
+def paragraph(text: str, width: int = 116, indent: str = "") -> list[str]:
     """A docstring paragraph, wrapped to ``width`` columns (continuation lines indented by ``indent``)."""
     return textwrap.wrap(text, width=width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
@@ -166,7 +167,27 @@ def _signature(line: str) -> list[str]:
     return [f"{head}(", f"    {parameters},", f"){tail}"]
 
 
-def _lines(parts: Iterable[str]) -> str:
+def functional_test_head(summary: str, about: str, types: list[str], ours: list[str]) -> list[str]:
+    """The docstring and imports of a generated functional test: ``types`` (event contracts), then ``ours``."""
+    return [
+        *paragraph(f'"""{summary}'),
+        "",
+        *paragraph(about),
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import json",
+        "",
+        "import pytest",
+        "from inferbus_lambda.contracts import from_eventbridge_event, new_event, to_put_events_entry",
+        *types,
+        "",
+        *ours,
+    ]
+
+
+def source_text(parts: Iterable[str]) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -246,7 +267,7 @@ def contract_source(plan: ConsumerPlan) -> str:
     if graph.labels is not None:
         out.append(wrapped("LABELS = Literal[", [literal(label) for label in graph.labels],
                            "]  # the model's classes, in the order of its probability columns"))
-    return _lines(out + ["", "", *classes])
+    return source_text(out + ["", "", *classes])
 
 
 def _input_class(plan: ConsumerPlan) -> list[str]:
@@ -392,8 +413,8 @@ def handler_source(plan: ConsumerPlan) -> str:
     what = "the predicted class and its probabilities" if plan.classifier and graph.distribution else (
         "the predicted class and its scores" if plan.classifier else "the model's outputs")
     out = [
-        *_summary(f'"""``{plan.event_type}`` batches from SQS in, ``{plan.result_type}`` events out: ONE '
-                  "``session.run`` per batch."),
+        *paragraph(f'"""``{plan.event_type}`` batches from SQS in, ``{plan.result_type}`` events out: ONE '
+                   "``session.run`` per batch."),
         "",
         "Written by ``inferbus new consumer``. The kit does the rest around ``infer``",
         "(:func:`inferbus_lambda.handlers.consumer_handler`): validation, claims, publishing, rejections,",
@@ -429,7 +450,7 @@ def handler_source(plan: ConsumerPlan) -> str:
         "",
         "lambda_handler = consumer_handler(infer, load=OnnxModel.from_info)",
     ]
-    return _lines(out)
+    return source_text(out)
 
 
 # -- the declaration --------------------------------------------------------------------------------
@@ -574,11 +595,11 @@ def declaration_source(plan: ConsumerPlan) -> str:
         plan.samples.held_out.labels is not None else None
     kinds = {"classifier": "classifier", "regressor": "regressor", "generic": "model"}
     header = [
-        *_summary(f'"""{plan.name}: {plan.event_type} -> {plan.model_name} (ONNX {kinds[plan.graph.task]}) -> '
-                  f"{plan.result_type}, ONE inference per SQS batch."),
+        *paragraph(f'"""{plan.name}: {plan.event_type} -> {plan.model_name} (ONNX {kinds[plan.graph.task]}) -> '
+                   f"{plan.result_type}, ONE inference per SQS batch."),
         "",
-        *_summary(f"Written by ``inferbus new consumer``: the handler is ``functions/{plan.module}/handler.py``, the "
-                  f"contract ``{plan.contract_module}``."),
+        *paragraph(f"Written by ``inferbus new consumer``: the handler is ``functions/{plan.module}/handler.py``, the "
+                   f"contract ``{plan.contract_module}``."),
         '"""',
         "",
         "from __future__ import annotations",
@@ -592,9 +613,9 @@ def declaration_source(plan: ConsumerPlan) -> str:
     out = header + body_imports + ["", ""]
     if reused:
         out += [
-            *_summary(f"# The held-out {plan.event_type} events that {plan.samples.component}'s demo sends: this "
-                      "consumer takes the same type. (Their true answers are that component's, so no accuracy is "
-                      "computed here.)", indent="# "),
+            *paragraph(f"# The held-out {plan.event_type} events that {plan.samples.component}'s demo sends: this "
+                       "consumer takes the same type. (Their true answers are that component's, so no accuracy is "
+                       "computed here.)", indent="# "),
             (f"SAME_EVENTS = next(c for c in {plan.samples.component_module.upper()}_COMPONENTS "
             f"if c.name == {json.dumps(plan.samples.component)}).demo"),
             "assert SAME_EVENTS is not None",
@@ -632,7 +653,7 @@ def declaration_source(plan: ConsumerPlan) -> str:
         "    ),",
         "]",
     ]
-    return _lines(out)
+    return source_text(out)
 
 
 # -- the functional test ----------------------------------------------------------------------------
@@ -642,26 +663,15 @@ def functional_test_source(plan: ConsumerPlan) -> str:
     """``tests/functional/test_<module>.py``: the consumer embedded on moto, its samples and a malformed input."""
     why, change = _corruption(plan.fields[0])
     field = plan.fields[0].field
-    imports = type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type])
     out = [
-        *_summary(f'"""{plan.name}, embedded on moto: its demo samples in, one valid {plan.result_type} per input '
-                  "out; a malformed input kept aside with its reason."),
-        "",
-        "Written by ``inferbus new consumer``. The stack is synthesized with this consumer alone, provisioned",
-        "in moto and run in this process: no AWS account, no network.",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "import json",
-        "",
-        "import pytest",
-        "from inferbus_lambda.contracts import from_eventbridge_event, new_event, to_put_events_entry",
-        *imports,
-        "",
-        "from inferbus.local import LocalPipeline",
-        "from infra.declarations import Consumer, Pipeline",
-        f"from pipeline.{plan.module} import COMPONENTS",
+        *functional_test_head(
+            f"{plan.name}, embedded on moto: its demo samples in, one valid {plan.result_type} per input out; a "
+            "malformed input kept aside with its reason.",
+            "Written by ``inferbus new consumer``. The stack is synthesized with this consumer alone, provisioned in "
+            "moto and run in this process: no AWS account, no network.",
+            type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type]),
+            ["from inferbus.local import LocalPipeline", "from infra.declarations import Consumer, Pipeline",
+             f"from pipeline.{plan.module} import COMPONENTS"]),
         "",
         f'(CONSUMER,) = [c for c in COMPONENTS if isinstance(c, Consumer) and c.name == "{plan.name}"]',
         f"SAMPLES = {TEST_SAMPLES}",
@@ -681,8 +691,8 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "",
         "",
         "def results(delivered: list[dict], input_ids: set[str]) -> list:",
-        *_summary(f'    """The {plan.result_type} events among ``delivered`` for these inputs, each validated by its '
-                  'contract."""', indent="    "),
+        *paragraph(f'    """The {plan.result_type} events among ``delivered`` for these inputs, each validated by its '
+                   'contract."""', indent="    "),
         "    found = []",
         "    for event in delivered:",
         f'        if event["detail-type"] == "{plan.result_type}" and event["detail"].get("subject") in input_ids:',
@@ -719,4 +729,4 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         f'    assert kept["reason"].startswith("data.{field}")',
         f'    assert results(pipeline.tapped_events(), {{"malformed-{plan.name}"}}) == []',
     ]
-    return _lines(out)
+    return source_text(out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import typing
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,24 +36,14 @@ from .codegen import (
 )
 from .errors import ScaffoldError
 from .graph import GraphInput, GraphSpec, open_session, read_graph, read_inputs, with_widths
-from .names import check_component_name, check_event_type, derived_result_type, module_name
-from .project import Declared, Project, Writes, check_loads, declared
+from .names import check_event_type, derived_result_type, module_name
+from .project import Declared, Project, Writes, Written, open_project
 from .samples import HeldOut, read_samples
 
-__all__ = ["Written", "new_consumer"]
+__all__ = ["new_consumer"]
 
 MODEL_VERSION = "1.0.0"
 VALUE_LIMIT = 1_000_000  # the default range of a numeric input: larger magnitudes are input errors
-
-
-@dataclass
-class Written:
-    """What a scaffold command wrote: each file (relative path) with what it is, and what to do next."""
-
-    component: str
-    files: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    next_steps: list[str] = field(default_factory=list)
 
 
 def new_consumer(name: str, model: Path, event_type: str, result_type: str | None = None, samples: Path | None = None,
@@ -90,9 +80,7 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     ScaffoldError
         Naming what is wrong and what to do; nothing has been written.
     """
-    project = project or Project.here()
-    known = known if known is not None else declared(project)
-    check_component_name(name, declared=known.components, functions=project.functions)
+    project, known = open_project(project, known, name)
     check_event_type(event_type, "--event")
     if result_type is not None:
         check_event_type(result_type, "--result")
@@ -108,40 +96,26 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
         value_limit=_value_limit(held_out),
     )
     writes = Writes(project)
-    files: list[tuple[str, str]] = []
     models: dict[str, Any] = {}
     if model_entry is not None:
-        writes.copy(Path(model), project.models / plan.model_file)
-        models[model_name] = model_entry
         labels = ", labels" if "labels" in model_entry else ""
-        files.append((f"models/{plan.model_file}", (f"the model; manifest entry {model_name!r} (sha256, inputs, "
-                                                   f"outputs{labels}; accuracy to record)")))
+        writes.copy(Path(model), project.models / plan.model_file, f"the model; manifest entry {model_name!r} (sha256, "
+                    f"inputs, outputs{labels}; accuracy to record)")
+        models[model_name] = model_entry
     datasets: dict[str, Any] = {}
     if held_out is not None and plan.samples.file is not None:
-        writes.copy(held_out.path, project.models / plan.samples.file)
+        writes.copy(held_out.path, project.models / plan.samples.file,
+                    f"your {held_out.rows} held-out samples; manifest datasets entry")
         datasets[plan.samples.file] = held_out.manifest(name, project.manifest_io().sha256_of(held_out.path))
-        files.append((f"models/{plan.samples.file}", f"your {held_out.rows} held-out samples; manifest datasets entry"))
     module = plan.module
-    sources = {
-        project.contracts / f"{module}.py": (contract_source(plan), _contract_note(plan)),
-        project.functions / module / "__init__.py": ("", "makes the handler folder a package"),
-        project.functions / module / "handler.py": (handler_source(plan), "infer(): ONE session.run per batch"),
-        project.pipeline / f"{module}.py": (declaration_source(plan), _declaration_note(plan)),
-        project.functional_tests / f"test_{module}.py": (functional_test_source(plan), ("runs it embedded on moto: a "
-                                                         "result per sample, a malformed input kept aside")),
-    }
-    for path, (text, what) in sources.items():
-        if path.suffix == ".py":
-            _compiles(text, project.relative(path))
-        writes.add(path, text)
-        files.append((project.relative(path), what))
-    writes.commit(models=models, datasets=datasets)
-    problem = check_loads(project, name, plan.contract_module)
-    if problem is not None:
-        writes.undo()
-        raise ScaffoldError(f"the generated code does not load ({problem}); nothing was kept. This is a scaffold bug: "
-                            "please report it with your model")
-    return Written(name, files, _notes(plan, held_out), _next_steps(plan))
+    writes.add(project.contracts / f"{module}.py", contract_source(plan), _contract_note(plan))
+    writes.add(project.functions / module / "__init__.py", "", "makes the handler folder a package")
+    writes.add(project.functions / module / "handler.py", handler_source(plan), "infer(): ONE session.run per batch")
+    writes.add(project.pipeline / f"{module}.py", declaration_source(plan), _declaration_note(plan))
+    writes.add(project.functional_tests / f"test_{module}.py", functional_test_source(plan),
+               "runs it embedded on moto: a result per sample, a malformed input kept aside")
+    writes.commit(name, plan.contract_module, models=models, datasets=datasets)
+    return Written(name, writes.files, _notes(plan, held_out), _next_steps(plan))
 
 
 def _read(model: Path, samples: Path | None, existing: type | None,
@@ -312,14 +286,6 @@ def _value_limit(held_out: HeldOut | None) -> int:
         if values.dtype.kind in "iuf" and values.size:
             largest = max(largest, float(np.abs(values).max()))
     return max(VALUE_LIMIT, 10 ** math.ceil(math.log10(largest * 10))) if largest > 0 else VALUE_LIMIT
-
-
-def _compiles(text: str, path: str) -> None:
-    try:
-        compile(text, path, "exec")
-    except SyntaxError as error:
-        raise ScaffoldError(f"internal: the generated {path} does not compile ({error}); nothing was written. This is "
-                            "a scaffold bug: please report it with your model") from None
 
 
 def _contract_note(plan: ConsumerPlan) -> str:

@@ -28,8 +28,9 @@ from types import ModuleType
 from typing import Any
 
 from .errors import ScaffoldError
+from .names import check_component_name
 
-__all__ = ["Declared", "Project", "Writes", "check_loads", "declared"]
+__all__ = ["Declared", "Project", "Writes", "Written", "check_loads", "declared", "open_project"]
 
 # Run in a fresh interpreter on the project: what the stack, the demo and the tests will import.
 LOAD_CHECK = """
@@ -174,6 +175,24 @@ def declared(project: Project) -> Declared:
     return Declared({c.name for c in components.components}, event_types, modules, demo_sources, producers, inputs)
 
 
+def open_project(project: Project | None, known: Declared | None, name: str) -> tuple[Project, Declared]:
+    """The project (default: this repository), what it declares, and ``name`` checked as a new component's."""
+    project = project or Project.here()
+    known = known if known is not None else declared(project)
+    check_component_name(name, declared=known.components, functions=project.functions)
+    return project, known
+
+
+@dataclass
+class Written:
+    """What a scaffold command wrote: each file (relative path) with what it is, and what to do next."""
+
+    component: str
+    files: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
+
+
 class Writes:
     """Files to create, written all together or not at all; never over an existing file."""
 
@@ -181,15 +200,26 @@ class Writes:
         self.project = project
         self.texts: dict[Path, str] = {}
         self.copies: dict[Path, Path] = {}
+        self.files: list[tuple[str, str]] = []  # relative path, what it is: for the command's report
         self.written: list[Path] = []
         self.made: list[Path] = []  # directories created for the files, removed whole on undo
         self.manifest_before: str | None = None
 
-    def add(self, path: Path, text: str) -> None:
+    def add(self, path: Path, text: str, what: str) -> None:
+        """Write ``text`` at ``path``; Python source is compiled first (a scaffold bug stops here)."""
+        if path.suffix == ".py":
+            try:
+                compile(text, str(path), "exec")
+            except SyntaxError as error:
+                where = self.project.relative(path)
+                raise ScaffoldError(f"internal: the generated {where} does not compile ({error}); nothing was "
+                                    "written. This is a scaffold bug: please report it") from None
         self.texts[path] = text
+        self.files.append((self.project.relative(path), what))
 
-    def copy(self, source: Path, target: Path) -> None:
+    def copy(self, source: Path, target: Path, what: str) -> None:
         self.copies[target] = source
+        self.files.append((self.project.relative(target), what))
 
     @property
     def paths(self) -> list[Path]:
@@ -202,8 +232,24 @@ class Writes:
             raise ScaffoldError(f"{', '.join(taken)} already exist{'s' if len(taken) == 1 else ''}: the scaffold never "
                                 "overwrites; remove them or choose another name")
 
-    def commit(self, models: dict[str, Any] | None = None, datasets: dict[str, Any] | None = None) -> None:
-        """Write every file, then the manifest entries; on any failure, remove what was written."""
+    def commit(self, component: str, contract_module: str, *, models: dict[str, Any] | None = None,
+               datasets: dict[str, Any] | None = None) -> None:
+        """Write every file, then the manifest entries, then check that ``component`` loads (:func:`check_loads`);
+        on any failure, remove what was written.
+
+        Raises
+        ------
+        ScaffoldError
+            A file in the way, or generated code that does not load.
+        """
+        self._write(models, datasets)
+        problem = check_loads(self.project, component, contract_module)
+        if problem is not None:
+            self.undo()
+            raise ScaffoldError(f"the generated code does not load ({problem}); nothing was kept. This is a scaffold "
+                                "bug: please report it with the command")
+
+    def _write(self, models: dict[str, Any] | None, datasets: dict[str, Any] | None) -> None:
         self.check_free()
         try:
             for target, source in self.copies.items():

@@ -21,14 +21,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from inferbus_lambda.contracts import WorkflowFailure
+
 from infra.declarations import pascal
 
-from .asl import workflow_definition
-from .codegen import _lines, _summary, type_imports
-from .consumer import Written, _compiles
+from .asl import source_placeholder, workflow_definition
+from .codegen import functional_test_head, paragraph, source_text, type_imports
 from .errors import ScaffoldError
-from .names import SUBMITTED, check_component_name, check_event_type, module_name
-from .project import Declared, Project, Writes, check_loads, declared
+from .names import SUBMITTED, check_event_type, module_name
+from .project import Declared, Project, Writes, Written, open_project
 
 __all__ = ["new_workflow"]
 
@@ -49,9 +50,10 @@ class WorkflowPlan:
     input_module: str | None  # where an existing input type is defined; None: written here
     samples_from: str | None  # a component whose demo samples of event_type are reused
     samples_module: str | None
-    producer: str | None  # the component whose results start it (then its demo drives the test)
+    producer: str | None  # a component whose results start it, with demo samples: they drive the test
     feeder_type: str | None = None  # what that producer takes, and where the type is defined
     feeder_module: str | None = None
+    producers: tuple[str, ...] = ()  # every component that publishes event_type: the only sources it accepts
 
     @property
     def contract_module(self) -> str:
@@ -79,9 +81,7 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
     ScaffoldError
         Naming what is wrong and what to do; nothing has been written.
     """
-    project = project or Project.here()
-    known = known if known is not None else declared(project)
-    check_component_name(name, declared=known.components, functions=project.functions)
+    project, known = open_project(project, known, name)
     event_type = event_type or f"{pascal(name)}{SUBMITTED}"
     check_event_type(event_type, "--event")
     result_type = result_type or f"{event_type.removesuffix(SUBMITTED) or pascal(name)}Processed"
@@ -94,47 +94,42 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
     if result_type == event_type:
         raise ScaffoldError(f"the result type must differ from the input type {event_type}: pass --result TYPE")
     existing = known.event_types.get(event_type)
-    producers = known.producers.get(event_type, [])
+    if existing is not None and issubclass(existing, WorkflowFailure):
+        raise ScaffoldError(f"--event {event_type} is a workflow's failure event: to act on failures, declare a Route "
+                            "to a queue your service reads (docs/extending.md), or choose another event type")
+    producers = tuple(known.producers.get(event_type, [])) if existing is not None else ()
     takers = known.demo_sources.get(event_type, [])
-    producer = producers[0] if existing is not None and producers else None
+    fed = [p for p in producers if p in known.demo_sources.get(known.inputs.get(p, ""), [])]
+    producer = fed[0] if fed else None
     feeder_type = known.inputs.get(producer) if producer else None
-    if producer is not None and not any(producer == taker for taker in known.demo_sources.get(feeder_type or "", [])):
-        raise ScaffoldError(f"--event {event_type} is {producer}'s result, and {producer} has no demo samples to drive "
-                            "a test: choose a new event type")
-    samples_from = takers[0] if existing is not None and takers and producer is None else None
+    if producers and producer is None:
+        raise ScaffoldError(f"--event {event_type} is the result of {', '.join(producers)}, none of which has demo "
+                            "samples to drive a test: choose a new event type")
+    samples_from = takers[0] if existing is not None and takers and not producers else None
+    if existing is not None and not producers and samples_from is None:
+        raise ScaffoldError(f"--event {event_type}: no declared component sends demo {event_type} events or "
+                            "publishes them, so nothing would start the workflow in a test: choose a new event type")
     module = module_name(name)
     plan = WorkflowPlan(name, module, event_type, result_type, failure_type,
                         existing.__module__ if existing is not None else None, samples_from,
                         known.component_modules.get(samples_from) if samples_from else None, producer, feeder_type,
-                        known.event_types[feeder_type].__module__ if feeder_type else None)
-    definition = workflow_definition(result_type, STEM, with_sources=producer is not None,
+                        known.event_types[feeder_type].__module__ if feeder_type else None, producers)
+    definition = workflow_definition(result_type, STEM, sources=len(producers),
                                      comment=f"{name} (Express): {event_type} -> {STEM} -> {result_type}; any failure "
                                              f"-> {failure_type}. Written by inferbus new workflow.")
-    files = {
-        project.statemachines / f"{module}.asl.json": (json.dumps(definition, indent=2) + "\n",
-                                                       ("the ASL: Accept, route, one Lambda task, publish; failures "
-                                                       f"-> {failure_type}")),
-        project.contracts / f"{module}.py": (contract_source(plan), ", ".join(
-            ([event_type] if existing is None else []) + [result_type, failure_type])),
-        project.functions / module / "__init__.py": ("", "makes the step folder a package"),
-        project.functions / module / "process.py": (step_source(plan), "the step: replace process() with your work"),
-        project.pipeline / f"{module}.py": (declaration_source(plan), "the Workflow declaration (trigger, task, demo)"),
-        project.functional_tests / f"test_{module}.py": (functional_test_source(plan), (
-            "runs it embedded on moto: a result per input, a malformed input's failure event")),
-    }
     writes = Writes(project)
-    written = []
-    for path, (text, what) in files.items():
-        if path.suffix == ".py":
-            _compiles(text, project.relative(path))
-        writes.add(path, text)
-        written.append((project.relative(path), what))
-    writes.commit()
-    problem = check_loads(project, name, plan.contract_module)
-    if problem is not None:
-        writes.undo()
-        raise ScaffoldError(f"the generated code does not load ({problem}); nothing was kept. This is a scaffold bug: "
-                            "please report it")
+    writes.add(project.statemachines / f"{module}.asl.json", json.dumps(definition, indent=2) + "\n",
+               f"the ASL: Accept, route, one Lambda task, publish; failures -> {failure_type}")
+    writes.add(project.contracts / f"{module}.py", contract_source(plan),
+               ", ".join(([event_type] if existing is None else []) + [result_type, failure_type]))
+    writes.add(project.functions / module / "__init__.py", "", "makes the step folder a package")
+    writes.add(project.functions / module / "process.py", step_source(plan),
+               "the step: replace process() with your work")
+    writes.add(project.pipeline / f"{module}.py", declaration_source(plan),
+               "the Workflow declaration (trigger, task, demo)")
+    writes.add(project.functional_tests / f"test_{module}.py", functional_test_source(plan),
+               "runs it embedded on moto: a result per input, a malformed input's failure event")
+    writes.commit(name, plan.contract_module)
     steps = [
         (f"Replace process() in functions/{module}/process.py with your work, and {result_type}'s fields in "
          f"functions/inferbus_lambda/contracts/{module}.py with your answer (the ASL publishes what process() "
@@ -148,18 +143,18 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
         f".venv/bin/inferbus demo   ({name} is in the summary" + (" and the ledger)" if producer is None else
                                                                  f", taking {producer}'s {event_type} events)"),
     ]
-    notes = [f"trigger: {event_type}" + (f" from {producer} only (Producer in the trigger, ${{InputSource}} in Accept)"
-                                         if producer else "")]
-    return Written(name, written, notes, steps)
+    notes = [f"trigger: {event_type}" + (f" from {', '.join(producers)} only (Producer in the trigger, the sources "
+                                         "in Accept)" if producers else "")]
+    return Written(name, writes.files, notes, steps)
 
 
 def contract_source(plan: WorkflowPlan) -> str:
     """The workflow's event types: its failure type, and its input and result types when they are new."""
     defined = sorted([plan.result_type, plan.failure_type] + ([plan.event_type] if plan.input_module is None else []))
     out = [
-        *_summary(f'"""Events of the {plan.name} workflow: ' + (f"{plan.event_type} in, " if plan.input_module is None
+        *paragraph(f'"""Events of the {plan.name} workflow: ' + (f"{plan.event_type} in, " if plan.input_module is None
                                                                    else "") + f"{plan.result_type} out, "
-                  f"{plan.failure_type} when it fails."),
+                   f"{plan.failure_type} when it fails."),
         "",
         "Written by ``inferbus new workflow``: REPLACE the placeholder fields with yours; the workflow's",
         "first step, its step function, the CLI, the demo and the tests all validate with these models.",
@@ -213,15 +208,15 @@ def contract_source(plan: WorkflowPlan) -> str:
         "",
         f'    EVENT_TYPE: ClassVar[str] = "{plan.failure_type}"',
     ]
-    return _lines(out)
+    return source_text(out)
 
 
 def step_source(plan: WorkflowPlan) -> str:
     """``functions/<module>/process.py``: the workflow's one task, made with ``step_handler``."""
     imports = type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type])
     out = [
-        *_summary(f'"""The {plan.name} workflow\'s step ``{STEM}``: one accepted ``{plan.event_type}`` in, the data of '
-                  f"its ``{plan.result_type}`` out (the ASL publishes it as is)."),
+        *paragraph(f'"""The {plan.name} workflow\'s step ``{STEM}``: one accepted ``{plan.event_type}`` in, the data '
+                   f"of its ``{plan.result_type}`` out (the ASL publishes it as is)."),
         "",
         "Written by ``inferbus new workflow``: REPLACE ``process`` with your work. To run a model, name it in",
         f"the Task's ``models`` (``pipeline/{plan.module}.py``) and call ``runtime.models.only.run(...)``.",
@@ -247,7 +242,7 @@ def step_source(plan: WorkflowPlan) -> str:
         "",
         "lambda_handler = step_handler(process)",
     ]
-    return _lines(out)
+    return source_text(out)
 
 
 def declaration_source(plan: WorkflowPlan) -> str:
@@ -260,11 +255,11 @@ def declaration_source(plan: WorkflowPlan) -> str:
     else:
         names.append("DemoInputs")
     out = [
-        *_summary(f'"""{plan.name}: {plan.event_type} -> {STEM} -> {plan.result_type}; any failure -> '
-                  f"{plan.failure_type}."),
+        *paragraph(f'"""{plan.name}: {plan.event_type} -> {STEM} -> {plan.result_type}; any failure -> '
+                   f"{plan.failure_type}."),
         "",
-        *_summary(f"Written by ``inferbus new workflow``: the ASL is ``statemachines/{plan.module}.asl.json``, the "
-                  f"step ``functions/{plan.module}/process.py``, the contract ``{plan.contract_module}``."),
+        *paragraph(f"Written by ``inferbus new workflow``: the ASL is ``statemachines/{plan.module}.asl.json``, the "
+                   f"step ``functions/{plan.module}/process.py``, the contract ``{plan.contract_module}``."),
         '"""',
         "",
         "from __future__ import annotations",
@@ -276,8 +271,8 @@ def declaration_source(plan: WorkflowPlan) -> str:
     if plan.samples_from:
         variable = f"{plan.samples_module.upper()}_COMPONENTS"  # type: ignore[union-attr]
         out += ["", f"from .{plan.samples_module} import COMPONENTS as {variable}", "", "",
-                *_summary(f"# The held-out {plan.event_type} events that {plan.samples_from}'s demo sends: this "
-                          "workflow takes the same type.", indent="# "),
+                *paragraph(f"# The held-out {plan.event_type} events that {plan.samples_from}'s demo sends: this "
+                           "workflow takes the same type.", indent="# "),
                 f'SAME_EVENTS = next(c for c in {variable} if c.name == "{plan.samples_from}").demo',
                 "assert SAME_EVENTS is not None"]
     elif plan.input_module is None:
@@ -289,8 +284,12 @@ def declaration_source(plan: WorkflowPlan) -> str:
             "    rng = np.random.default_rng(7)",
             '    return [Sample({"values": [round(float(v), 4) for v in rng.normal(size=4)]}) for _ in range(count)]',
         ]
-    trigger = (f'EventFilter("{plan.event_type}", sources=(Producer("{plan.producer}"),))' if plan.producer
-               else f'EventFilter("{plan.event_type}")')
+    trigger = f'EventFilter("{plan.event_type}")'
+    if plan.producers:
+        markers = ", ".join(f'Producer("{name}")' for name in plan.producers)
+        out += ["", "", f"# Only these components' {plan.event_type} start it (and its Accept step checks again):",
+                f"PRODUCERS = ({markers}{',' if len(plan.producers) == 1 else ''})"]
+        trigger = f'EventFilter("{plan.event_type}", sources=PRODUCERS)'
     out += [
         "",
         "",
@@ -306,7 +305,8 @@ def declaration_source(plan: WorkflowPlan) -> str:
         '                              description="Your work on one accepted event")},',
     ]
     if plan.producer:
-        out += [f'        substitutions={{"InputSource": Producer("{plan.producer}")}},',
+        sources = ", ".join(f'"{source_placeholder(i)}": PRODUCERS[{i}]' for i in range(len(plan.producers)))
+        out += [f"        substitutions={{{sources}}},",
                 f"        # No demo samples of its own: the demo sends {plan.producer}'s, whose results start it."]
     elif plan.samples_from:
         out += [
@@ -330,7 +330,7 @@ def declaration_source(plan: WorkflowPlan) -> str:
             "        ),",
         ]
     out += ["    ),", "]"]
-    return _lines(out)
+    return source_text(out)
 
 
 def functional_test_source(plan: WorkflowPlan) -> str:
@@ -341,23 +341,12 @@ def functional_test_source(plan: WorkflowPlan) -> str:
     if plan.producer and plan.input_module:
         imports = type_imports(plan.input_module, None, plan.event_type, []) + imports
     out = [
-        f'"""{plan.name}, embedded on moto: its ASL on moto\'s interpreter, its step in-process.',
-        "",
-        "Written by ``inferbus new workflow``. No AWS account, no network.",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "import json",
-        "",
-        "import pytest",
-        "from inferbus_lambda.contracts import from_eventbridge_event, new_event, to_put_events_entry",
-        *imports,
-        "",
-        "from inferbus.local import LocalPipeline",
-        "from infra.declarations import Pipeline, Workflow",
-        *(["from pipeline import load_pipeline"] if plan.producer else []),
-        f"from pipeline.{plan.module} import COMPONENTS",
+        *functional_test_head(
+            f"{plan.name}, embedded on moto: its ASL on moto's interpreter, its step in-process.",
+            "Written by ``inferbus new workflow``. No AWS account, no network.", imports,
+            ["from inferbus.local import LocalPipeline", "from infra.declarations import Pipeline, Workflow",
+             *(["from pipeline import load_pipeline"] if plan.producer else []),
+             f"from pipeline.{plan.module} import COMPONENTS"]),
         "",
         f'(WORKFLOW,) = [c for c in COMPONENTS if isinstance(c, Workflow) and c.name == "{plan.name}"]',
         f"SAMPLES = {TEST_SAMPLES}",
@@ -450,4 +439,4 @@ def functional_test_source(plan: WorkflowPlan) -> str:
             '    kept = [m["detail"]["data"] for m in pipeline.invalid_events() if "detail" in m]',
             '    assert [k["input_id"] for k in kept].count(d["id"]) == 1',
         ]
-    return _lines(out)
+    return source_text(out)

@@ -138,10 +138,10 @@ def test_synthetic_samples_say_to_replace_them_and_held_out_ones_are_read_from_m
 
 # -- the workflow skeleton --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("with_sources", [False, True])
-def test_the_asl_skeleton_passes_every_static_check(tmp_path, with_sources):
+@pytest.mark.parametrize("sources", [0, 1, 2])
+def test_the_asl_skeleton_passes_every_static_check(tmp_path, sources):
     path = tmp_path / "skeleton.asl.json"
-    path.write_text(json.dumps(workflow_definition("OrderChecked", "Process", with_sources=with_sources, comment="x")))
+    path.write_text(json.dumps(workflow_definition("OrderChecked", "Process", sources=sources, comment="x")))
     asl_checks.test_every_transition_targets_a_state_and_every_state_is_reached(path)
     asl_checks.test_every_state_has_a_path_to_success_or_failure(path)
     asl_checks.test_every_task_has_retry_with_backoff_and_jitter_and_a_catch_all(path)
@@ -154,7 +154,7 @@ def test_the_asl_skeleton_passes_every_static_check(tmp_path, with_sources):
     (published,) = machine["States"]["Publish"]["Parameters"]["Entries"]
     assert published["Detail"]["id.$"] == "$.accepted.result_ids.OrderChecked"
     expected = {"AcceptFunctionArn", "ProcessFunctionArn", "EventBusName", "ResultSource", "WorkflowName",
-                "FailureType", "TriggerType"} | ({"InputSource"} if with_sources else set())
+                "FailureType", "TriggerType", *["InputSource", "InputSource2"][:sources]}
     assert placeholders(path.read_text()) == expected
 
 
@@ -179,6 +179,8 @@ NEW_NAME, NEW_TYPE = "scaffold-cli-check", "ScaffoldCliCheckSubmitted"
       "--result", "ScaffoldCliCheckScored"], "none of its fields carries graph input 'X'"),
     (["new", "workflow", "text-pipeline"], "already declared"),
     (["new", "workflow", NEW_NAME, "--event", "TextSubmitted", "--result", "TextAnalyzed"], "is an event type"),
+    (["new", "workflow", NEW_NAME, "--event", "TextAnalysisFailed"], "is a workflow's failure event"),
+    (["new", "workflow", NEW_NAME, "--event", "TransactionApproved"], "none of which has demo samples"),
     (["new", "consumer", NEW_NAME], "the following arguments are required: --model, --event"),
     (["new", "bake"], "invalid choice"),
 ])
@@ -203,7 +205,8 @@ def test_every_generated_workflow_file_compiles_and_fits_120_columns(input_modul
                         "ARatherLongWorkflowNameSubmitted", "ARatherLongWorkflowNameProcessed",
                         "ARatherLongWorkflowNameFailed", input_module, samples_from,
                         "text_pipeline" if samples_from else None, producer,
-                        "TransactionSubmitted" if producer else None, input_module if producer else None)
+                        "TransactionSubmitted" if producer else None, input_module if producer else None,
+                        (producer, "auto-approve") if producer else ())
     for render in (workflow_contract_source, step_source, workflow_declaration_source, workflow_test_source):
         source = render(plan)
         compile(source, render.__name__, "exec")
