@@ -11,6 +11,7 @@ Examples
     inferbus reviews approve TXN_ID --queue-url URL --note "..."   # resume its workflow
     inferbus chaos --events 5000                    # faults on purpose, then a ledger of every event (embedded)
     inferbus new consumer iris-classifier --model iris.onnx --event IrisSubmitted   # add your own model
+    inferbus new workflow order-check --event OrderSubmitted                         # add a workflow skeleton
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 T = TypeVar("T")
 
@@ -149,6 +150,78 @@ def _docs(args: argparse.Namespace) -> int:
     return 0
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line on stderr, saying where to look, with exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
+
+
+def _new(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .scaffold import ScaffoldError, new_consumer, new_workflow
+
+    try:
+        if args.kind == "consumer":
+            written = new_consumer(args.name, Path(args.model), args.event, args.result,
+                                   Path(args.samples) if args.samples else None)
+        else:
+            written = new_workflow(args.name, args.event, args.result)
+    except ScaffoldError as error:
+        print(f"inferbus new {args.kind}: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # noqa: BLE001 - never a traceback: one line that says what happened
+        print(f"inferbus new {args.kind}: unexpected {type(error).__name__}: {error}; nothing you ran is at fault if "
+              "this persists: please report it with the command", file=sys.stderr)
+        return 2
+    width = max(len(path) for path, _ in written.files)
+    print(f"inferbus new {args.kind}: wrote {written.component}")
+    for path, what in written.files:
+        print(f"  {path:<{width}}  {what}")
+    for note in written.notes:
+        print(f"  note: {note}")
+    print("Next:")
+    for number, step in enumerate(written.next_steps, start=1):
+        print(f"  {number}. {step}")
+    return 0
+
+
+NEW_CONSUMER_HELP = """\
+Writes a queue consumer for your ONNX model: rule -> SQS queue (+ DLQ) -> Lambda running ONE
+batched inference per SQS batch -> result events on the bus. From the model's graph it writes
+  models/<model>.onnx + its manifest entry (sha256, inputs, outputs, labels; accuracy to record)
+  functions/inferbus_lambda/contracts/<name>.py  the event contracts (input unless TYPE exists, result)
+  functions/<name>/handler.py                    infer(): ONE session.run per batch
+  pipeline/<name>.py                             the declaration, with demo samples
+  tests/functional/test_<name>.py                runs it embedded on moto (no AWS)
+It never overwrites a file; on any error nothing is written.
+
+Graphs it maps: float/int tensor inputs [N, k] (or [N, None] with --samples, or [N, d1, d2...]
+flattened), string inputs [N, 1]; classifiers (label + probabilities tensor or ZipMap),
+regressors (one float output), anything else with one row per input (one field per output).
+
+--samples FILE (held-out rows, copied into models/ and listed in the manifest):
+  .npz    an array per input named like it (one input: 'inputs'), optional 'labels'
+  .csv    a row per sample; a header with a 'label' column marks the labels
+  .jsonl  an object per line: {"<field or input name>": [...], "label": ...}
+Without it the demo sends seeded random inputs (replace them). See docs/extending.md.
+"""
+
+NEW_WORKFLOW_HELP = """\
+Writes a Step Functions workflow skeleton that runs as written:
+  statemachines/<name>.asl.json     Accept -> route (accepted/duplicate/rejected) -> Process (one
+                                    Lambda task) -> publish the result; every failure -> a
+                                    <Name>Failed event -> Fail; retries with backoff and jitter
+  functions/<name>/process.py       the step (step_handler): replace process() with your work
+  functions/inferbus_lambda/contracts/<name>.py  <Name>Failed, and the input/result types if new
+  pipeline/<name>.py                the declaration (trigger, task, demo samples)
+  tests/functional/test_<name>.py   runs it embedded on moto (no AWS)
+A TYPE another component publishes (e.g. RiskScored) is accepted only from that component.
+See docs/extending.md.
+"""
+
+
 def _rate(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
@@ -204,7 +277,7 @@ def _component_number(text: str) -> tuple[str, int]:
 def build_parser() -> argparse.ArgumentParser:
     from .chaos import FaultRates  # light: the chaos module loads moto only when it runs
 
-    parser = argparse.ArgumentParser(prog="inferbus", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _OneLineParser(prog="inferbus", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run the whole pipeline embedded on moto and print what happened",
                                 description="Sends every declared component's held-out samples (pipeline/), with "
@@ -266,6 +339,28 @@ def build_parser() -> argparse.ArgumentParser:
     docs = commands.add_parser("docs", help="rewrite the README's event table from the contracts and pipeline/")
     docs.add_argument("--check", action="store_true", help="only check that it is current (exit 1 if not)")
     docs.set_defaults(run=_docs)
+    new = commands.add_parser("new", help="add a component: a consumer for your ONNX model, or a workflow skeleton",
+                              description="Write a new component into this project (pipeline/, functions/, "
+                              "models/, statemachines/, tests/). See docs/extending.md.")
+    kinds = new.add_subparsers(dest="kind", required=True)
+    consumer = kinds.add_parser("consumer", help="a queue consumer running your ONNX model on one event type",
+                                description=NEW_CONSUMER_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    consumer.add_argument("name", help="the component's name, kebab-case (iris-classifier); not yet declared")
+    consumer.add_argument("--model", required=True, metavar="PATH.onnx", help="your ONNX model file")
+    consumer.add_argument("--event", required=True, metavar="TYPE",
+                          help="the event type it takes, PascalCase (IrisSubmitted); an existing type's contract is reused")
+    consumer.add_argument("--result", metavar="TYPE", help="the type of its results (default: IrisSubmitted -> "
+                          "IrisClassified for a classifier, IrisScored otherwise); must be new")
+    consumer.add_argument("--samples", metavar="PATH", help="held-out samples for the demo and the test: .npz, .csv "
+                          "or .jsonl (see above); default: seeded random inputs")
+    consumer.set_defaults(run=_new)
+    workflow = kinds.add_parser("workflow", help="a Step Functions workflow skeleton with one Lambda task",
+                                description=NEW_WORKFLOW_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    workflow.add_argument("name", help="the component's name, kebab-case (order-check); not yet declared")
+    workflow.add_argument("--event", metavar="TYPE", help="what starts an execution (default <Name>Submitted); an "
+                          "existing type's contract is reused")
+    workflow.add_argument("--result", metavar="TYPE", help="what it publishes (default <Stem>Processed); must be new")
+    workflow.set_defaults(run=_new)
     return parser
 
 

@@ -200,20 +200,31 @@ def _chains(ledger: _Ledger) -> None:
 
 
 def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: DemoReport) -> None:
+    """Each event sent is counted once, where its own component put it: two components that take the
+    same type both refuse a malformed event, and only the one it was sent to accounts for it."""
+    sources = {component.name: component.result_source for component in pipeline.declarations.producers}
+    rejected: set[str] = set()
     for kept in pipeline.invalid_events():
         if "consumer" in kept:  # sent by a queue consumer
-            event_id, reason = kept["event_id"], f"{kept['error']}: {kept['reason']}"
+            event_id, by, reason = kept["event_id"], kept["consumer"], f"{kept['error']}: {kept['reason']}"
         else:  # a workflow's ...Failed event, brought by the rule
             data = kept["detail"]["data"]
-            event_id, reason = data["input_id"], f"{data['error']}: {data['cause']}"
+            event_id, by, reason = data["input_id"], kept["source"], f"{data['error']}: {data['cause']}"
+        component = sent.component_of.get(event_id)
+        if component not in report.kinds or by != sources.get(component):
+            report.rejection_reasons.setdefault(str(event_id), reason)
+            continue
         report.rejection_reasons[str(event_id)] = reason
-        if sent.component_of.get(event_id) in report.kinds:
-            report.kinds[sent.component_of[event_id]].rejected += 1
+        if event_id not in rejected:
+            rejected.add(event_id)
+            report.kinds[component].rejected += 1
+    dead_lettered: set[str] = set()
     for logical_id, messages in pipeline.dead_letters().items():
         report.dead_letters[logical_id] = len(messages)
         for message in messages:
             event_id = _field(json.loads(message["Body"]), "detail.id")
-            if sent.component_of.get(event_id) in report.kinds:
+            if sent.component_of.get(event_id) in report.kinds and event_id not in dead_lettered:
+                dead_lettered.add(event_id)
                 report.kinds[sent.component_of[event_id]].in_dead_letter_queues += 1
             report.dead_letter_reasons[event_id] = sent.reasons.get(event_id, "?")
 
