@@ -295,8 +295,11 @@ def _input_class(plan: ConsumerPlan) -> list[str]:
 
 def _split_field(line: str) -> str:
     """A field line over 120 characters, its ``description=`` on a line of its own."""
-    head, _, tail = line.partition(", description=")
-    return f"{head},\n{' ' * 8}description={tail}"
+    if ", description=" in line:  # Annotated[..., Field(..., description=...)]
+        head, _, tail = line.partition(", description=")
+        return f"{head},\n{' ' * 8}description={tail}"
+    head, _, tail = line.partition("Field(description=")  # ... = Field(description=...)
+    return f"{head}Field(\n{' ' * 8}description={tail}"
 
 
 def _result_class(plan: ConsumerPlan) -> list[str]:
