@@ -8,9 +8,9 @@ message that names it instead of a ``KeyError`` deep in a handler.
 =========================  ====================================================================
 model                      the functions that read it
 =========================  ====================================================================
-:class:`StepEnvironment`   workflow steps (``inferbus_lambda.steps.step_handler``)
+:class:`StepEnvironment`   workflow steps (``inferbus_lambda.handlers.step_handler``)
 :class:`AcceptEnvironment` the workflows' shared first step (it claims event ids)
-:class:`ConsumerEnvironment`  queue consumers (``inferbus_lambda.consumer.consumer_handler``)
+:class:`ConsumerEnvironment`  queue consumers (``inferbus_lambda.handlers.consumer_handler``)
 =========================  ====================================================================
 
 Example
