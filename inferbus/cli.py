@@ -34,6 +34,7 @@ from typing import Any
 from .cli_support import CommandError, OneLineParser, add_aws_options, aws_client, print_json, progress_reporter, run_command
 
 PROG = "inferbus"
+DIAGRAM_STEM = "docs/images/topology"
 
 
 def _version() -> str:
@@ -233,11 +234,14 @@ def _schemas(args: argparse.Namespace) -> int:
 
 
 def _diagram(args: argparse.Namespace) -> int:
-    from .diagram import topology, write_diagram
+    from .diagram import ARCHITECTURE, mermaid, topology, update_architecture, write_diagram
 
     context = dict(args.context)
     graph = topology(context=context)
     written = write_diagram(graph, Path(args.out), image_format=args.format)
+    if args.out == DIAGRAM_STEM and not context:  # the default diagram is the one docs/architecture.md shows
+        update_architecture(mermaid(graph), check=False)
+        written.append(ARCHITECTURE)
     if args.json:
         print_json({"files": [str(path) for path in written], "nodes": len(graph.nodes), "edges": len(graph.edges)})
     else:
@@ -464,8 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
                       description="Synthesizes the CDK app (no AWS needed) and draws bus -> rules (with their patterns) "
                       "-> queues and DLQs -> functions -> state machines -> result events, as Mermaid (.mmd) and an "
                       "image (SVG or PNG).")
-    diagram.add_argument("--out", default="docs/images/topology", help="file path without extension "
-                         "(default docs/images/topology)")
+    diagram.add_argument("--out", default=DIAGRAM_STEM, help=f"file path without extension (default {DIAGRAM_STEM}; "
+                         "there, and with no -c, it also updates docs/architecture.md)")
     diagram.add_argument("--format", choices=("svg", "png"), default="svg", help="the image's format (default svg)")
     diagram.add_argument("-c", "--context", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                          help="CDK context, as for cdk synth (-c stage=prod); repeatable")

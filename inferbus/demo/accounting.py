@@ -36,6 +36,7 @@ from .report import ChainReport, ConsumerRun, DemoReport, FlowFigures, KindRepor
 __all__ = ["account", "emf_values", "flow_figures", "state_order", "task_functions"]
 
 FAILED_STATUSES = {"FAILED", "TIMED_OUT", "ABORTED"}
+CONSUMER_STAGE = "batch"  # a consumer's one stage
 
 
 TIMED_STATES = {"Task", "Parallel", "Map", "Wait"}  # where an execution spends time (the others pass at once)
@@ -276,7 +277,7 @@ def flow_figures(pipeline: LocalPipeline) -> dict[str, FlowFigures]:
         flows[consumer.name] = FlowFigures(
             "consumer", handled=int(sum(emf_values(function, BATCH_SIZE))), failed=int(sum(emf_values(function, RECORDS_FAILED))),
             put_events_failed=int(sum(emf_values(function, PUT_EVENTS_FAILED_ENTRIES))),
-            stages={consumer.name: {"event_latency_ms": emf_values(function, EVENT_LATENCY_MS),
+            stages={CONSUMER_STAGE: {"event_latency_ms": emf_values(function, EVENT_LATENCY_MS),
                                     "processing_ms": emf_values(function, PROCESSING_MS)}})
         flows[consumer.name].consumed = int(sum(emf_values(function, RECORDS_PUBLISHED)))
     statuses: dict[str, list[str]] = defaultdict(list)

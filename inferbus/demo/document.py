@@ -13,6 +13,7 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,46 +33,48 @@ def _pyplot() -> Any:
     return plt
 
 
-def _latency_plot(report: DemoReport, path: Path) -> bool:
-    """One histogram per component of the time from submission to result, in seconds."""
-    kinds = [(name, kind.latencies_ms) for name, kind in report.kinds.items() if kind.latencies_ms]
-    if not kinds:
+def _stacked(panels: list[tuple[str, Any]], path: Path, xlabel: str, draw: Callable[[Any, Any], None]) -> bool:
+    """One panel per ``(title, data)``, stacked, drawn by ``draw(axis, data)``; written to ``path``."""
+    if not panels:
         return False
     plt = _pyplot()
-    figure, axes = plt.subplots(len(kinds), 1, figsize=(7, 1.9 * len(kinds) + 0.6), squeeze=False)
-    for axis, (name, values) in zip(axes[:, 0], kinds, strict=True):
-        axis.hist([value / 1000 for value in values], bins=min(30, max(5, len(values) // 3)), color="#4c72b0")
-        axis.set_title(f"{name}: {len(values)} results", fontsize=9, loc="left")
-        axis.set_ylabel("events", fontsize=8)
+    figure, axes = plt.subplots(len(panels), 1, figsize=(7, 1.9 * len(panels) + 0.6), squeeze=False)
+    for axis, (title, data) in zip(axes[:, 0], panels, strict=True):
+        draw(axis, data)
+        axis.set_title(title, fontsize=9, loc="left")
         axis.tick_params(labelsize=8)
-    axes[-1, 0].set_xlabel("seconds from submission to result (embedded run)", fontsize=8)
+    axes[-1, 0].set_xlabel(xlabel, fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
     plt.close(figure)
     return True
+
+
+def _latency_plot(report: DemoReport, path: Path) -> bool:
+    """One histogram per component of the time from submission to result, in seconds."""
+    def histogram(axis: Any, values: list[float]) -> None:
+        axis.hist([value / 1000 for value in values], bins=min(30, max(5, len(values) // 3)), color="#4c72b0")
+        axis.set_ylabel("events", fontsize=8)
+
+    panels = [(f"{name}: {len(kind.latencies_ms)} results", kind.latencies_ms)
+              for name, kind in report.kinds.items() if kind.latencies_ms]
+    return _stacked(panels, path, "seconds from submission to result (embedded run)", histogram)
 
 
 def _stage_plot(report: DemoReport, path: Path) -> bool:
     """Per workflow, a box per stage (in the order the stages run) of the time spent in it, in ms."""
-    workflows = [(name, [(stage, workflow.stage_ms[stage]) for stage in workflow.stage_order if workflow.stage_ms.get(stage)])
-                 for name, workflow in sorted(report.workflows.items())]
-    workflows = [(name, stages) for name, stages in workflows if stages]
-    if not workflows:
-        return False
-    plt = _pyplot()
-    figure, axes = plt.subplots(len(workflows), 1, figsize=(7, 1.9 * len(workflows) + 0.6), squeeze=False)
-    for axis, (name, stages) in zip(axes[:, 0], workflows, strict=True):
-        axis.boxplot([values for _, values in stages], vert=False, showfliers=True)
+    def boxes(axis: Any, stages: list[tuple[str, list[float]]]) -> None:
+        axis.boxplot([values for _, values in stages], orientation="horizontal", showfliers=True)
         axis.set_yticks(range(1, len(stages) + 1), [stage for stage, _ in stages], fontsize=8)
         axis.invert_yaxis()  # the first stage on top
         axis.set_xscale("log")
-        axis.set_title(f"{name}: time in each stage", fontsize=9, loc="left")
-        axis.tick_params(labelsize=8)
-    axes[-1, 0].set_xlabel("ms in the state, per execution (log scale; locally one handler runs at a time)", fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=DPI)
-    plt.close(figure)
-    return True
+
+    panels = []
+    for name, workflow in sorted(report.workflows.items()):
+        stages = [(stage, workflow.stage_ms[stage]) for stage in workflow.stage_order if workflow.stage_ms.get(stage)]
+        if stages:
+            panels.append((f"{name}: time in each stage", stages))
+    return _stacked(panels, path, "ms in the state, per execution (log scale; locally one handler runs at a time)", boxes)
 
 
 def _row(cells: list[Any]) -> str:
@@ -123,8 +126,9 @@ def write_report(report: DemoReport, folder: Path) -> Path:
                              _figure(flow["per_minute"]) if first else "",
                              flow["put_events_failed_entries"] if first and flow["kind"] == "consumer" else ""])
         lines += _table(["flow", "stage", "event latency", "processing", "errors %", "per minute", "PutEvents failed"], rows)
-        lines += ["", "### Every metric, summed over the run", ""]
-        lines += _table(["metric", "sum"], [[name, f"{value:g}"] for name, value in sorted(data["metrics"].items())])
+        lines += ["", "### Every count the handlers emitted, summed over the run", ""]
+        lines += _table(["metric", "sum"], [[name, f"{value:g}"] for name, value in sorted(data["metrics"].items())
+                                            if not name.endswith("Ms")])
         lines.append("")
     if data["replay"] is not None:
         replay = data["replay"]

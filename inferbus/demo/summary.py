@@ -118,7 +118,7 @@ def _chains_table(data: dict[str, Any]) -> Table:
                    "review for it")
     for column in ("event", "produced", "taken by", "outcomes", "untaken", "missing"):
         table.add_column(column, justify="left" if column in ("event", "taken by", "outcomes") else "right",
-                         overflow="fold")
+                         overflow="fold", no_wrap=column == "event")
     for event_type, chain in data["chains"].items():
         taken = ", ".join(f"{name} {count}" for name, count in chain["taken"].items())
         outcomes = "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in outcome.items() if v)
@@ -172,7 +172,8 @@ def print_summary(report: Any, console: Console | None = None) -> None:
         if run["batch_sizes"]:
             console.print(f"[bold]{name} batches[/bold]: sizes {run['batch_sizes']}, ONE inference per batch, "
                           f"p50 {run['inference_ms_p50']} ms")
-    console.print("[bold]metrics (EMF, summed)[/bold]: " + ", ".join(f"{k}={v:g}" for k, v in sorted(data["metrics"].items())))
+    console.print("[bold]metrics (EMF counts, summed)[/bold]: " + ", ".join(
+        f"{k}={v:g}" for k, v in sorted(data["metrics"].items()) if not k.endswith("Ms")))
 
     if data["flows"]:
         console.print(_flows_table(data))

@@ -41,6 +41,8 @@ PARTLY_LOCAL = {
     "a container image is not built: its ImageConfig.Command handler runs from the source tree",
     "AWS::Lambda::EventSourceMapping": "local poller: one invocation at a time (MaximumConcurrency is cloud-only)",
     "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
+    "AWS::Events::Archive": "moto archives every event; a replay sends every archived event to every rule (moto "
+    "applies neither the replay's time window nor its FilterArns)",
     "AWS::StepFunctions::StateMachine": "the ASL runs on moto's interpreter, Lambda tasks in-process; logging to "
     "CloudWatch Logs and X-Ray tracing are cloud-only; Retry intervals and Wait states take real time; moto applies "
     "execution-name idempotency to EXPRESS machines too (AWS only to STANDARD); SendTaskFailure drops the cause",

@@ -63,6 +63,14 @@ def add_alarm(scope: Construct, name: str, metric: cloudwatch.IMetric, threshold
     return alarm
 
 
+Level = tuple[str, cloudwatch.IMetric, float, str]  # alarm id, metric, threshold, what it means
+
+
+def add_alarms(scope: Construct, levels: Sequence[Level], owner: str, topic: sns.ITopic) -> list[cloudwatch.Alarm]:
+    """One alarm per ``(id, metric, threshold, what)``, its description ``"<owner>: <what>"``."""
+    return [add_alarm(scope, name, metric, threshold, f"{owner}: {what}", topic) for name, metric, threshold, what in levels]
+
+
 def emf_metric(namespace: str, name: str, dimensions: Mapping[str, str], statistic: str = "Sum",
                label: str | None = None) -> cloudwatch.Metric:
     """A metric the handlers emit as EMF (see ``inferbus_lambda.metric_names``)."""

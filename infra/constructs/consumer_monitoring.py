@@ -28,7 +28,17 @@ from inferbus_lambda.metric_names import (
     RECORDS_REJECTED,
 )
 
-from .alarms import PERIOD, Thresholds, add_alarm, emf_metric, error_rate, function_metrics, resource_widget
+from .alarms import (
+    PERIOD,
+    Level,
+    Thresholds,
+    add_alarm,
+    add_alarms,
+    emf_metric,
+    error_rate,
+    function_metrics,
+    resource_widget,
+)
 from .queue_consumer import QueueConsumer, RoutedQueue
 
 # Every consumer's alarms, by construct id (Memory only with Lambda Insights).
@@ -92,7 +102,7 @@ class ConsumerMonitoring(Construct):
         function_errors = consumer.function.metric_errors(period=PERIOD, statistic="Sum")
         resources = function_metrics(consumer.function, thresholds.insights)
 
-        levels = [
+        levels: list[Level] = [
             ("DeadLetters", dlq_depth, 1, "records in the DLQ (they failed max_receive_count times)"),
             ("UndeliveredEvents", target_dlq_depth, 1, "events EventBridge could not deliver to the queue"),
             ("Latency", oldest, thresholds.max_message_age_s,
@@ -114,8 +124,7 @@ class ConsumerMonitoring(Construct):
         if resources.memory_percent is not None:
             levels.append(("Memory", resources.memory_percent, thresholds.memory_percent,
                            f"memory use reached {thresholds.memory_percent:g} % (Lambda Insights)"))
-        self.alarms = [add_alarm(self, name, metric, threshold, f"{construct_id}: {what}", alarm_topic)
-                       for name, metric, threshold, what in levels]
+        self.alarms = add_alarms(self, levels, construct_id, alarm_topic)
 
         dashboard.add_widgets(
             cloudwatch.GraphWidget(title=f"{name}: consumption rate (records/min)", left=[published, failed, rejected]),

@@ -21,7 +21,17 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 from inferbus_lambda.metric_names import EVENT_LATENCY_MS, PROCESSING_MS
 
-from .alarms import PERIOD, Thresholds, add_alarm, combined, emf_metric, error_rate, function_metrics, resource_widget
+from .alarms import (
+    PERIOD,
+    Level,
+    Thresholds,
+    add_alarms,
+    combined,
+    emf_metric,
+    error_rate,
+    function_metrics,
+    resource_widget,
+)
 from .workflow import Workflow
 
 # Every workflow's alarms, by construct id (Memory only with Lambda Insights).
@@ -69,7 +79,7 @@ class WorkflowMonitoring(Construct):
         resources = [function_metrics(function, thresholds.insights) for function in functions.values()]
         throttles = combined([r.throttles for r in resources], "SUM", "throttles (all its functions)")
         name = workflow.node.id
-        levels = [
+        levels: list[Level] = [
             ("ExecutionsFailed", failed, 1, "executions that failed (each also emitted its ...Failed event)"),
             ("ExecutionsTimedOut", timed_out, 1, "executions that ran out of time"),
             ("UndeliveredEvents", undelivered, 1, "events EventBridge could not start an execution for"),
@@ -85,8 +95,7 @@ class WorkflowMonitoring(Construct):
         if memories:
             levels.append(("Memory", combined(memories, "MAX", "memory use % (highest of its functions)"),
                            thresholds.memory_percent, f"a function's memory use reached {thresholds.memory_percent:g} %"))
-        self.alarms = [add_alarm(self, alarm_name, metric, threshold, f"{name}: {what}", alarm_topic)
-                       for alarm_name, metric, threshold, what in levels]
+        self.alarms = add_alarms(self, levels, name, alarm_topic)
 
         stage_metrics = [emf_metric(metrics_namespace, metric, {"service": service}, "p95", f"{stem} {what} p95 (ms)")
                          for stem, service in stages.items()

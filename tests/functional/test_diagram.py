@@ -37,7 +37,11 @@ def test_a_rule_shows_its_pattern(template):
 
 
 def test_the_committed_diagram_is_the_templates(template):
-    assert COMMITTED.read_text() == mermaid(topology(template=template)), "run `inferbus diagram`"
+    from inferbus.diagram import update_architecture
+
+    source = mermaid(topology(template=template))
+    assert COMMITTED.read_text() == source, "run `inferbus diagram`"
+    assert update_architecture(source, check=True), "docs/architecture.md: run `inferbus diagram`"
 
 
 def test_it_renders_an_image(template, tmp_path):

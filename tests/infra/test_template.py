@@ -271,7 +271,7 @@ app.synth()
     assert "AwsSolutions-SQS" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("variant", ["template", "image_variant_template", "fis_template"])
+@pytest.mark.parametrize("variant", ["template", "image_variant_template", "fis_template", "prod_template"])
 def test_cfn_lint_passes(variant, request, tmp_path):
     path = tmp_path / "template.json"
     path.write_text(json.dumps(request.getfixturevalue(variant)))
@@ -436,3 +436,21 @@ def test_results_go_to_s3_through_firehose_and_grow_colder_with_age(template):
     (archive_rule,) = [r for r in of_type(template, "AWS::Events::Rule").values()
                        if r["Targets"][0]["Arn"] == {"Fn::GetAtt": [stream_id, "Arn"]}]
     assert set(archive_rule["EventPattern"]["source"]) == set(RESULT_SOURCES.values())
+
+
+def test_lambda_insights_is_on_in_prod_and_adds_a_memory_alarm_per_flow(template, prod_template):
+    from infra.constructs.consumer_monitoring import INSIGHTS_ALARMS
+    from tests.infra.conftest import PROD_SETTINGS
+
+    assert PROD_SETTINGS.insights_enabled and not SETTINGS.insights_enabled
+    insights_policy = "CloudWatchLambdaInsightsExecutionRolePolicy"
+    for variant, on in ((template, False), (prod_template, True)):
+        for function in of_type(variant, "AWS::Lambda::Function").values():
+            assert ("lambdainsightsversion" in json.dumps(function.get("Layers", [])).lower()) is on
+            role = of_type(variant, "AWS::IAM::Role")[function["Role"]["Fn::GetAtt"][0]]
+            assert (insights_policy in json.dumps(role.get("ManagedPolicyArns", []))) is on
+    prod_alarms = of_type(prod_template, "AWS::CloudWatch::Alarm")
+    memory = [a for a in prod_alarms.values() if "memory_utilization" in json.dumps(a)]
+    assert len(memory) == len(INSIGHTS_ALARMS) * len(PIPELINE.producers)
+    assert {a["Threshold"] for a in memory} == {PROD_SETTINGS.memory_alarm_percent}
+    assert len(prod_alarms) == len(of_type(template, "AWS::CloudWatch::Alarm")) + len(memory)
