@@ -21,7 +21,7 @@ from typing import Any
 from inferbus_lambda.metric_names import DUPLICATES_SKIPPED
 
 from .accounting import account, emf_values
-from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, demo_components, sample_event
+from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, check_sizes, demo_components, sample_event
 from .report import DemoReport, ReplayReport
 
 __all__ = ["DEMO_SOURCE", "DemoInputError", "DemoReport", "demo_components", "run_demo", "sample_event"]
@@ -53,6 +53,9 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
     report = DemoReport()
     notify = progress or (lambda stage, done, total: None)
 
+    from pipeline import load_pipeline
+
+    check_sizes(load_pipeline(), counts, duplicates)  # before minutes of work, not after
     notify("synthesize + provision", 0, 1)
     with LocalPipeline(template) as pipeline:
         notify("synthesize + provision", 1, 1)
