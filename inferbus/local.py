@@ -30,6 +30,7 @@ from infra.declarations import (
     DEAD_LETTER_QUEUE_URL,
     EVENT_BUS_NAME_OUTPUT,
     FUNCTION_NAME,
+    INGEST_FUNCTION_OUTPUT,
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
     STATE_MACHINE_ARN,
@@ -40,6 +41,7 @@ from infra.settings import InferbusSettings
 from .claims import expire_claims_of
 from .runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig, LocalFunction, StateMachineInfo
 from .runtime.event_source import LocalEventSource
+from .runtime.function_url import function_url_event
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HOST = HostConfig(
@@ -108,6 +110,15 @@ class LocalPipeline(EmbeddedPipeline):
     def invalid_events_url(self) -> str:
         """Where events that break their contract wait, with the reason."""
         return self.outputs[INVALID_EVENTS_OUTPUT]
+
+    def ingest(self, body: bytes | str | None, headers: dict[str, str], *, path: str = "/events") -> dict[str, Any]:
+        """POST ``body`` to the HTTP ingest endpoint, as its function URL would; return the HTTP answer
+        (``statusCode``, ``headers``, ``body``). The URL and its IAM auth are cloud-only."""
+        function = self.function(self.outputs[INGEST_FUNCTION_OUTPUT])
+        response, invocation = function.invoke(function_url_event("POST", path, headers, body), trigger="invoke")
+        if invocation.error:
+            return {"statusCode": 502, "headers": {}, "body": json.dumps({"error": invocation.error})}
+        return response
 
     def invalid_events(self) -> list[dict[str, Any]]:
         """What the invalid-events queue holds (left in place), each message's body parsed."""

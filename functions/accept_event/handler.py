@@ -35,6 +35,7 @@ def accept_event(request: dict[str, Any], runtime: StepRuntime) -> dict[str, Any
         runtime.logger.warning("event rejected", extra={"workflow": workflow, "error": answer["error"], "reason": answer["reason"],
                                                         "event_id": failure["input_id"], "correlation_id": failure["correlationid"]})
     else:
+        runtime.record_event_latency(answer["event"]["time"])
         runtime.logger.info(f"event {answer['status']}", extra={"workflow": workflow, "event_id": answer["event"]["id"],
                                                                 "correlation_id": answer["event"]["correlationid"]})
     return answer

@@ -23,9 +23,11 @@ around the handler's ``infer``.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -36,6 +38,8 @@ from .contracts.core import CloudEvent, EventData, from_eventbridge_event, new_e
 from .errors import IdConflictError, InvalidEventError, TransientError
 from .faults import FaultPlan, InjectedCrash, InjectedTimeout, inject_invocation_faults
 from .idempotency import ClaimStatus, EventClaims
+from .metric_names import (BATCH_SIZE, DUPLICATES_SKIPPED, EVENT_LATENCY_MS, PROCESSING_MS, RECORDS_FAILED,
+                           RECORDS_PUBLISHED, RECORDS_REJECTED)
 from .publishing import PublishFailure
 from .rejections import Rejection
 
@@ -85,6 +89,11 @@ class BatchReport:
     @property
     def failed(self) -> list[RecordOutcome]:
         return [outcome for outcome in self.outcomes.values() if not outcome.succeeded]
+
+
+def event_age_ms(event: CloudEvent[Any]) -> float:
+    """Event latency: now minus the event's ``time``, in milliseconds (never negative: clocks differ)."""
+    return max(0.0, (datetime.now(UTC) - event.time).total_seconds() * 1000)
 
 
 def result_event_id(input_id: str, producer: str) -> str:
@@ -168,6 +177,7 @@ class InferenceConsumer:
     def process(self, records: Sequence[Mapping[str, Any]], *, remaining_ms: int | None,
                 faults: FaultPlan | None = None) -> BatchReport:
         """Every record's outcome; ``faults`` injects a chaos experiment's faults (see :mod:`.faults`)."""
+        started = time.perf_counter()
         report = BatchReport()
         bodies = {record["messageId"]: record["body"] for record in records}
         claimed: list[tuple[str, CloudEvent[Any]]] = []
@@ -178,6 +188,7 @@ class InferenceConsumer:
             except InvalidEventError as error:
                 report.add(RecordOutcome(message_id, "invalid", error.reason, error.event_id))
                 continue
+            self.metrics.add_metric(name=EVENT_LATENCY_MS, unit=MetricUnit.Milliseconds, value=event_age_ms(event))
             status = self.claims.claim(event, remaining_ms=remaining_ms)
             if status is ClaimStatus.CLAIMED:
                 claimed.append((message_id, event))
@@ -196,7 +207,7 @@ class InferenceConsumer:
             self._score_and_publish(claimed, report, crash=bool(faults and faults.draw(faults.crash_after_publish_rate)))
         if self.reject is not None:
             self._reject(report, bodies)
-        self._record(report, batch_size=len(records))
+        self._record(report, batch_size=len(records), processing_ms=(time.perf_counter() - started) * 1000)
         return report
 
     def _inject_record_errors(self, claimed: list[tuple[str, CloudEvent[Any]]], faults: FaultPlan,
@@ -263,12 +274,13 @@ class InferenceConsumer:
                 self.claims.release(event, RuntimeError(reason))
                 report.add(RecordOutcome(message_id, "failed", reason, event.id, event.correlationid))
 
-    def _record(self, report: BatchReport, *, batch_size: int) -> None:
-        self.metrics.add_metric(name="BatchSize", unit=MetricUnit.Count, value=batch_size)
-        self.metrics.add_metric(name="RecordsPublished", unit=MetricUnit.Count, value=report.count("published"))
-        self.metrics.add_metric(name="DuplicatesSkipped", unit=MetricUnit.Count, value=report.count("duplicate"))
-        self.metrics.add_metric(name="RecordsRejected", unit=MetricUnit.Count, value=report.count("rejected"))
-        self.metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=len(report.failed))
+    def _record(self, report: BatchReport, *, batch_size: int, processing_ms: float) -> None:
+        self.metrics.add_metric(name=PROCESSING_MS, unit=MetricUnit.Milliseconds, value=processing_ms)
+        self.metrics.add_metric(name=BATCH_SIZE, unit=MetricUnit.Count, value=batch_size)
+        self.metrics.add_metric(name=RECORDS_PUBLISHED, unit=MetricUnit.Count, value=report.count("published"))
+        self.metrics.add_metric(name=DUPLICATES_SKIPPED, unit=MetricUnit.Count, value=report.count("duplicate"))
+        self.metrics.add_metric(name=RECORDS_REJECTED, unit=MetricUnit.Count, value=report.count("rejected"))
+        self.metrics.add_metric(name=RECORDS_FAILED, unit=MetricUnit.Count, value=len(report.failed))
         for outcome in report.failed:
             self.logger.warning(
                 "record failed",

@@ -11,6 +11,7 @@ model                      the functions that read it
 :class:`StepEnvironment`   workflow steps (``inferbus_lambda.handlers.step_handler``)
 :class:`AcceptEnvironment` the workflows' shared first step (it claims event ids)
 :class:`ConsumerEnvironment`  queue consumers (``inferbus_lambda.handlers.consumer_handler``)
+:class:`IngestEnvironment` the HTTP ingest endpoint (``functions/ingest``)
 =========================  ====================================================================
 
 Example
@@ -35,7 +36,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from .errors import ConfigurationError
 
-__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "FunctionEnvironment", "StepEnvironment"]
+__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "FunctionEnvironment", "IngestEnvironment", "StepEnvironment"]
 
 
 def _names(value: Any) -> Any:
@@ -146,3 +147,18 @@ class ConsumerEnvironment(ClaimsEnvironment):
     CONSUMES: Annotated[str, Field(min_length=1)]
     PRODUCES: Annotated[str, Field(min_length=1)]
     INVALID_EVENTS_QUEUE_URL: str | None = None
+
+
+class IngestEnvironment(FunctionEnvironment):
+    """The HTTP ingest endpoint: validates a CloudEvent and puts it on the bus.
+
+    Attributes
+    ----------
+    EVENT_BUS_NAME
+        Where accepted events go.
+    RESERVED_SOURCES
+        The ``source`` of every inferbus producer (comma-separated): an outside producer may not use them.
+    """
+
+    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
+    RESERVED_SOURCES: ModelNames = ()

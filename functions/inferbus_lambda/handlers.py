@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -44,6 +45,7 @@ from .errors import ConfigurationError
 from .faults import inject_invocation_faults
 from .idempotency import EventClaims
 from .inference import ModelInfo, OnnxClassifier, model_info
+from .metric_names import EVENT_LATENCY_MS, EVENT_TIME_KEY, INFERENCE_MS, PROCESSING_MS, PUT_EVENTS_FAILED_ENTRIES
 from .publishing import PublishFailure, publish_events
 from .rejections import Rejection, send_rejections
 
@@ -160,7 +162,7 @@ class ConsumerRuntime(FunctionRuntime):
     def _infer(self, events: Sequence[CloudEvent[Any]]) -> Sequence[EventData]:
         started = time.perf_counter()
         results = self.infer(events, self)
-        self.metrics.add_metric(name="InferenceMs", unit=MetricUnit.Milliseconds, value=(time.perf_counter() - started) * 1000)
+        self.metrics.add_metric(name=INFERENCE_MS, unit=MetricUnit.Milliseconds, value=(time.perf_counter() - started) * 1000)
         if len(results) != len(events):
             raise ValueError(f"infer returned {len(results)} results for {len(events)} events: one per event, in order")
         wrong = {type(result).__name__ for result in results if not isinstance(result, self.result_model)}
@@ -170,7 +172,10 @@ class ConsumerRuntime(FunctionRuntime):
         return results
 
     def _publish(self, results: Sequence[CloudEvent[Any]]) -> list[PublishFailure]:
-        return publish_events(self.events, [to_put_events_entry(result, self.environment.EVENT_BUS_NAME) for result in results])
+        failures = publish_events(self.events, [to_put_events_entry(result, self.environment.EVENT_BUS_NAME)
+                                                for result in results])
+        self.metrics.add_metric(name=PUT_EVENTS_FAILED_ENTRIES, unit=MetricUnit.Count, value=len(failures))
+        return failures
 
     def _reject(self, rejections: Sequence[Rejection]) -> set[str]:
         assert self.environment.INVALID_EVENTS_QUEUE_URL is not None
@@ -220,7 +225,25 @@ class StepRuntime(FunctionRuntime):
 
     def handle(self, event: Any, context: Any) -> Any:
         inject_invocation_faults()
-        return self.step(event, self)
+        started = time.perf_counter()
+        produced_at = event.pop(EVENT_TIME_KEY, None) if isinstance(event, dict) else None
+        if isinstance(produced_at, str):
+            self.record_event_latency(produced_at)
+        try:
+            return self.step(event, self)
+        finally:
+            self.metrics.add_metric(name=PROCESSING_MS, unit=MetricUnit.Milliseconds,
+                                    value=(time.perf_counter() - started) * 1000)
+
+    def record_event_latency(self, produced_at: str) -> None:
+        """Add ``EventLatencyMs``: now minus ``produced_at`` (an event's ISO 8601 ``time``); ignores a malformed one."""
+        try:
+            moment = datetime.fromisoformat(produced_at.replace("Z", "+00:00"))
+        except ValueError:
+            return
+        if moment.tzinfo is not None:
+            age = (datetime.now(UTC) - moment).total_seconds() * 1000
+            self.metrics.add_metric(name=EVENT_LATENCY_MS, unit=MetricUnit.Milliseconds, value=max(0.0, age))
 
 
 def step_handler(step: Step, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info,

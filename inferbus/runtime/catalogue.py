@@ -22,6 +22,14 @@ CLOUD_ONLY = {
     "AWS::FIS::ExperimentTemplate": "fault injection experiments run only in AWS",
     "AWS::S3::Bucket": "S3 is not provisioned locally (buckets get a synthetic name and ARN)",
     "AWS::S3::BucketPolicy": "S3 is not provisioned locally",
+    "AWS::IAM::ManagedPolicy": "IAM is not enforced locally",
+    "AWS::Lambda::Url": "the function URL and its IAM (SigV4) auth exist only in AWS; locally the function behind it is "
+    "invoked directly with the request a function URL would send",
+    "AWS::EventSchemas::Registry": "the schema registry exists only in AWS (the same schemas are in docs/schemas/)",
+    "AWS::EventSchemas::Schema": "the schema registry exists only in AWS (the same schemas are in docs/schemas/)",
+    "AWS::KinesisFirehose::DeliveryStream": "Firehose delivery to S3 (the cold tier) runs only in AWS; locally rules "
+    "with a Firehose target deliver to their other targets only",
+    "AWS::Logs::LogStream": "not created: log streams exist only in the cloud",
 }
 PARTLY_LOCAL = {
     "AWS::Events::EventBus": "the bus is created in moto without its resource policy: moto does not enforce bus "
@@ -33,6 +41,8 @@ PARTLY_LOCAL = {
     "a container image is not built: its ImageConfig.Command handler runs from the source tree",
     "AWS::Lambda::EventSourceMapping": "local poller: one invocation at a time (MaximumConcurrency is cloud-only)",
     "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
+    "AWS::Events::Archive": "moto archives every event; a replay sends every archived event to every rule (moto "
+    "applies neither the replay's time window nor its FilterArns)",
     "AWS::StepFunctions::StateMachine": "the ASL runs on moto's interpreter, Lambda tasks in-process; logging to "
     "CloudWatch Logs and X-Ray tracing are cloud-only; Retry intervals and Wait states take real time; moto applies "
     "execution-name idempotency to EXPRESS machines too (AWS only to STANDARD); SendTaskFailure drops the cause",

@@ -107,8 +107,10 @@ def _provision_buses(resources: dict[str, Any], deployment: Deployment, events: 
         deployment.bus_names[logical_id] = name
 
     for logical_id, props in _of_type(resources, "AWS::Events::Archive"):
+        archive_name = props.get("ArchiveName") or resolver.physical_name(logical_id, 48)
+        resolver.refs[logical_id] = archive_name
         events.create_archive(
-            ArchiveName=resolver.physical_name(logical_id, 48),
+            ArchiveName=archive_name,
             EventSourceArn=resolver.resolve(props["SourceArn"]),
             EventPattern=json.dumps(resolver.resolve(props.get("EventPattern", {}))),
             RetentionDays=props.get("RetentionDays", 0),
@@ -171,9 +173,10 @@ def _provision_tables(resources: dict[str, Any], deployment: Deployment, dynamod
 
 
 def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) -> None:
-    """Synthetic names and ARNs only: IAM is not enforced, logs are captured elsewhere and
-    topics are not notified locally, but state machines, functions and outputs name them
-    (``RoleArn``, ``LogGroupArn``, a bucket in a function's environment, a topic's ARN)."""
+    """Synthetic names and ARNs only: IAM is not enforced, logs are captured elsewhere, topics are
+    not notified and Firehose does not deliver locally, but state machines, functions, rules and
+    outputs name them (``RoleArn``, ``LogGroupArn``, a bucket in a function's environment, a
+    topic's ARN, a rule's Firehose target)."""
     for logical_id, props in _of_type(resources, "AWS::IAM::Role"):
         name = props.get("RoleName") or resolver.physical_name(logical_id)
         resolver.refs[logical_id] = name
@@ -188,6 +191,10 @@ def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) ->
         name = props.get("TopicName") or resolver.physical_name(logical_id, 256)
         resolver.refs[logical_id] = f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}"
         resolver.attributes[(logical_id, "TopicName")] = name
+    for logical_id, props in _of_type(resources, "AWS::KinesisFirehose::DeliveryStream"):  # a rule may target one
+        name = props.get("DeliveryStreamName") or resolver.physical_name(logical_id)
+        resolver.refs[logical_id] = name
+        resolver.attributes[(logical_id, "Arn")] = f"arn:{PARTITION}:firehose:{REGION}:{ACCOUNT}:deliverystream/{name}"
     for logical_id, props in _of_type(resources, "AWS::S3::Bucket"):
         name = props.get("BucketName") or resolver.physical_name(logical_id, 63).lower()
         resolver.refs[logical_id] = name
@@ -285,6 +292,11 @@ def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: 
                     "execution per event (Input/InputPath applied, RetryPolicy not; a failed start goes to the "
                     "target's DLQ)"
                 )
+            elif service == "firehose":
+                notes.setdefault(logical_id, []).append(
+                    f"target {resolved['Id']} (a Firehose stream) is cloud-only: moto cannot deliver to Firehose, so "
+                    "locally the rule delivers nothing there"
+                )
             elif service == "lambda":
                 raise UnsupportedTemplateError(
                     f"rule {logical_id}: target {resolved['Id']} is a Lambda function, which moto cannot deliver to; "
@@ -298,7 +310,8 @@ def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: 
                     )
                 kept = ("Id", "Arn", "InputTransformer")
                 targets.append({key: resolved[key] for key in kept if key in resolved})
-        events.put_targets(Rule=name, EventBusName=bus, Targets=targets)
+        if targets:
+            events.put_targets(Rule=name, EventBusName=bus, Targets=targets)
         resolver.refs[logical_id] = name
         deployment.rules[logical_id] = name
 

@@ -4,7 +4,8 @@ Secure defaults
 ---------------
 - Each function has a role of its own that may only write to its own log group and send
   X-Ray segments; callers add grants for what the function calls.
-- Active tracing; logs kept ``log_retention``.
+- Active tracing; logs kept ``log_retention``; Lambda Insights (CPU, memory) when ``insights``
+  (its extension layer and the AWS managed policy it needs).
 - Code is either the shared zip bundle or a container image (``lambda_.DockerImageCode``).
 """
 
@@ -18,7 +19,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ..nag import acknowledge_tracing_wildcard
+from ..nag import acknowledge_insights_policy, acknowledge_tracing_wildcard
+
+# The Lambda Insights extension; CDK picks the layer for the region and architecture at deploy.
+INSIGHTS_VERSION = lambda_.LambdaInsightsVersion.VERSION_1_0_498_0
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class FunctionSpec:
     environment: dict[str, str]
     log_retention: logs.RetentionDays
     description: str = ""
+    insights: bool = False
 
 
 def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function, iam.Role, logs.LogGroup]:
@@ -81,6 +86,7 @@ def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function
         log_group=log_group,
         tracing=lambda_.Tracing.ACTIVE,
         description=spec.description,
+        insights_version=INSIGHTS_VERSION if spec.insights else None,
     )
     if spec.code.image_code is not None:
         function: lambda_.Function = lambda_.DockerImageFunction(
@@ -92,6 +98,8 @@ def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function
             environment=spec.environment, **common,
         )
     acknowledge_tracing_wildcard(role)
+    if spec.insights:
+        acknowledge_insights_policy(role)
     return function, role, log_group
 
 

@@ -18,9 +18,8 @@ def test_send_puts_one_held_out_sample_of_each_component(capsys, component):
         boto3.client("events", region_name="us-east-1").create_event_bus(Name="inferbus")
         index = str(min(3, component.demo.limit - 1))
         assert main(["send", "--bus", "inferbus", "--sample", component.name, "--index", index]) == 0
-    sent = json.loads(capsys.readouterr().out)
-    assert sent["type"] == input_type(component)
-    assert sent["response"][0]["EventId"]
+    (sent,) = json.loads(capsys.readouterr().out)["sent"]
+    assert sent["type"] == input_type(component) and sent["id"]
 
 
 def test_demo_rejects_a_count_out_of_range_naming_it(capsys):
@@ -43,8 +42,8 @@ def test_send_puts_an_event_of_any_registered_type(capsys):
     with mock_aws():
         boto3.client("events", region_name="us-east-1").create_event_bus(Name="inferbus")
         assert main(["send", "--bus", "inferbus", "--type", "TextSubmitted", "--data", '{"text": "Lovely weather."}']) == 0
-    sent = json.loads(capsys.readouterr().out)
-    assert sent["type"] == "TextSubmitted" and sent["response"][0]["EventId"]
+    (sent,) = json.loads(capsys.readouterr().out)["sent"]
+    assert sent["type"] == "TextSubmitted" and sent["id"]
 
 
 def test_send_refuses_an_event_that_breaks_its_contract_or_an_unknown_type(capsys):

@@ -76,6 +76,7 @@ SAMPLE_CASES = [
     for component in demo_components(PIPELINE) for event, _ in sample_events(component, 1)
 ]
 INVALID_EVENTS = "invalid-events"  # the rule that brings workflows' rejections to the invalid-events queue
+RESULTS_ARCHIVE = "results-archive"  # the rule that delivers every producer's events to the cold tier
 
 
 def component_of_rule(logical_id: str) -> str:
@@ -83,6 +84,8 @@ def component_of_rule(logical_id: str) -> str:
     for component in PIPELINE.components:
         if logical_id.startswith(f"{component.construct_id}Rule"):
             return component.name
+    if logical_id.startswith("ResultsArchiveRule"):
+        return RESULTS_ARCHIVE
     assert logical_id.startswith("InvalidEventsRouting"), logical_id
     return INVALID_EVENTS
 
@@ -133,3 +136,11 @@ def test_route(routes, name, expected):
     found, _ = routes
     documented = set().union(*(e for _, _, e in CASES + SAMPLE_CASES))
     assert found[name] & documented == expected
+
+
+def test_the_results_archive_takes_every_producers_events_and_nothing_from_outside(routes):
+    found, rules = routes
+    assert RESULTS_ARCHIVE in rules
+    for name, entry, _ in CASES + SAMPLE_CASES:
+        internal = entry["Source"] in RESULT_SOURCES.values()
+        assert (RESULTS_ARCHIVE in found[name]) == internal, name

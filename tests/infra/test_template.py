@@ -10,9 +10,25 @@ import sys
 from pathlib import Path
 
 import pytest
-from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
+from inferbus_lambda.environment import (
+    AcceptEnvironment,
+    ConsumerEnvironment,
+    FunctionEnvironment,
+    IngestEnvironment,
+    StepEnvironment,
+)
 
-from infra.declarations import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, INVALID_EVENTS_OUTPUT, QUEUE_URL, STATE_MACHINE_ARN
+from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS
+from infra.constructs.ingest_api import INGEST_ALARMS
+from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
+from infra.declarations import (
+    DEAD_LETTER_QUEUE_URL,
+    FUNCTION_NAME,
+    INGEST_FUNCTION_OUTPUT,
+    INVALID_EVENTS_OUTPUT,
+    QUEUE_URL,
+    STATE_MACHINE_ARN,
+)
 from infra.settings import InferbusSettings
 from tests.declared import PIPELINE, RESULT_SOURCES
 
@@ -99,8 +115,9 @@ def test_every_queue_denies_requests_without_tls(template):
 
 def test_every_rule_target_has_a_dlq_and_retries(template):
     rules = of_type(template, "AWS::Events::Rule")
-    # one per component, and the one that brings the workflows' rejections to the invalid-events queue
-    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows)
+    # one per component, the one that brings the workflows' rejections to the invalid-events queue,
+    # and the results archive's
+    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + SETTINGS.results_archive
     for rule in rules.values():
         assert rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
         (target,) = rule["Targets"]
@@ -111,7 +128,7 @@ def test_every_rule_target_has_a_dlq_and_retries(template):
 def test_rules_on_results_accept_only_internal_producers(template):
     result_types = {t for producer in PIPELINE.producers for t in producer.result_types}
     for rule in of_type(template, "AWS::Events::Rule").values():
-        if set(rule["EventPattern"]["detail-type"]) & result_types:
+        if set(rule["EventPattern"].get("detail-type", [])) & result_types or "detail-type" not in rule["EventPattern"]:
             assert set(rule["EventPattern"]["source"]) <= set(RESULT_SOURCES.values())
 
 
@@ -144,8 +161,8 @@ def test_idempotency_table_has_ttl_pitr_and_sse(template):
 
 def test_functions_runtime_handler_and_sizing_come_from_the_declarations(template):
     functions = of_type(template, "AWS::Lambda::Function")
-    # each consumer, each workflow task, and the kit's Accept step that every workflow shares
-    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + bool(PIPELINE.workflows)
+    # each consumer, each workflow task, the kit's Accept step that every workflow shares, the ingest endpoint
+    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + bool(PIPELINE.workflows) + SETTINGS.ingest_api
     for function in functions.values():
         assert function["Runtime"] == f"python{SETTINGS.python_version}"
         assert function["Architectures"] == ["arm64"]
@@ -160,7 +177,9 @@ def test_functions_runtime_handler_and_sizing_come_from_the_declarations(templat
 
 def environment_model(template, logical_id) -> type[FunctionEnvironment]:
     """The environment model a function's handler validates at init: a consumer's (it has an event
-    source), the Accept step's (every state machine names it), or a workflow step's."""
+    source), the Accept step's (every state machine names it), the ingest endpoint's, or a workflow step's."""
+    if logical_id == output_id(template, INGEST_FUNCTION_OUTPUT):
+        return IngestEnvironment
     if logical_id in {m["FunctionName"]["Ref"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}:
         return ConsumerEnvironment
     accepts = {m["DefinitionSubstitutions"]["AcceptFunctionArn"]["Fn::GetAtt"][0]
@@ -252,7 +271,7 @@ app.synth()
     assert "AwsSolutions-SQS" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("variant", ["template", "image_variant_template", "fis_template"])
+@pytest.mark.parametrize("variant", ["template", "image_variant_template", "fis_template", "prod_template"])
 def test_cfn_lint_passes(variant, request, tmp_path):
     path = tmp_path / "template.json"
     path.write_text(json.dumps(request.getfixturevalue(variant)))
@@ -264,26 +283,55 @@ def test_cfn_lint_passes(variant, request, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def alarm_metrics(alarm: dict) -> set[str]:
+    """The metric names an alarm watches (one, or those of its metric math)."""
+    if "MetricName" in alarm:
+        return {alarm["MetricName"]}
+    return {m["MetricStat"]["Metric"]["MetricName"] for m in alarm["Metrics"] if "MetricStat" in m}
+
+
 def test_alarms_watch_queues_functions_and_workflows_and_notify_the_encrypted_topic(template):
     alarms = of_type(template, "AWS::CloudWatch::Alarm")
-    metrics = {alarm.get("MetricName") for alarm in alarms.values()}
+    metrics = set().union(*(alarm_metrics(alarm) for alarm in alarms.values()))
     assert metrics == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", "Errors", "RecordsFailed",
-                       "ExecutionsFailed", "ExecutionsTimedOut"}
-    # per consumer: DLQ, undelivered, age, function errors, record failures; per workflow: failed,
-    # timed out, undelivered; per route: DLQ, undelivered
-    assert len(alarms) == 5 * len(PIPELINE.consumers) + 3 * len(PIPELINE.workflows) + 2 * len(PIPELINE.routes)
+                       "ExecutionsFailed", "ExecutionsTimedOut", "EventLatencyMs", "ProcessingMs", "Throttles",
+                       "ConcurrentExecutions", "PutEventsFailedEntries", "ExecutionTime", "BatchSize", "ExecutionsStarted"}
+    # Insights is off outside prod, so no Memory alarms; the results archive watches its target DLQ.
+    assert not SETTINGS.insights_enabled
+    assert len(alarms) == (len(CONSUMER_ALARMS) * len(PIPELINE.consumers) + len(WORKFLOW_ALARMS) * len(PIPELINE.workflows)
+                           + len(ROUTE_ALARMS) * len(PIPELINE.routes) + len(INGEST_ALARMS) * SETTINGS.ingest_api
+                           + SETTINGS.results_archive)
     (topic_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
     assert all(alarm["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms.values())
     assert "alias/aws/sns" in json.dumps(template["Resources"][topic_id]["Properties"]["KmsMasterKeyId"])
-    ages = [a for a in alarms.values() if a["MetricName"] == "ApproximateAgeOfOldestMessage"]
+    ages = [a for a in alarms.values() if alarm_metrics(a) == {"ApproximateAgeOfOldestMessage"}]
     assert {a["Threshold"] for a in ages} == {SETTINGS.max_message_age_s}
+
+
+def test_alarm_thresholds_come_from_the_settings(template):
+    alarms = of_type(template, "AWS::CloudWatch::Alarm").values()
+    by_metric: dict[str, set] = {}
+    for alarm in alarms:
+        watched = alarm_metrics(alarm)
+        if len(watched) == 1:
+            by_metric.setdefault(watched.pop(), set()).add(alarm["Threshold"])
+    assert by_metric["EventLatencyMs"] == {SETTINGS.event_latency_alarm_ms}
+    assert by_metric["ProcessingMs"] | by_metric["ExecutionTime"] == {SETTINGS.processing_latency_alarm_ms}
+    assert by_metric["ConcurrentExecutions"] == {max(1, c.settings.max_concurrency * SETTINGS.concurrency_alarm_percent / 100)
+                                                 for c in PIPELINE.consumers}
+    rates = [a for a in alarms if "100 *" in json.dumps(a.get("Metrics", []))]
+    assert len(rates) == len(PIPELINE.consumers) + len(PIPELINE.workflows)  # one error-rate alarm per flow
+    assert {a["Threshold"] for a in rates} == {SETTINGS.error_rate_alarm_percent}
 
 
 def test_dashboard_shows_rate_latency_errors_and_dlq_depth(template):
     (dashboard,) = of_type(template, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["DashboardBody"])
-    for title in ("consumption rate", "latency", "errors", "DLQ depth", "executions", "undelivered events"):
+    for title in ("consumption rate", "latency", "errors", "DLQ depth", "executions", "undelivered events", "resource use"):
         assert title in body
+    for component in PIPELINE.producers:  # all four dimensions for each flow
+        for dimension in ("latency", "errors", "resource use"):
+            assert f"{component.construct_id}: {dimension}" in body, (component.name, dimension)
 
 
 def test_any_function_can_be_a_container_image(template, image_variant_template):
@@ -339,3 +387,70 @@ def test_context_overrides_a_setting_and_a_components_setting_naming_a_bad_one(t
                              ({"stage": "Prod!"}, "stage must be empty or 1-12 lowercase")):
         with pytest.raises(SettingsError, match=message):
             synthesize(context=context, outdir=str(tmp_path / "b"))
+
+
+def test_the_ingest_endpoint_is_an_iam_authenticated_function_url_that_puts_on_the_bus(template):
+    if not SETTINGS.ingest_api:
+        pytest.skip("ingest_api is off")
+    function_id = output_id(template, INGEST_FUNCTION_OUTPUT)
+    (url,) = of_type(template, "AWS::Lambda::Url").values()
+    assert url["AuthType"] == "AWS_IAM" and url["TargetFunctionArn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    assert "Cors" not in url
+    variables = of_type(template, "AWS::Lambda::Function")[function_id]["Environment"]["Variables"]
+    assert set(variables["RESERVED_SOURCES"].split(",")) == set(RESULT_SOURCES.values())
+    (producer_policy,) = of_type(template, "AWS::IAM::ManagedPolicy").values()
+    (statement,) = producer_policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "lambda:InvokeFunctionUrl" and statement["Resource"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    role = of_type(template, "AWS::Lambda::Function")[function_id]["Role"]["Fn::GetAtt"][0]
+    actions = {a for p in of_type(template, "AWS::IAM::Policy").values() if {"Ref": role} in p["Roles"]
+               for s in p["PolicyDocument"]["Statement"] for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert actions == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords",
+                       "events:PutEvents"}
+
+
+def test_the_schema_registry_holds_every_contracts_schema_in_draft_4(template):
+    from inferbus.schemas import draft4, event_schemas
+
+    schemas = {s["SchemaName"]: s for s in of_type(template, "AWS::EventSchemas::Schema").values()}
+    expected = event_schemas()
+    assert set(schemas) == set(expected)
+    for name, schema in schemas.items():
+        assert schema["Type"] == "JSONSchemaDraft4"
+        assert json.loads(schema["Content"]) == draft4(expected[name])
+        assert "$defs" not in schema["Content"] and "draft-04" in schema["Content"]
+
+
+def test_results_go_to_s3_through_firehose_and_grow_colder_with_age(template):
+    buckets = {k: b for k, b in of_type(template, "AWS::S3::Bucket").items() if k.startswith("ResultsArchive")}
+    (bucket_id, bucket), = buckets.items()
+    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
+    assert [(t["StorageClass"], t["TransitionInDays"]) for t in rule["Transitions"]] == [
+        ("STANDARD_IA", SETTINGS.results_infrequent_access_after_days), ("GLACIER", SETTINGS.results_glacier_after_days)]
+    assert rule["ExpirationInDays"] == SETTINGS.results_retention_days
+    assert template["Resources"][bucket_id]["DeletionPolicy"] == "Retain"
+    (stream,) = of_type(template, "AWS::KinesisFirehose::DeliveryStream").values()
+    destination = stream["ExtendedS3DestinationConfiguration"]
+    assert destination["BucketARN"] == {"Fn::GetAtt": [bucket_id, "Arn"]} and destination["CompressionFormat"] == "GZIP"
+    assert stream["DeliveryStreamEncryptionConfigurationInput"] == {"KeyType": "AWS_OWNED_CMK"}
+    (stream_id,) = of_type(template, "AWS::KinesisFirehose::DeliveryStream")
+    (archive_rule,) = [r for r in of_type(template, "AWS::Events::Rule").values()
+                       if r["Targets"][0]["Arn"] == {"Fn::GetAtt": [stream_id, "Arn"]}]
+    assert set(archive_rule["EventPattern"]["source"]) == set(RESULT_SOURCES.values())
+
+
+def test_lambda_insights_is_on_in_prod_and_adds_a_memory_alarm_per_flow(template, prod_template):
+    from infra.constructs.consumer_monitoring import INSIGHTS_ALARMS
+    from tests.infra.conftest import PROD_SETTINGS
+
+    assert PROD_SETTINGS.insights_enabled and not SETTINGS.insights_enabled
+    insights_policy = "CloudWatchLambdaInsightsExecutionRolePolicy"
+    for variant, on in ((template, False), (prod_template, True)):
+        for function in of_type(variant, "AWS::Lambda::Function").values():
+            assert ("lambdainsightsversion" in json.dumps(function.get("Layers", [])).lower()) is on
+            role = of_type(variant, "AWS::IAM::Role")[function["Role"]["Fn::GetAtt"][0]]
+            assert (insights_policy in json.dumps(role.get("ManagedPolicyArns", []))) is on
+    prod_alarms = of_type(prod_template, "AWS::CloudWatch::Alarm")
+    memory = [a for a in prod_alarms.values() if "memory_utilization" in json.dumps(a)]
+    assert len(memory) == len(INSIGHTS_ALARMS) * len(PIPELINE.producers)
+    assert {a["Threshold"] for a in memory} == {PROD_SETTINGS.memory_alarm_percent}
+    assert len(prod_alarms) == len(of_type(template, "AWS::CloudWatch::Alarm")) + len(memory)
