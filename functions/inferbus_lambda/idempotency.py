@@ -99,6 +99,10 @@ class EventClaims:
         """Mark ``event`` done, storing a small ``result`` (e.g. the id of the event published)."""
         self.store.save_success(self._payload(event), result)
 
+    def key(self, event_id: str) -> str:
+        """The table key of ``event_id``'s claim (the claim is keyed by the event id alone)."""
+        return self.store._get_hashed_idempotency_key({"id": event_id})  # noqa: SLF001 - Powertools' own hashing
+
     def release(self, event: CloudEvent[Any], error: Exception) -> None:
         """Give the claim back after a failure, so a redelivery can process ``event``."""
         self.store.delete_record(self._payload(event), error)
