@@ -114,6 +114,7 @@ class StateMachineBridge:
         self.counts = BridgeCounts()
         self._started: set[str] = set()
         self._waiting: deque[dict[str, Any]] = deque()
+        self._starting = 0  # taken off the deque, execution not yet started: still "waiting" for drain
         self._lock = threading.Lock()  # one dispatcher at a time: the duplicate check and the start go together
 
     def offer(self, event: dict[str, Any]) -> None:
@@ -123,14 +124,18 @@ class StateMachineBridge:
     @property
     def waiting(self) -> int:
         """Events taken and not yet started."""
-        return len(self._waiting)
+        return len(self._waiting) + self._starting
 
     def dispatch(self) -> int:
         """Start an execution for every event waiting; return how many events were taken."""
         taken = 0
         with self._lock:
             while self._waiting:
-                self._start(self._waiting.popleft())
+                self._starting = 1
+                try:
+                    self._start(self._waiting.popleft())
+                finally:
+                    self._starting = 0
                 taken += 1
         return taken
 

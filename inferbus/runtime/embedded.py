@@ -34,7 +34,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import moto_patches
@@ -103,6 +103,8 @@ class EmbeddedPipeline:
         The local SQS pollers and the state machine rule-target bridges.
     activity
         Signalled whenever something may have moved (:class:`~.activity.Activity`).
+    on_execution_end
+        Called with an execution's ARN when it ends (on the execution's thread).
     state_machines
         Each state machine by logical id (name, ARN, type, definition as substituted).
 
@@ -129,6 +131,7 @@ class EmbeddedPipeline:
         self._dispatcher: threading.Thread | None = None
         self._stopping = threading.Event()
         self._mock: Any = None
+        self.on_execution_end: Callable[[str], None] | None = None
 
     def __enter__(self) -> EmbeddedPipeline:
         # Credentials first: no client may be made outside the mock.
@@ -138,7 +141,7 @@ class EmbeddedPipeline:
 
         self._mock = mock_aws(config=MOTO_CONFIG)
         self._mock.start()
-        moto_patches.install(changed=self.activity.changed, deliver=self._deliver)
+        moto_patches.install(changed=self._changed, deliver=self._deliver)
         install_routing()
         # An invocation that fails before it measures anything (an injected fault, a crash)
         # makes Powertools warn that it flushed no metrics: expected here, noise on a terminal.
@@ -185,6 +188,11 @@ class EmbeddedPipeline:
         self.bridges.append(bridge)
         self._bridge_of[(spec.rule_arn, spec.target_id)] = bridge
         return bridge
+
+    def _changed(self, kind: str, arn: str) -> None:
+        self.activity.changed()
+        if kind == "execution" and self.on_execution_end is not None:
+            self.on_execution_end(arn)
 
     def _deliver(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any]) -> bool:
         """Take a rule's delivery to a target moto cannot deliver to (called inside PutEvents: only queue it)."""
