@@ -63,6 +63,10 @@ class EventClaims:
     """
 
     def __init__(self, table_name: str, *, scope: str, expires_after_seconds: int = 3600, client: Any = None) -> None:
+        if client is None:  # from the default session: Powertools would build a Session of its own (~50 ms more)
+            import boto3
+
+            client = boto3.client("dynamodb")
         self.store = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
         self.store.configure(
             IdempotencyConfig(

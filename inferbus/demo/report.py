@@ -132,6 +132,7 @@ class DemoReport:
     cloud_only: list[tuple[str, str, str]] = field(default_factory=list)
     partly_local: list[tuple[str, str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    running_seconds: float = 0.0  # after synthesis and provisioning: sending, draining, reviewing, accounting
 
     @property
     def balanced(self) -> bool:
@@ -157,4 +158,5 @@ class DemoReport:
             "cloud_only": [f"{t} {lid}: {why}" for lid, t, why in self.cloud_only],
             "partly_local": [f"{t} {lid}: {why}" for lid, t, why in self.partly_local],
             "seconds": round(self.seconds, 2),
+            "running_seconds": round(self.running_seconds, 2),
         }

@@ -58,8 +58,9 @@ def _kinds_table(data: dict[str, Any]) -> Table:
 
 def _workflows_table(data: dict[str, Any]) -> Table:
     table = Table(title="workflows: executions, and p50 per stage in ms: time in the state (the handler's own time)",
-                  title_justify="left", caption="Locally one handler runs at a time, so time in a state includes "
-                  "waiting for it; retries wait real seconds.", caption_justify="left")
+                  title_justify="left", caption="Handlers run concurrently (at most 4 environments per function "
+                  "locally), so time in a state may include waiting for one; retries wait real seconds.",
+                  caption_justify="left")
     for column in ("workflow", "executions", "stages"):
         table.add_column(column)
     for name, workflow in sorted(data["workflows"].items()):
@@ -90,7 +91,8 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     console = console or Console()
     data = report.as_dict()
     verdict = "[bold green]every event accounted for[/bold green]" if data["balanced"] else "[bold red]LEDGER DOES NOT BALANCE[/bold red]"
-    console.print(f"[bold]inferbus embedded demo[/bold] — {verdict} in {data['seconds']} s "
+    console.print(f"[bold]inferbus embedded demo[/bold] — {verdict} in {data['seconds']} s, "
+                  f"{data['running_seconds']} s after synthesis and provisioning "
                   f"({data['rejected_by_bus']} entries rejected by PutEvents; "
                   f"{len(data['invalid_results'])} published events break their contract)")
     for problem in data["invalid_results"]:

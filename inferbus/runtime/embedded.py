@@ -61,6 +61,7 @@ TAP_NAME = "local-tap"
 PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
 DRAIN_TIMEOUT_S = 300.0
 IDLE_POLL_S = 0.05  # drain re-checks this often when nothing signals (an execution parking on a token)
+CHECK_EVERY_S = 0.02  # and, while things move, at most this often
 TAP_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:local-tap"  # a local-only target: what the tap rule delivers to
 # Step Functions executes ASL only with this (moto's default stores definitions and runs nothing).
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
@@ -371,6 +372,7 @@ class EmbeddedPipeline:
                                        f"messages left in {backlog}, {handing} batches or events being handed over")
                 if self.activity.wait(seen, IDLE_POLL_S):
                     self._tracker.watch_afresh()  # a handler that ran may have answered a task token
+                    time.sleep(CHECK_EVERY_S)  # the check reads every running execution's history: not at every change
         finally:
             if started_here:
                 self.stop()

@@ -11,9 +11,12 @@ at most ``MaximumConcurrency`` batches run at once (and no more than the functio
 reserved concurrency and local environments). Stopped, :meth:`LocalEventSource.pump` invokes
 one batch on the caller's thread, for a test that steps through deliveries.
 
-One difference, on purpose: a failed record is made visible again at once instead of
-after ``VisibilityTimeout`` seconds, so a local run does not wait minutes per retry. The
-number of deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
+One difference, on purpose: a failed record is made visible again as soon as every other
+invocation of the function that was running when it failed has ended, instead of after
+``VisibilityTimeout`` seconds, so a local run does not wait minutes per retry. (The timeout,
+six times the function's, always outlasts those invocations; a record that failed because
+another invocation held its claim is retried after that one ended, as in AWS.) The number of
+deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
 Whatever else the timeout would have let expire (an application's own leases, such as
 idempotency claims an invocation left in progress) is the caller's to expire at once: the
 ``after_failure`` hook runs after every invocation that failed as a whole, with its messages.
@@ -79,6 +82,7 @@ class LocalEventSource:
         self._workers: ThreadPoolExecutor | None = None
         self._stopping = threading.Event()
         self._in_flight = 0  # batches handed to workers and not finished
+        self._failed: list[tuple[frozenset[int], list[dict[str, Any]]]] = []  # waiting for those invocations to end
         self.on_invocation: Callable[[LocalEventSource, Invocation], None] | None = None
 
     @property
@@ -94,7 +98,11 @@ class LocalEventSource:
         self._draws.seed(seed)
 
     def _receive(self) -> None:
+        from .moto_patches import receivable
+
         while len(self._held) < self.spec.batch_size and not self._stopping.is_set():
+            if not receivable(self.queue.arn):  # looked at in-process: a request for nothing slows every other
+                return
             wanted = min(SQS_BATCH_LIMIT, self.spec.batch_size - len(self._held))
             messages = self.sqs.receive_message(
                 QueueUrl=self.queue.url, MaxNumberOfMessages=wanted, AttributeNames=["All"], MessageAttributeNames=["All"]
@@ -113,6 +121,9 @@ class LocalEventSource:
 
         With ``wait``, a partial batch waits out the rest of its window (draining).
         """
+        if self.started:
+            raise RuntimeError("the source polls by itself while started: stop the pipeline to step through it")
+        self._release_due()
         self._receive()
         if not self._held:
             return None
@@ -156,8 +167,10 @@ class LocalEventSource:
 
     @property
     def busy(self) -> bool:
-        """A batch is held or running."""
-        return bool(self._held) or self._in_flight > 0
+        """A batch is held or running, or failed records wait to be made visible again."""
+        if self._failed:
+            self._release_due()
+        return bool(self._held) or self._in_flight > 0 or bool(self._failed)
 
     def _poll(self) -> None:
         while not self._stopping.is_set():
@@ -176,6 +189,7 @@ class LocalEventSource:
         """Wait for a batch: full, or its window passed (None when stopping)."""
         while not self._stopping.is_set():
             seen = self.activity.generation
+            self._release_due()
             self._receive()
             if self._held and (len(self._held) >= self.spec.batch_size or not self._window_open()):
                 batch, self._held = self._held, []
@@ -220,8 +234,21 @@ class LocalEventSource:
                 self.sqs.send_message(QueueUrl=self.queue.url, MessageBody=message["Body"],
                                       MessageAttributes={DUPLICATE_MARK: {"DataType": "String", "StringValue": "true"}})
         delete_messages(self.sqs, self.queue.url, done)
-        release_messages(self.sqs, self.queue.url, [message for message in messages if message["MessageId"] in failed])
+        retry = [message for message in messages if message["MessageId"] in failed]
+        if retry:
+            with self._counts:
+                self._failed.append((self.function.running_ids(), retry))
+        self._release_due()
         return invocation
+
+    def _release_due(self) -> None:
+        """Make failed records visible again once the invocations running when they failed have ended."""
+        running = self.function.running_ids()
+        with self._counts:
+            due = [messages for waiting_for, messages in self._failed if not waiting_for & running]
+            self._failed = [(waiting_for, messages) for waiting_for, messages in self._failed if waiting_for & running]
+        for messages in due:
+            release_messages(self.sqs, self.queue.url, messages)
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
         return {

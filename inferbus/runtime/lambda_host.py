@@ -179,6 +179,8 @@ class LocalFunction:
         self._idle: list[Any] = []  # warm environments' handlers, the most recently used last
         self._environments = 0
         self._running = 0
+        self._started = 0  # invocations started so far: the id of the next one
+        self._running_ids: set[int] = set()
         self._changed = threading.Condition()
         reserved = spec.reserved_concurrency
         self.max_environments = min(host.max_environments, reserved) if reserved else host.max_environments
@@ -214,6 +216,11 @@ class LocalFunction:
         """Invocations running now."""
         return self._running
 
+    def running_ids(self) -> frozenset[int]:
+        """The ids of the invocations running now (ids count up from 0 as invocations start)."""
+        with self._changed:
+            return frozenset(self._running_ids)
+
     def set_environment(self, **variables: str) -> None:
         """Override environment variables for every later invocation (the template is unchanged).
 
@@ -243,7 +250,7 @@ class LocalFunction:
             self._idle = [handler]
             self._environments += 1
 
-    def _take_environment(self, trigger: str) -> tuple[Any, float]:
+    def _take_environment(self, trigger: str) -> tuple[Any, float, int]:
         queued = time.perf_counter()
         with self._changed:
             reserved = self.spec.reserved_concurrency
@@ -251,23 +258,27 @@ class LocalFunction:
                 raise ThrottledError(f"Rate Exceeded: {self.spec.name} runs its {reserved} reserved concurrent executions")
             while not self._idle and self._environments >= self.max_environments:
                 self._changed.wait()
+            invocation_id, self._started = self._started, self._started + 1
             self._running += 1
+            self._running_ids.add(invocation_id)
             if self._idle:
-                return self._idle.pop(), (time.perf_counter() - queued) * 1000
+                return self._idle.pop(), (time.perf_counter() - queued) * 1000, invocation_id
             self._environments += 1
         try:
-            return self._cold_start(), (time.perf_counter() - queued) * 1000
+            return self._cold_start(), (time.perf_counter() - queued) * 1000, invocation_id
         except BaseException:
             with self._changed:
                 self._running -= 1
+                self._running_ids.discard(invocation_id)
                 self._environments -= 1
                 self._changed.notify()
             raise
 
-    def _release(self, handler: Any) -> None:
+    def _release(self, handler: Any, invocation_id: int) -> None:
         with self._changed:
             self._idle.append(handler)
             self._running -= 1
+            self._running_ids.discard(invocation_id)
             self._changed.notify()
 
     def _keep(self, lines: list[dict[str, Any]]) -> None:
@@ -294,11 +305,11 @@ class LocalFunction:
         ThrottledError
             An ``invoke`` while the function runs its reserved concurrency.
         """
-        handler, waited_ms = self._take_environment(trigger)
+        handler, waited_ms, invocation_id = self._take_environment(trigger)
         try:
             return self._invoke_in(handler, event, trigger, waited_ms)
         finally:
-            self._release(handler)
+            self._release(handler, invocation_id)
 
     def _invoke_in(self, handler: Any, event: Any, trigger: str, waited_ms: float) -> tuple[Any, Invocation]:
         context = LocalContext(self.spec)

@@ -16,16 +16,18 @@ Faithfulness:
   local-only targets are handed to :data:`Hooks.deliver` in-process.
 - ``TestEventPattern`` answers (moto's is a stub).
 - **Atomic requests**: moto was written for one caller at a time; handlers now call it from
-  many threads, so every request is processed under one lock, as each AWS call is atomic
-  (a conditional write is checked and written at once). Long polls (``ReceiveMessage`` with
-  a wait, ``StartSyncExecution``) run outside it, as they wait on others.
+  many threads, so every request is processed under a lock, as each AWS call is atomic (a
+  conditional write is checked and written at once): one for DynamoDB, whose state nothing
+  else touches, one for the rest (a PutEvents writes to SQS in-process). Long polls
+  (``ReceiveMessage`` with a wait, ``StartSyncExecution``) run outside, as they wait on others.
 
 Cost:
 
 - SQS ``ReceiveMessage`` recomputed every attribute of the queue (counting its messages) for
   each message it returned; the retention check now reads the one attribute it needs.
-- A parsed pattern, a JSONPath expression and Step Functions' Lambda client are made once
-  (moto re-parsed them, and built a boto3 client, for every event and every task).
+- A parsed pattern, a JSONPath expression, a state machine's parsed ASL and Step Functions'
+  AWS clients are made once (moto re-parsed them, and built a boto3 client, for every event,
+  every execution and every task).
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.
@@ -36,6 +38,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,9 +48,14 @@ from .patterns import PatternError, compile_pattern_text
 
 MOTO_VERSION = "5.2.5"
 REQUEST_LOCK = threading.RLock()
+# DynamoDB's state is touched only by DynamoDB requests (no other service writes it in-process), so its
+# requests queue on a lock of their own: a claim does not wait behind a PutEvents fanning out to queues.
+SERVICE_LOCKS = {"dynamodb": threading.RLock()}
 # Actions that wait on other callers inside the request: never under REQUEST_LOCK.
 WAITING_ACTIONS = {"StartSyncExecution"}
-DROPPED_FROM_EVENTS = ("ingestion-time",)  # moto's bookkeeping, not part of an EventBridge event
+DROPPED_FROM_EVENTS = ("ingestion-time",)
+# Step Functions service integrations that make their AWS clients with moto's boto_client_for.
+CLIENT_USING_SERVICES = ("aws_sdk", "batch", "dynamodb", "ecs", "events", "glue", "sfn", "sns", "sqs", "unsupported")  # moto's bookkeeping, not part of an EventBridge event
 
 
 @dataclass
@@ -106,10 +114,14 @@ def _patch_requests() -> None:
         waits = action in WAITING_ACTIONS or (action == "ReceiveMessage" and _long_poll(self))
         if waits:
             return call_action(self)
-        with REQUEST_LOCK:
+        with SERVICE_LOCKS.get(getattr(self, "service_name", ""), REQUEST_LOCK):
             return call_action(self)
 
     _patch(BaseResponse, "call_action", locked_call_action)
+    # moto lists a response class's methods with inspect.getmembers for every request; a class's methods do not change.
+    from moto.core import responses
+
+    _patch(responses, "method_names_from_class", functools.lru_cache(maxsize=256)(responses.method_names_from_class))
 
 
 def _long_poll(response: Any) -> bool:
@@ -205,6 +217,8 @@ def _patch_events() -> None:
 
 def _patch_stepfunctions() -> None:
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.utils import boto_client
     from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 
     terminated = BaseExecutionWorkerCommunication.terminated
@@ -224,16 +238,25 @@ def _patch_stepfunctions() -> None:
                 clients[key] = boto_client_for(region=region, service=service, state_credentials=state_credentials)
             return clients[key]
 
+    parse = AmazonStateLanguageParser.__dict__["parse"].__func__
+    parse_once = functools.lru_cache(maxsize=64)(parse)  # a parsed program keeps no execution's state
+
     _patch(BaseExecutionWorkerCommunication, "terminated", terminated_and_notify)
-    _patch(lambda_eval_utils, "boto_client_for", cached_client_for)
+    _patch(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
+    # The defining module, for what is imported later, and each service module that imported it already.
+    services = "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_"
+    using = [sys.modules.get(services + name) for name in CLIENT_USING_SERVICES]
+    for module in [boto_client, lambda_eval_utils, *[module for module in using if module is not None]]:
+        _patch(module, "boto_client_for", cached_client_for)
 
 
 def _patch_jsonpath() -> None:
     import jsonpath_ng.ext
+    from moto.stepfunctions.parser.asl.utils import json_path
 
-    parse = jsonpath_ng.ext.parse
-    HOOKS._saved.append((jsonpath_ng.ext, "parse", parse))
-    jsonpath_ng.ext.parse = functools.lru_cache(maxsize=1024)(parse)
+    parse = functools.lru_cache(maxsize=1024)(jsonpath_ng.ext.parse)
+    _patch(jsonpath_ng.ext, "parse", parse)  # EventBridge's input templates import it at each call
+    _patch(json_path, "parse", parse)  # Step Functions' paths imported it once
 
 
 def install(changed: Callable[[str, str], None] | None = None,
@@ -306,11 +329,20 @@ def running_executions() -> list[str]:
     return [e.exec_arn for e in _parser_executions() if e.exec_status is not None and e.exec_status.value == "RUNNING"]
 
 
-def queue_depth(queue_arn: str) -> int:
-    """Messages on a queue, visible or in flight (what ``ApproximateNumberOf...`` add up to), without a request."""
+def _queue(queue_arn: str) -> Any:
     from moto.sqs.models import sqs_backends
 
-    account, name = queue_arn.split(":")[4], queue_arn.split(":")[5]
-    region = queue_arn.split(":")[3]
-    queue = sqs_backends[account][region].queues.get(name)
+    _, _, _, region, account, name = queue_arn.split(":", 5)
+    return sqs_backends[account][region].queues.get(name)
+
+
+def receivable(queue_arn: str) -> bool:
+    """Whether a ReceiveMessage could return something now (a visible message), without a request."""
+    queue = _queue(queue_arn)
+    return queue is not None and any(message.visible and not message.delayed for message in list(queue._messages))
+
+
+def queue_depth(queue_arn: str) -> int:
+    """Messages on a queue, visible or in flight (what ``ApproximateNumberOf...`` add up to), without a request."""
+    queue = _queue(queue_arn)
     return len(queue._messages) if queue is not None else 0

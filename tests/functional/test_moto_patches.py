@@ -12,18 +12,21 @@ import threading
 import boto3
 import moto
 import pytest
+from moto.core import responses as moto_responses
 from moto.core.responses import BaseResponse
 from moto.events.models import EventPattern, Rule
 from moto.events.responses import EventsHandler
 from moto.sqs.models import Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
 
 from inferbus.runtime import moto_patches
 from tests.runtime_fixtures import runtime
 from tests.runtime_fixtures import templates as t
 
-PATCHED = [
+PATCHED = [  # (owner, name, parameters): what install() replaces
     (BaseResponse, "call_action", ["self"]),
     (SQSBackend, "is_message_valid_based_on_retention_period", ["self", "queue_name", "message"]),
     (Queue, "add_message", ["self", "message"]),
@@ -34,6 +37,9 @@ PATCHED = [
     (EventsHandler, "test_event_pattern", ["self"]),
     (BaseExecutionWorkerCommunication, "terminated", ["self"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
+    (moto_responses, "method_names_from_class", ["clazz"]),
+    (AmazonStateLanguageParser, "parse", ["definition"]),
+    (json_path, "parse", ["path", "debug"]),
 ]
 
 
@@ -41,7 +47,7 @@ def test_moto_is_the_version_the_patches_were_written_for():
     assert moto.__version__ == moto_patches.MOTO_VERSION == "5.2.5"
 
 
-@pytest.mark.parametrize(("owner", "name", "parameters"), PATCHED, ids=[f"{o.__name__}.{n}" for o, n, _ in PATCHED])
+@pytest.mark.parametrize(("owner", "name", "parameters"), PATCHED, ids=[f"{getattr(o, '__name__', o)}.{n}" for o, n, _ in PATCHED])
 def test_what_is_patched_still_has_the_signature_it_had(owner, name, parameters):
     assert not moto_patches.installed()
     assert list(inspect.signature(getattr(owner, name)).parameters) == parameters
