@@ -15,6 +15,7 @@ Example
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import signal
 import socket
@@ -82,6 +83,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     from moto.server import ThreadedMotoServer
 
     from .local import LocalPipeline
+    from .runtime.moto_patches import execution_status
 
     if not port_free(host, port):
         raise ServeError(f"port {port} is in use: stop what listens there or pass --port")
@@ -105,11 +107,14 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
                 component = pipeline.workflow_of(arn)
             except KeyError:
                 component = arn.split(":")[-2]  # a state machine a client created
-            lines.put(Activity("execution", component, {"name": arn.rsplit(":", 1)[-1]}))
+            status, seconds = execution_status(arn)
+            lines.put(Activity("execution", component, {"status": status, "ms": round(seconds * 1000, 1),
+                                                        "name": arn.rsplit(":", 1)[-1]}))
 
         for source in pipeline.event_sources:
             source.on_invocation = batch_done
         pipeline.on_execution_end = execution_done
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request: noise beside ours
         server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
         server.start()
         pipeline.start()

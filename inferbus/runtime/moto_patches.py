@@ -324,6 +324,15 @@ def _timestamp(value: Any) -> datetime.datetime:
     return value if isinstance(value, datetime.datetime) else datetime.datetime.fromisoformat(str(value))
 
 
+def execution_status(arn: str) -> tuple[str, float]:
+    """An execution's status and how long it ran, in seconds (``("UNKNOWN", 0.0)`` if moto has no such execution)."""
+    for execution in _parser_executions():
+        if execution.exec_arn == arn and execution.exec_status is not None:
+            stop = execution.stop_date or datetime.datetime.now(tz=datetime.UTC)
+            return execution.exec_status.value, (stop - execution.start_date).total_seconds()
+    return "UNKNOWN", 0.0
+
+
 def running_executions() -> list[str]:
     """The ARNs of every execution still running."""
     return [e.exec_arn for e in _parser_executions() if e.exec_status is not None and e.exec_status.value == "RUNNING"]
