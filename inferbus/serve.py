@@ -34,7 +34,7 @@ class ServeError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Activity:
+class LogLine:
     """One line of the log: a processed batch or a finished execution."""
 
     kind: str  # "batch" or "execution"
@@ -87,7 +87,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
 
     if not port_free(host, port):
         raise ServeError(f"port {port} is in use: stop what listens there or pass --port")
-    lines: queue.Queue[Activity] = queue.Queue()
+    lines: queue.Queue[LogLine] = queue.Queue()
     stopping = {"signal": False}
 
     def on_terminate(*_: object) -> None:
@@ -98,7 +98,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
         consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers}
 
         def batch_done(source: Any, invocation: Any) -> None:
-            lines.put(Activity("batch", consumers.get(source.queue.url, source.queue.name), {
+            lines.put(LogLine("batch", consumers.get(source.queue.url, source.queue.name), {
                 "records": invocation.records, "failed": len(invocation.failed_ids),
                 "ms": round(invocation.duration_ms, 1), "error": invocation.error}))
 
@@ -108,7 +108,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
             except KeyError:
                 component = arn.split(":")[-2]  # a state machine a client created
             status, seconds = execution_status(arn)
-            lines.put(Activity("execution", component, {"status": status, "ms": round(seconds * 1000, 1),
+            lines.put(LogLine("execution", component, {"status": status, "ms": round(seconds * 1000, 1),
                                                         "name": arn.rsplit(":", 1)[-1]}))
 
         for source in pipeline.event_sources:

@@ -10,6 +10,8 @@ from inferbus_lambda.errors import REJECTION_ERRORS
 from rich.console import Console
 from rich.table import Table
 
+from ..runtime.lambda_host import DEFAULT_MAX_ENVIRONMENTS
+
 HISTOGRAM_MIN_RESULTS = 20  # fewer points make a picture of noise
 
 
@@ -58,8 +60,9 @@ def _kinds_table(data: dict[str, Any]) -> Table:
 
 def _workflows_table(data: dict[str, Any]) -> Table:
     table = Table(title="workflows: executions, and p50 per stage in ms: time in the state (the handler's own time)",
-                  title_justify="left", caption="Handlers run concurrently (at most 4 environments per function "
-                  "locally), so time in a state may include waiting for one; retries wait real seconds.",
+                  title_justify="left", caption="Handlers run concurrently (at most "
+                  f"{DEFAULT_MAX_ENVIRONMENTS} environments per function locally), so time in a state may include "
+                  "waiting for one; retries wait real seconds.",
                   caption_justify="left")
     for column in ("workflow", "executions", "stages"):
         table.add_column(column)

@@ -7,6 +7,8 @@ and every summary lists them: nothing is skipped silently. A tool may add notes 
 
 from __future__ import annotations
 
+from .lambda_host import DEFAULT_MAX_ENVIRONMENTS
+
 # What the runtime does not run, and why (listed in every summary, never silently skipped).
 CLOUD_ONLY = {
     "AWS::IAM::Role": "IAM is not enforced locally: handlers and state machines run with the runtime's credentials "
@@ -31,7 +33,8 @@ PARTLY_LOCAL = {
     "AWS::Events::Rule": "patterns matched with AWS's documented semantics; target DeadLetterConfig and RetryPolicy "
     "are not applied by moto",
     "AWS::Lambda::Function": "runs in-process from the source tree, invocations concurrently, each in an execution "
-    "environment of its own (at most 4 per function locally; reserved concurrency applied); memory, architecture and "
+    f"environment of its own (at most {DEFAULT_MAX_ENVIRONMENTS} per function locally; reserved concurrency applied); "
+    "memory, architecture and "
     "tracing are cloud-only; functions share one process, so a library's process-wide state (a logger by name) is "
     "shared; a container image is not built: its ImageConfig.Command handler runs from the source tree",
     "AWS::Lambda::EventSourceMapping": "local poller: batch size, window, partial batch response and "

@@ -1,8 +1,10 @@
-"""What the state machines' executions did, read back through the public API.
+"""What the state machines' executions did, read back through the public API and moto's own records.
 
-Everything here comes from ``list_executions``, ``describe_execution`` and
-``get_execution_history`` (moto 5.2.5 returns every history event with a millisecond
-timestamp and ``previousEventId``, for EXPRESS machines too, which AWS would not).
+Executions come from ``list_executions`` and ``describe_execution``; histories are read
+in-process (:func:`.moto_patches.execution_history`, in ``get_execution_history``'s shape:
+drain reads them at every wait), and which executions run too (moto 5.2.5 records every
+history event with a millisecond timestamp and ``previousEventId``, for EXPRESS machines
+too, which AWS would not).
 
 An execution is *settled* when it has finished, or when all it still does is wait for a
 task token (``.waitForTaskToken``): a human review may wait for days, so it must not hold

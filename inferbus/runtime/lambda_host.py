@@ -199,19 +199,6 @@ class LocalFunction:
             return self._idle[-1] if self._idle else None
 
     @property
-    def _handler(self) -> Any:  # the name tests and tools used for the one handler
-        return self.handler
-
-    @_handler.setter
-    def _handler(self, handler: Any) -> None:
-        with self._changed:
-            if self._idle:
-                self._idle[-1] = handler
-            else:
-                self._idle.append(handler)
-                self._environments += 1
-
-    @property
     def running(self) -> int:
         """Invocations running now."""
         return self._running

@@ -100,10 +100,6 @@ def _patch(owner: Any, name: str, replacement: Callable[..., Any]) -> None:
     setattr(owner, name, replacement)
 
 
-def _original(owner: Any, name: str) -> Any:
-    return next(saved for o, n, saved in HOOKS._saved if o is owner and n == name)
-
-
 def _patch_requests() -> None:
     from moto.core.responses import BaseResponse
 
@@ -239,7 +235,9 @@ def _patch_stepfunctions() -> None:
             return clients[key]
 
     parse = AmazonStateLanguageParser.__dict__["parse"].__func__
-    parse_once = functools.lru_cache(maxsize=64)(parse)  # a parsed program keeps no execution's state
+    # Evaluation keeps its state in each execution's Environment, not in the parsed program: executions
+    # of one machine share it (the demo's 99 concurrent executions and the retry tests run on shared ones).
+    parse_once = functools.lru_cache(maxsize=64)(parse)
 
     _patch(BaseExecutionWorkerCommunication, "terminated", terminated_and_notify)
     _patch(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
