@@ -10,6 +10,8 @@ Examples
     inferbus reviews list --queue-url URL                        # cases waiting for a person
     inferbus reviews approve TXN_ID --queue-url URL --note "..."   # resume its workflow
     inferbus chaos --events 5000                    # faults on purpose, then a ledger of every event (embedded)
+    inferbus serve                                  # the embedded pipeline at http://localhost:4566 for any AWS client
+    inferbus rules test '{"source": ["a"]}' event.json   # would EventBridge match this event? (exit 0 yes, 1 no)
     inferbus new consumer iris-classifier --model iris.onnx --event IrisSubmitted   # add your own model
     inferbus new workflow order-check --event OrderSubmitted                         # add a workflow skeleton
     inferbus send --bus inferbus --event events.jsonl --profile prod   # your own events, validated first
@@ -329,6 +331,54 @@ See docs/extending.md.
 """
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import ServeError, serve
+
+    template = None
+    if args.template is not None:
+        try:
+            template = json.loads(_text_or_file(args.template))
+        except (OSError, ValueError) as error:
+            raise CommandError(f"cannot read the template {args.template}: {error}") from None
+    try:
+        serve(port=args.port, host=args.host, template=template, as_json=args.json)
+    except ServeError as error:
+        raise CommandError(str(error)) from None
+    return 0
+
+
+def _text_or_file(argument: str) -> str:
+    """An argument given inline, or ``@path`` / a path to a file holding it."""
+    path = Path(argument[1:] if argument.startswith("@") else argument)
+    if argument.startswith("@") or (not argument.lstrip().startswith(("{", "[")) and path.is_file()):
+        return path.read_text()
+    return argument
+
+
+# TestEventPattern requires these fields of the event, as EventBridge sends it.
+REQUIRED_EVENT_FIELDS = ("id", "account", "source", "time", "region", "resources", "detail-type")
+
+
+def _rules_test(args: argparse.Namespace) -> int:
+    from .runtime.patterns import PatternError, compile_pattern
+
+    try:
+        pattern, event = (json.loads(_text_or_file(text)) for text in (args.pattern, args.event))
+    except (OSError, ValueError) as error:
+        raise CommandError(f"not JSON (give it inline, or a file path): {error}") from None
+    try:
+        compiled = compile_pattern(pattern)
+    except PatternError as error:
+        raise CommandError(f"EventBridge would refuse this pattern: {error}") from None
+    missing = [name for name in REQUIRED_EVENT_FIELDS if not isinstance(event, dict) or name not in event]
+    if missing:
+        raise CommandError(f"the event lacks {', '.join(missing)} (give it as EventBridge delivers it: "
+                           f"{', '.join(REQUIRED_EVENT_FIELDS)}, detail)")
+    matched = compiled.matches(event)
+    print(json.dumps({"Result": matched}) if args.json else ("match" if matched else "no match"))
+    return 0 if matched else 1
+
+
 def _rate(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
@@ -512,6 +562,25 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     chaos.set_defaults(run=_chaos)
+    serve = command("serve", "run the pipeline embedded behind a local AWS endpoint (AWS CLI, boto3, inferbus send)",
+                    description="Starts the whole pipeline embedded on moto and answers AWS API calls "
+                                "on the port: events put from any client flow through the rules to the in-process "
+                                "consumers and workflows. One line per processed batch and finished execution; Ctrl-C "
+                                "stops it. Clients use fake credentials and region us-east-1.")
+    serve.add_argument("--port", type=_in_range(1, 65535), default=4566, help="port to listen on (default 4566)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--template", help="a synthesized template (JSON file) instead of synthesizing the app")
+    serve.add_argument("--json", action="store_true", help="one JSON object per log line")
+    serve.set_defaults(run=_serve)
+    rules = command("rules", "event patterns: test one against an event, as EventBridge would")
+    rule_actions = rules.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    rule_test = rule_actions.add_parser("test", help="does PATTERN match EVENT? (exit 0 match, 1 no match, 2 invalid)",
+                                        description="Answers as EventBridge's TestEventPattern would, with AWS's "
+                                        "documented matching semantics (the embedded runtime's matcher).")
+    rule_test.add_argument("pattern", help="the event pattern: JSON, or a file holding it")
+    rule_test.add_argument("event", help="the event as EventBridge delivers it: JSON, or a file holding it")
+    rule_test.add_argument("--json", action="store_true", help='print {"Result": true|false}, as TestEventPattern does')
+    rule_test.set_defaults(run=_rules_test)
 
     docs = command("docs", "rewrite the README's event table from the contracts and pipeline/")
     docs.add_argument("--check", action="store_true", help="only check that it is current (exit 1 if not)")

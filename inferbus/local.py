@@ -96,9 +96,12 @@ class LocalPipeline(EmbeddedPipeline):
             template = synthesize(self.settings, overrides=overrides, pipeline=self.declarations)
         super().__init__(template, stack_name=self.settings.staged(self.settings.stack_name), host=HOST,
                          after_failure=self._expire_claims, tap=tap)
+        self._dynamodb: Any = None
 
-    def _expire_claims(self, function: LocalFunction) -> int:
-        return expire_claims_of(self.session.client("dynamodb"), function.spec.environment)
+    def _expire_claims(self, function: LocalFunction, messages: list[dict[str, Any]]) -> int:
+        if self._dynamodb is None:
+            self._dynamodb = self.session.client("dynamodb")
+        return expire_claims_of(self._dynamodb, function.spec.environment, messages)
 
     # -- the shared core -----------------------------------------------------------------------
 

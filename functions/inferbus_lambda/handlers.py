@@ -37,6 +37,7 @@ from typing import Any, Generic, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
 from .consumer import InferenceConsumer, expect_type
 from .contracts.core import CloudEvent, EventData, data_model, to_put_events_entry
@@ -99,7 +100,11 @@ class FunctionRuntime:
         self.environment = environment
         self.logger = Logger(service=service)
         self.tracer = Tracer(service=service)
-        self.metrics = Metrics(service=service, namespace=environment.POWERTOOLS_METRICS_NAMESPACE)
+        # A metric set of its own: Powertools' Metrics share one per process, and functions that
+        # share a process (the embedded runtime runs them side by side) must not flush each other's.
+        self.metrics = Metrics(provider=AmazonCloudWatchEMFProvider(
+            service=service, namespace=environment.POWERTOOLS_METRICS_NAMESPACE, metric_set={}, dimension_set={},
+            metadata_set={}, default_dimensions={}))
         self.models: Models[Any] = Models({name: load(model_info(name)) for name in environment.INFERBUS_MODELS})
         self.context: Any = None
 

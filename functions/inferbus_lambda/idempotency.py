@@ -63,6 +63,10 @@ class EventClaims:
     """
 
     def __init__(self, table_name: str, *, scope: str, expires_after_seconds: int = 3600, client: Any = None) -> None:
+        if client is None:  # from the default session: Powertools would build a Session of its own (~50 ms more)
+            import boto3
+
+            client = boto3.client("dynamodb")
         self.store = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
         self.store.configure(
             IdempotencyConfig(
@@ -98,6 +102,10 @@ class EventClaims:
     def complete(self, event: CloudEvent[Any], result: dict[str, Any]) -> None:
         """Mark ``event`` done, storing a small ``result`` (e.g. the id of the event published)."""
         self.store.save_success(self._payload(event), result)
+
+    def key(self, event_id: str) -> str:
+        """The table key of ``event_id``'s claim (the claim is keyed by the event id alone)."""
+        return self.store._get_hashed_idempotency_key({"id": event_id})  # noqa: SLF001 - Powertools' own hashing
 
     def release(self, event: CloudEvent[Any], error: Exception) -> None:
         """Give the claim back after a failure, so a redelivery can process ``event``."""

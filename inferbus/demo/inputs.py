@@ -34,7 +34,7 @@ class Sent:
 
     component_of: dict[str, str] = field(default_factory=dict)  # event id -> the component it was sent to
     truth: dict[str, Any] = field(default_factory=dict)  # event id -> true answer
-    sent_at: dict[str, datetime] = field(default_factory=dict)
+    sent_at: dict[str, datetime] = field(default_factory=dict)  # when each was built; the demo sets its first PutEvents
     reasons: dict[str, str] = field(default_factory=dict)  # malformed event id -> why
     entries: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # component -> (valid, malformed, duplicates)

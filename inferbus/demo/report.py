@@ -191,6 +191,7 @@ class DemoReport:
     flows: dict[str, FlowFigures] = field(default_factory=dict)
     replay: ReplayReport | None = None
     seconds: float = 0.0
+    running_seconds: float = 0.0  # after synthesis and provisioning: sending, draining, reviewing, accounting
 
     @property
     def balanced(self) -> bool:
@@ -219,4 +220,5 @@ class DemoReport:
             "flows": {name: flow.as_dict() for name, flow in self.flows.items()},
             "replay": None if self.replay is None else self.replay.as_dict(),
             "seconds": round(self.seconds, 2),
+            "running_seconds": round(self.running_seconds, 2),
         }

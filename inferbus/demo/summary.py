@@ -11,6 +11,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..runtime.lambda_host import DEFAULT_MAX_ENVIRONMENTS
+
 DEPLOY_HINT = ("Next: deploy it to your AWS account (README, 'Deploy to AWS'): make setup && npx cdk bootstrap && "
                "npx cdk deploy; then inferbus send --bus inferbus --sample image-classifier")
 
@@ -99,8 +101,8 @@ def _flows_table(data: dict[str, Any]) -> Table:
 
 def _workflows_table(data: dict[str, Any]) -> Table:
     table = _table("workflows: executions, and p50 per stage in ms: time in the state (the handler's own time)",
-                   "Locally one handler runs at a time, so time in a state includes waiting for it; retries wait real "
-                   "seconds.")
+                   f"Handlers run concurrently (at most {DEFAULT_MAX_ENVIRONMENTS} environments per function locally), "
+                   "so time in a state may include waiting for one; retries wait real seconds.")
     for column in ("workflow", "executions", "stages"):
         table.add_column(column, overflow="fold")
     for name, workflow in sorted(data["workflows"].items()):
@@ -132,7 +134,8 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     console = console or Console()
     data = report.as_dict()
     verdict = "[bold green]every event accounted for[/bold green]" if data["balanced"] else "[bold red]LEDGER DOES NOT BALANCE[/bold red]"
-    console.print(f"[bold]inferbus embedded demo[/bold] — {verdict} in {data['seconds']} s "
+    console.print(f"[bold]inferbus embedded demo[/bold] — {verdict} in {data['seconds']} s, "
+                  f"{data['running_seconds']} s after synthesis and provisioning "
                   f"({data['rejected_by_bus']} entries rejected by PutEvents; "
                   f"{len(data['invalid_results'])} published events break their contract)")
     for problem in data["invalid_results"]:

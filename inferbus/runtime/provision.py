@@ -29,7 +29,6 @@ from .specs import (
     UnsupportedTemplateError,
 )
 
-BRIDGE_PREFIX = "local-bridge-"
 # The InputPath forms the bridge applies: $ and $.field.field (no filters, wildcards, indexes).
 SIMPLE_PATH = re.compile(r"\$(\.[A-Za-z0-9_-]+)*")
 
@@ -72,7 +71,7 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
     _name_roles_and_log_groups(resources, deployment.resolver)
     _name_functions(resources, deployment.resolver)
     _provision_state_machines(resources, deployment, clients["stepfunctions"])
-    _provision_rules(resources, deployment, clients["events"], clients["sqs"], notes)
+    _provision_rules(resources, deployment, clients["events"], notes)
     # Queue policies name the rules that may send to them.
     for _, props in _of_type(resources, "AWS::SQS::QueuePolicy"):
         for queue_url in deployment.resolver.resolve(props["Queues"]):
@@ -265,7 +264,7 @@ def _logging_configuration(config: dict[str, Any]) -> dict[str, Any]:
             "destinations": destinations}
 
 
-def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: Any, sqs: Any,
+def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: Any,
                      notes: dict[str, list[str]]) -> None:
     resolver = deployment.resolver
     for logical_id, props in _of_type(resources, "AWS::Events::Rule"):
@@ -282,15 +281,14 @@ def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: 
                 deployment.target_dead_letter_arns.add(resolved["DeadLetterConfig"]["Arn"])
             service = resolved["Arn"].split(":")[2]
             if service == "states":
-                bridge = _bridge(logical_id, name, rule_arn, resolved, sqs)
+                bridge = _bridge(logical_id, name, rule_arn, resolved)
                 deployment.bridges.append(bridge)
-                targets.append({"Id": resolved["Id"], "Arn": bridge.queue.arn})
+                targets.append({"Id": resolved["Id"], "Arn": bridge.state_machine_arn})
                 machine = deployment.state_machine_by_arn(bridge.state_machine_arn)
                 notes.setdefault(logical_id, []).append(
-                    f"target {resolved['Id']} (state machine {machine.logical_id}) is reached through the local bridge "
-                    f"queue {bridge.queue.name}: moto cannot deliver to state machines, so the runtime starts one "
-                    "execution per event (Input/InputPath applied, RetryPolicy not; a failed start goes to the "
-                    "target's DLQ)"
+                    f"target {resolved['Id']} (state machine {machine.logical_id}) is reached through an in-process "
+                    "bridge: moto cannot deliver to state machines, so the runtime starts one execution per event "
+                    "(Input/InputPath applied, RetryPolicy not; a failed start goes to the target's DLQ)"
                 )
             elif service == "firehose":
                 notes.setdefault(logical_id, []).append(
@@ -316,8 +314,8 @@ def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: 
         deployment.rules[logical_id] = name
 
 
-def _bridge(rule_logical_id: str, rule_name: str, rule_arn: str, target: dict[str, Any], sqs: Any) -> BridgeSpec:
-    """A local-only queue that stands in for a state machine target (moto raises on those)."""
+def _bridge(rule_logical_id: str, rule_name: str, rule_arn: str, target: dict[str, Any]) -> BridgeSpec:
+    """What the runtime's bridge needs to deliver to a state machine target (moto raises on those)."""
     if "InputTransformer" in target:
         raise UnsupportedTemplateError(
             f"rule {rule_logical_id}: target {target['Id']} is a state machine with an InputTransformer, which the "
@@ -328,16 +326,12 @@ def _bridge(rule_logical_id: str, rule_name: str, rule_arn: str, target: dict[st
             f"rule {rule_logical_id}: target {target['Id']} has InputPath {target['InputPath']!r}; "
             "only $ and $.field.field paths are applied locally"
         )
-    digest = hashlib.sha1(f"{rule_name}/{target['Id']}".encode()).hexdigest()[:12]  # noqa: S324 - a name, not a secret
-    name = BRIDGE_PREFIX + digest
-    queue = _create_queue(sqs, f"{rule_logical_id}/{target['Id']}", name, {"VisibilityTimeout": "30"}, None)
     return BridgeSpec(
         rule_logical_id,
         rule_name,
         rule_arn,
         target["Id"],
         target["Arn"],
-        queue,
         target.get("Input"),
         target.get("InputPath"),
         target.get("DeadLetterConfig", {}).get("Arn"),

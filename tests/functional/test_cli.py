@@ -82,3 +82,31 @@ def test_reviews_list_and_approve_resume_the_waiting_workflow(template, capsys):
 
         assert main(["reviews", "reject", event.id, "--queue-url", url]) == 1  # decided already: nothing left
         assert json.loads(capsys.readouterr().out)["outcome"] == "not-found"
+
+
+RULE_EVENT = {"id": "1", "account": "123456789012", "source": "my.producer", "time": "2026-12-02T10:00:00Z",
+              "region": "us-east-1", "resources": [], "detail-type": "ImageSubmitted", "detail": {"data": {"analysis": []}}}
+
+
+def test_rules_test_answers_as_eventbridge_would(capsys, tmp_path):
+    from tests.pattern_cases import CASES
+
+    pattern = {"detail": {"data": {"$or": [{"analysis": [{"exists": False}]}, {"analysis": ["classify"]}]}}}
+    assert main(["rules", "test", json.dumps(pattern), json.dumps(RULE_EVENT)]) == 0  # [] has no leaf: AWS matches
+    assert capsys.readouterr().out.strip() == "match"
+    event_file = tmp_path / "event.json"
+    event_file.write_text(json.dumps(RULE_EVENT | {"detail": {"n": True}}))
+    assert main(["rules", "test", '{"detail": {"n": [1]}}', str(event_file), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"Result": False}
+    disputed = next(case for case in CASES if case.name == "[1] does not match true")
+    assert disputed.matches is False
+
+
+def test_rules_test_refuses_an_invalid_pattern_or_event_in_one_line(capsys):
+    assert main(["rules", "test", '{"source": []}', json.dumps(RULE_EVENT)]) == 2
+    assert capsys.readouterr().err.strip() == ("inferbus rules test: EventBridge would refuse this pattern: source: empty "
+                                               "arrays are not allowed")
+    assert main(["rules", "test", '{"source": ["a"]}', '{"detail": {}}']) == 2
+    assert "the event lacks id, account, source, time, region, resources, detail-type" in capsys.readouterr().err
+    assert main(["rules", "test", "{nope", json.dumps(RULE_EVENT)]) == 2
+    assert "not JSON" in capsys.readouterr().err

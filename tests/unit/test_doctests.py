@@ -12,6 +12,8 @@ import inferbus_lambda.text
 import inferbus_lambda.vision
 import pytest
 
+import inferbus.runtime.bridge
+import inferbus.runtime.patterns
 import infra.configuration
 import infra.declarations
 import infra.settings
@@ -19,7 +21,8 @@ import pipeline
 
 MODULES = [inferbus_lambda.contracts.core, inferbus_lambda.entities, inferbus_lambda.environment, inferbus_lambda.errors,
            inferbus_lambda.faults, inferbus_lambda.publishing, inferbus_lambda.text, inferbus_lambda.vision,
-           infra.configuration, infra.declarations, infra.settings, pipeline]
+           infra.configuration, infra.declarations, infra.settings, pipeline, inferbus.runtime.bridge,
+           inferbus.runtime.patterns]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])
