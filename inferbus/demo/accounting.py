@@ -272,7 +272,7 @@ def _functions_and_workflows(pipeline: LocalPipeline, report: DemoReport) -> Non
 def emf_values(function: Any, name: str, **dimensions: str) -> list[float]:
     """Every value of the EMF metric ``name`` a local function emitted (with these dimension values)."""
     values: list[float] = []
-    for line in function.sink.lines:
+    for line in function.lines:
         if "_aws" not in line or name not in line or any(line.get(k) != v for k, v in dimensions.items()):
             continue
         value = line[name]

@@ -61,11 +61,12 @@ def test_an_event_put_from_another_process_has_its_result_on_the_bus(served):
     events.put_targets(Rule="my-watch", EventBusName=bus,
                        Targets=[{"Id": "watch", "Arn": "arn:aws:sqs:us-east-1:123456789012:my-watch"}])
     event, _ = sample_event(CONSUMER, 0, source="serve.test")
-    sent = subprocess.run([sys.executable, "-m", "inferbus.cli", "send", "--bus", bus, "--sample", CONSUMER.name],
-                          capture_output=True, text=True, env={**os.environ, **CLIENT_ENVIRONMENT, "AWS_ENDPOINT_URL": endpoint},
-                          timeout=60)
+    sent = subprocess.run([sys.executable, "-m", "inferbus.cli", "send", "--bus", bus, "--sample", CONSUMER.name,
+                           "--endpoint-url", endpoint],
+                          capture_output=True, text=True, env={**os.environ, **CLIENT_ENVIRONMENT}, timeout=60)
     assert sent.returncode == 0, sent.stderr
-    sent_id = json.loads(sent.stdout)["id"]
+    (sent_event,) = json.loads(sent.stdout)["sent"]
+    sent_id = sent_event["id"]
     began = time.monotonic()
     results: list[dict] = []
     while not results and time.monotonic() - began < 20:
