@@ -54,10 +54,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / "models" / "manifest.json"
 STATEMACHINES = REPO_ROOT / "statemachines"
 METRICS_NAMESPACE = "Inferbus"
-# Idempotency claims (inferbus_lambda.idempotency): claim = PutItem, read = GetItem, complete =
-# UpdateItem; a consumer also releases a claim after a failure (DeleteItem).
-CLAIM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
-RELEASE_CLAIM_ACTION = "dynamodb:DeleteItem"
+# Idempotency claims (inferbus_lambda.idempotency): a consumer claims with TransactWriteItems of
+# conditional Puts (authorised as dynamodb:PutItem) and completes and releases with BatchWriteItem;
+# a workflow's Accept claims and completes in one conditional PutItem.
+ACCEPT_CLAIM_ACTIONS = ("dynamodb:PutItem",)
+CONSUMER_CLAIM_ACTIONS = ("dynamodb:PutItem", "dynamodb:BatchWriteItem")
 # CloudWatch alarms on metric math take at most 10 metrics; FIS takes at most 5 stop conditions.
 METRICS_PER_ALARM = 10
 # The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
@@ -178,16 +179,17 @@ class InferbusStack(Stack):
         return {"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "INFERBUS_MODELS": models}
 
-    def _claims_environment(self) -> dict[str, Any]:
+    def _claims_environment(self, dlq_retention_days: int) -> dict[str, Any]:
+        """A claim outlives every way its event can come back (see ``InferbusSettings.claim_lifetime_s``)."""
         return {"IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
-                "IDEMPOTENCY_TTL_SECONDS": self.settings.idempotency_ttl_s}
+                "IDEMPOTENCY_TTL_SECONDS": self.settings.claim_lifetime_s(dlq_retention_days)}
 
     # -- components ----------------------------------------------------------------------------------
 
     def _consumer(self, declaration: Consumer) -> QueueConsumer:
         environment = ConsumerEnvironment(
             **self._common_environment(declaration.name, declaration.models),
-            **self._claims_environment(),
+            **self._claims_environment(declaration.settings.dlq_retention_days),
             EVENT_BUS_NAME=self.bus.event_bus_name,
             RESULT_SOURCE=declaration.result_source,
             CONSUMES=declaration.consumes.type,
@@ -208,7 +210,7 @@ class InferbusStack(Stack):
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
-        self.idempotency_table.grant(consumer.function, *CLAIM_ACTIONS, RELEASE_CLAIM_ACTION)
+        self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
         ConsumerMonitoring(
             self,
             f"{declaration.construct_id}Monitoring",
@@ -226,11 +228,12 @@ class InferbusStack(Stack):
 
     def _accept_function(self) -> lambda_.IFunction:
         """The kit's first step of every workflow: validate the event, claim its id once."""
-        environment = AcceptEnvironment(**self._common_environment("accept", ()), **self._claims_environment())
+        environment = AcceptEnvironment(**self._common_environment("accept", ()),
+                                        **self._claims_environment(self.settings.target_dlq_retention_days))
         spec = self._spec("accept_event.handler.lambda_handler", self.settings.accept_step,
                           "Every workflow's first step: validate the event, claim its id once", environment)
         accept = WorkflowFunction(self, "AcceptEvent", spec=spec).function
-        self.idempotency_table.grant(accept, *CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
+        self.idempotency_table.grant(accept, *ACCEPT_CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
         return accept
 
     def _workflow(self, declaration: WorkflowDeclaration, accept: lambda_.IFunction) -> Workflow:
