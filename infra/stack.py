@@ -92,7 +92,6 @@ class InferbusStack(Stack):
         self.runtime = lambda_.Runtime(f"python{settings.python_version}", lambda_.RuntimeFamily.PYTHON)
         self.architecture = (lambda_.Architecture.ARM_64 if settings.lambda_architecture == "arm64"
                              else lambda_.Architecture.X86_64)
-        self.code = python_lambda_code(settings.lambda_architecture, settings.python_version)
 
         self.bus_construct = InferbusBus(self, "EventBus", bus_name=settings.staged(settings.bus_name),
                                          archive_retention_days=settings.archive_retention_days)
@@ -164,7 +163,9 @@ class InferbusStack(Stack):
                 handler, [self.models[name] for name in models], self.settings.lambda_architecture,
                 self.settings.python_version))
         else:
-            code = FunctionCode(handler, zip_code=self.code, runtime=self.runtime)
+            zip_code = python_lambda_code(self.settings.lambda_architecture, self.settings.python_version, handler=handler,
+                                          models=models, environment=environment.as_variables())
+            code = FunctionCode(handler, zip_code=zip_code, runtime=self.runtime)
         return FunctionSpec(
             code=code,
             architecture=self.architecture,
