@@ -7,9 +7,11 @@ Each function gets an asset of its own, made in three steps:
 2. the function's handler is imported in a fresh interpreter here, with its environment, X-Ray
    tracing on as in Lambda, and an audit hook on ``open``: that gives the distributions it
    imports at init and the model files it reads (a function loads its models at init);
-3. its asset gets those distributions (their files as their ``RECORD`` lists them, less test
-   suites), ``inferbus_lambda`` and the handler's own package, and ``models/`` with the manifest
-   and the files it read. Bytecode is compiled into it when an interpreter of the Lambda's
+3. its asset gets those distributions (their files as their ``RECORD`` lists them, less the
+   subpackages nothing imported, such as test suites and onnxruntime's model-building tools,
+   and type stubs), ``inferbus_lambda`` and the handler's own package, and ``models/`` with the
+   manifest and the files it read. So a module a handler imports only while it handles an event
+   (never at init) is not shipped: import what you need at module level, as the kit does. Bytecode is compiled into it when an interpreter of the Lambda's
    Python version is on this machine (``python3.14`` for the default), so Lambda does not
    compile every module at each cold start.
 
@@ -45,7 +47,6 @@ PIP_PLATFORMS = {
     "arm64": ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64"),
     "x86_64": ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"),
 }
-TEST_DIRECTORIES = frozenset({"tests", "test"})  # a distribution's own test suite: never imported by a function
 
 # Run in a fresh interpreter with the function's environment: import the handler (which loads its
 # models), then print the distributions imported and the model files read.
@@ -61,10 +62,10 @@ sys.addaudithook(hook)
 module, _, attribute = sys.argv[1].rpartition(".")
 getattr(importlib.import_module(module), attribute)
 site = sysconfig.get_paths()["purelib"]
-tops = {name.partition(".")[0] for name, mod in list(sys.modules.items())
-        if (getattr(mod, "__file__", None) or "").startswith(site)}
+modules = sorted(name for name, mod in list(sys.modules.items()) if (getattr(mod, "__file__", None) or "").startswith(site))
 known = packages_distributions()
-print(json.dumps({"distributions": sorted({d for top in tops for d in known.get(top, [])}), "files": sorted(opened)}))
+distributions = {d for name in modules for d in known.get(name.partition(".")[0], [])}
+print(json.dumps({"distributions": sorted(distributions), "modules": modules, "files": sorted(opened)}))
 """
 
 
@@ -148,11 +149,27 @@ def installed_distributions(site: Path) -> dict[str, Path]:
     return {canonical(info.name.removesuffix(".dist-info").rsplit("-", 1)[0]): info for info in site.glob("*.dist-info")}
 
 
-def copy_distribution(site: Path, info: Path, output: Path) -> None:
-    """Copy one installed distribution's files (as its ``RECORD`` lists them), less its test suite."""
+def imported_file(site: Path, relative: str, imported: set[str]) -> bool:
+    """Whether a distribution's file can be used by the modules imported: not in a Python package
+    (a folder with ``__init__.py``) that nothing imported, not a type stub or a Cython header."""
+    parts = Path(relative).parts
+    if parts[-1].endswith((".pyi", ".pxd")):
+        return False
+    for depth in range(2, len(parts)):  # every package folder below the top-level one
+        folder = site.joinpath(*parts[:depth])
+        if (folder / "__init__.py").is_file() and ".".join(parts[:depth]) not in imported:
+            return False
+    return True
+
+
+def copy_distribution(site: Path, info: Path, output: Path, imported: set[str]) -> None:
+    """Copy the files of one installed distribution (as its ``RECORD`` lists them) that the
+    ``imported`` modules can use (:func:`imported_file`), and its metadata."""
     for line in (info / "RECORD").read_text().splitlines():
         relative = line.rsplit(",", 2)[0]
-        if not relative or relative.startswith("..") or TEST_DIRECTORIES & set(Path(relative).parts[:-1]):
+        if not relative or relative.startswith(".."):
+            continue
+        if not relative.startswith(info.name) and not imported_file(site, relative, imported):
             continue
         source, target = site / relative, output / relative
         if source.is_file():
@@ -195,7 +212,7 @@ class LocalPipBundling:
         # import (the X-Ray SDK patches requests if it is there): in Lambda it is not there either.
         for distribution in sorted({canonical(name) for name in traced["distributions"]} & set(installed)):
             if distribution not in {canonical(name) for name in RUNTIME_PROVIDED}:
-                copy_distribution(site, installed[distribution], output)
+                copy_distribution(site, installed[distribution], output, set(traced["modules"]))
         ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
         for package in (SHARED_PACKAGE, handler_package(self.handler)):
             shutil.copytree(FUNCTIONS_DIR / package, output / package, dirs_exist_ok=True, ignore=ignore)
