@@ -3,6 +3,8 @@
 What it runs (every consumer and every workflow step, found from the declarations in ``pipeline/``
 and the synthesized template, which gives each function its environment):
 
+Each figure is the least of its repeats (other processes may share the machine).
+
 - **handler CPU** (µs/record, ``time.process_time``): the real handler on an SQS batch of 10, 100
   and 1,000 of the component's held-out samples (a workflow step: one event per invocation), AWS
   answered at once by a botocore ``before-send`` stub, so serialising, signing and parsing still
@@ -31,7 +33,6 @@ import copy
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -126,14 +127,15 @@ class LambdaContext:
 
 
 def cpu_per_call(run: Callable[[], Any], repeat: int) -> float:
-    """Median CPU seconds of one call of ``run`` (after one warm-up call)."""
+    """The least CPU seconds one call of ``run`` took (after one warm-up call): the figure least
+    disturbed by whatever else runs on the machine."""
     run()
     times = []
     for _ in range(repeat):
         started = time.process_time()
         run()
         times.append(time.process_time() - started)
-    return statistics.median(times)
+    return min(times)
 
 
 # -- the functions, from the template ------------------------------------------------------------------
@@ -283,21 +285,27 @@ def measure_consumers(functions: list[Function], aws: InstantAws, sizes: list[in
                 handler(event, LambdaContext())
                 recorded, aws.recorded = aws.recorded, None
                 floor = replay_floor(recorded, repeat) / size
+                floor_unvalidated = replay_floor(recorded, repeat, validate=False) / size
                 naive_cpu = cpu_per_call(lambda: naive(event), max(1, repeat // 2))
                 bare_cpu = sum(cpu_per_call(make(size), repeat) for make in bare)
                 dynamodb = sum(n for api, n in requests.items() if api in {"TransactWriteItems", "BatchWriteItem"})
                 rows.append([
                     function.label, str(size), f"{cpu / size * 1e6:,.0f}", f"{naive_cpu / size * 1e6:,.0f}",
                     f"{naive_cpu / cpu:.1f}×", f"{floor * 1e6:,.0f}", f"{cpu / size / floor:.2f}×",
+                    f"{floor_unvalidated * 1e6:,.0f}",
                     f"{bare_cpu / size * 1e6:,.1f}", f"{dynamodb:.3f}", f"{requests.get('PutEvents', 0):.3f}",
                     ", ".join(f"{api} {n:.3f}" for api, n in sorted(requests.items())),
                 ])
     return rows
 
 
-def replay_floor(recorded: list[tuple[str, str, dict[str, Any]]], repeat: int) -> float:
-    """botocore's own CPU for exactly these requests (against the instant stub): seconds per batch."""
-    clients = {service: boto3.client(service) for service in {service for service, _, _ in recorded}}
+def replay_floor(recorded: list[tuple[str, str, dict[str, Any]]], repeat: int, *, validate: bool = True) -> float:
+    """botocore's own CPU for exactly these requests (against the instant stub): seconds per batch.
+    ``validate=False``: with client-side parameter validation off, as the handlers' clients are."""
+    from botocore.config import Config
+
+    config = Config(parameter_validation=validate)
+    clients = {service: boto3.client(service, config=config) for service in {service for service, _, _ in recorded}}
     calls = [(getattr(clients[service], boto3_method(clients[service], operation)), params)
              for service, operation, params in recorded]
     return cpu_per_call(lambda: [call(**params) for call, params in calls], repeat)
@@ -376,27 +384,36 @@ print((time.perf_counter() - started) * 1000)
 COLD_BARE = """
 import json, sys, time
 started = time.perf_counter()
-import onnxruntime
-for path in json.loads(sys.argv[1]):
-    onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-import boto3
-for service in json.loads(sys.argv[2]):
-    boto3.client(service)
+models, tokenizers, services = (json.loads(arg) for arg in sys.argv[1:4])
+if models:
+    import onnxruntime
+    for path in models:
+        onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+if tokenizers:
+    from tokenizers import Tokenizer
+    for path in tokenizers:
+        Tokenizer.from_file(path)
+if services:
+    import boto3
+    for service in services:
+        boto3.client(service)
 print((time.perf_counter() - started) * 1000)
 """
 
 
 def measure_cold(functions: list[Function], repeat: int) -> list[list[str]]:
-    from inferbus_lambda.inference import model_info
+    """Fresh interpreters: the handler, against the bare libraries opening the same model files
+    (as the bundler's trace finds them) and making the same boto3 clients at init."""
+    from infra.constructs.bundling import MODELS_DIR, trace_imports
 
     rows = []
     init_clients = {"consumer": ["events", "dynamodb"], "accept": ["dynamodb"], "step": []}
     for function in functions:
         kind = ("consumer" if isinstance(function.component, Consumer) else
                 "accept" if function.label.endswith("Accept") else "step")
-        models = [name for name in function.environment.get("INFERBUS_MODELS", "").split(",") if name]
-        with environment({"LAMBDA_TASK_ROOT": str(REPO_ROOT)}):
-            paths = [str(model_info(name).path) for name in models]
+        read = [str(MODELS_DIR / name) for name in trace_imports(function.handler, function.environment)["files"]]
+        paths = [path for path in read if path.endswith(".onnx")]
+        tokenizers = [path for path in read if path.endswith("tokenizer.json")]
         env = {**os.environ, **FAKE_AWS, **function.environment, "PYTHONPATH": str(FUNCTIONS),
                "LAMBDA_TASK_ROOT": str(REPO_ROOT), "AWS_LAMBDA_FUNCTION_NAME": "bench"}
         off = {**env, "POWERTOOLS_TRACE_DISABLED": "true"}
@@ -404,16 +421,18 @@ def measure_cold(functions: list[Function], repeat: int) -> list[list[str]]:
         on.pop("POWERTOOLS_TRACE_DISABLED", None)
 
         def timed(script: str, args: list[str], env: dict[str, str]) -> float:
-            return statistics.median(
+            return min(
                 float(subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
                                      check=True).stdout.strip().splitlines()[-1])
                 for _ in range(repeat))
 
-        bare = timed(COLD_BARE, [json.dumps(paths), json.dumps(init_clients[kind])], off)
+        bare = timed(COLD_BARE, [json.dumps(paths), json.dumps(tokenizers), json.dumps(init_clients[kind])], off)
         handler_off = timed(COLD_HANDLER, [function.handler], off)
         handler_on = timed(COLD_HANDLER, [function.handler], on)
         rows.append([function.label, f"{handler_off:.0f}", f"{handler_on:.0f}", f"{bare:.0f}",
-                     "+".join([f"{len(paths)} model(s)", *init_clients[kind]]), f"{handler_off / bare:.2f}×"])
+                     " + ".join([*(["onnxruntime"] * bool(paths)), *(["tokenizers"] * bool(tokenizers)),
+                                 *init_clients[kind]]) or "nothing",
+                     f"{handler_off / bare:.2f}×" if bare >= 5 else "— (no model, no client)"])
     return rows
 
 
@@ -480,15 +499,16 @@ def main() -> None:
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"onnxruntime {__import__('onnxruntime').__version__}; AWS answered at once by a botocore stub")
     table("consumers: CPU per record (µs) beside its baselines; requests per record",
-          ["consumer", "batch", "handler", "naive", "naive/handler", "floor", "handler/floor", "bare run",
+          ["consumer", "batch", "handler", "naive", "naive/handler", "floor", "handler/floor", "floor unvalidated",
+           "bare run",
            "DynamoDB", "PutEvents", "requests by API"], consumers)
     table("workflow steps: CPU per invocation (µs); requests per invocation",
           ["step", "handler", "bare run", "requests"], steps)
     if embed:
         table("embed step against bare session.run (ms per text; ≥ 0.95× is the goal)",
               ["texts", "embed step", "bare session.run", "bare/step"], [embed])
-    table("cold init (ms, median of fresh interpreters): import the handler, models loaded, clients made",
-          ["function", "tracing off", "tracing on", "bare", "bare = onnxruntime +", "off/bare"], cold)
+    table("cold init (ms, the least of fresh interpreters): import the handler, models loaded, clients made",
+          ["function", "tracing off", "tracing on", "bare", "bare = its models opened by + clients", "off/bare"], cold)
     sizes_rows = asset_sizes(args.cdk_out)
     if sizes_rows:
         table(f"assets: unzipped MB in {args.cdk_out.name}", ["function", "MB", "models", "packages"], sizes_rows)

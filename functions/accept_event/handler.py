@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 
 from inferbus_lambda.environment import AcceptEnvironment
-from inferbus_lambda.handlers import StepRuntime, step_handler
+from inferbus_lambda.handlers import StepRuntime, aws_client, step_handler
 from inferbus_lambda.idempotency import EventClaims
 from inferbus_lambda.workflow import accept
 
 CLAIMS: dict[str, EventClaims] = {}  # one per workflow, made on first use, sharing one client
-DYNAMODB = boto3.client("dynamodb")
+DYNAMODB = aws_client("dynamodb")
 
 
 def claims_for(workflow: str, environment: AcceptEnvironment) -> EventClaims:

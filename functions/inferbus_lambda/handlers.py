@@ -50,7 +50,7 @@ from .rejections import Rejection, send_rejections
 if TYPE_CHECKING:
     from .inference import ModelInfo
 
-__all__ = ["ConsumerRuntime", "FunctionRuntime", "Models", "StepRuntime", "Untraced", "consumer_handler",
+__all__ = ["ConsumerRuntime", "FunctionRuntime", "Models", "StepRuntime", "Untraced", "aws_client", "consumer_handler",
            "load_onnx_classifier", "step_handler", "tracing_enabled"]
 
 ModelT = TypeVar("ModelT")
@@ -95,6 +95,19 @@ def load_models(names: Sequence[str], load: Callable[[ModelInfo], Any]) -> Model
     from .inference import model_info
 
     return Models({name: load(model_info(name)) for name in names})
+
+
+def aws_client(service: str) -> Any:
+    """A boto3 client for the function's whole life (made once per container, at init).
+
+    botocore's client-side parameter validation is off: the kit builds every request itself,
+    AWS validates them again anyway, and validating costs about a third of a batch's CPU
+    (``bench/speed.py``). A malformed request still fails, with AWS's ``ValidationException``.
+    """
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(service, config=Config(parameter_validation=False))
 
 
 def tracing_enabled(environ: Mapping[str, str] | None = None) -> bool:
@@ -194,10 +207,9 @@ class ConsumerRuntime(FunctionRuntime):
         self.environment: ConsumerEnvironment = environment
         self.result_model = data_model(environment.PRODUCES)
         self.infer = infer
-        import boto3  # after the environment is known good: a broken deployment fails fast
-
-        self.events = boto3.client("events")
-        self.dynamodb = boto3.client("dynamodb")
+        # Made after the environment is known good: a broken deployment fails fast.
+        self.events = aws_client("events")
+        self.dynamodb = aws_client("dynamodb")
         self.sqs: Any = None
         self.consumer = InferenceConsumer(
             parse=expect_type(environment.CONSUMES),
@@ -230,9 +242,7 @@ class ConsumerRuntime(FunctionRuntime):
     def _reject(self, rejections: Sequence[Rejection]) -> set[str]:
         assert self.environment.INVALID_EVENTS_QUEUE_URL is not None
         if self.sqs is None:
-            import boto3
-
-            self.sqs = boto3.client("sqs")
+            self.sqs = aws_client("sqs")
         return send_rejections(self.sqs, self.environment.INVALID_EVENTS_QUEUE_URL, self.environment.RESULT_SOURCE,
                                rejections)
 

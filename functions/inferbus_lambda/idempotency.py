@@ -115,7 +115,7 @@ class EventClaims:
         self.max_attempts = max_attempts
         self.base_delay_s = base_delay_s
         self.sleep = sleep
-        self.requests: dict[str, int] = {}  # by API: what the benchmark counts
+        self.requests: dict[str, int] = {}  # requests made, by API
 
     def key(self, event_id: str) -> dict[str, Any]:
         return {"id": {"S": f"{self.scope}#{event_id}"}}
