@@ -221,7 +221,8 @@ class InferenceConsumer:
         if failing:
             reason = str(TransientError(f"injected fault (record_error_rate={faults.record_error_rate})"))
             self._fail(failing, {event.id: reason for _, event in failing}, report, faults)
-        return [pair for pair in claimed if pair not in failing]
+        failed = {message_id for message_id, _ in failing}
+        return [pair for pair in claimed if pair[0] not in failed]
 
     def _reject(self, report: BatchReport, bodies: Mapping[str, str]) -> None:
         rejections = [
