@@ -132,3 +132,20 @@ def test_a_workflow_accepts_in_one_write_and_leaves_nothing_in_progress(dynamodb
     assert claims.accept_once(event, owner="execution-2") is ClaimStatus.ALREADY_DONE
     (item,) = dynamodb.scan(TableName=TABLE)["Items"]
     assert item["status"]["S"] == "COMPLETED" and claims.requests == {"put_item": 3}
+
+
+def test_the_embedded_runtime_rolls_back_a_cancelled_transaction_as_moto_does(template):
+    from infra.declarations import IDEMPOTENCY_TABLE_OUTPUT
+    from inferbus.local import LocalPipeline
+
+    with LocalPipeline(template) as pipeline:  # its transactions copy each table once, not once per item
+        table = pipeline.outputs[IDEMPOTENCY_TABLE_OUTPUT]
+        claims = EventClaims(table, scope="image-classifier", expires_after_seconds=3600,
+                             client=pipeline.session.client("dynamodb"), sleep=lambda _: None)
+        done, fresh = images(2), images(3, start=2)
+        claims.claim(done, remaining_ms=30_000)
+        claims.complete([(event, {"result_id": "r"}) for event in done])
+        claims.requests.clear()
+        assert statuses(claims, done + fresh) == ["already_done"] * 2 + ["claimed"] * 3
+        assert claims.requests == {"transact_write_items": 2}  # the first was cancelled, and left nothing
+        assert pipeline.session.client("dynamodb").scan(TableName=table)["Count"] == 5
