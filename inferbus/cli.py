@@ -194,7 +194,9 @@ def _chaos(args: argparse.Namespace) -> int:
     from .chaos.report import print_chaos_report
 
     rates = FaultRates(record_error_rate=args.record_error_rate, timeout_rate=args.timeout_rate,
-                       crash_after_publish_rate=args.crash_rate, duplicate_rate=args.duplicate_rate, latency_ms=args.latency_ms)
+                       crash_after_publish_rate=args.crash_rate, crash_before_complete_rate=args.crash_before_complete_rate,
+                       claim_throttle_rate=args.claim_throttle_rate, complete_throttle_rate=args.complete_throttle_rate,
+                       duplicate_rate=args.duplicate_rate, latency_ms=args.latency_ms)
     options = dict(events=args.events, rates=rates, consumer=args.consumer, seed=args.seed, redrive=not args.no_redrive,
                    batch_size=args.batch_size)
     report = _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
@@ -554,6 +556,14 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--crash-rate", type=_rate, default=defaults.crash_after_publish_rate,
                        help=f"share of invocations dying after publishing half their results "
                             f"(default {defaults.crash_after_publish_rate})")
+    chaos.add_argument("--crash-before-complete-rate", type=_rate, default=defaults.crash_before_complete_rate,
+                       help="share of invocations dying between publishing a group of results and completing its "
+                            f"claims: those results may be published again (default {defaults.crash_before_complete_rate})")
+    chaos.add_argument("--claim-throttle-rate", type=_rate, default=defaults.claim_throttle_rate,
+                       help=f"share of claim requests DynamoDB throttles (default {defaults.claim_throttle_rate})")
+    chaos.add_argument("--complete-throttle-rate", type=_rate, default=defaults.complete_throttle_rate,
+                       help="share of completion and release requests DynamoDB throttles "
+                            f"(default {defaults.complete_throttle_rate})")
     chaos.add_argument("--duplicate-rate", type=_rate, default=defaults.duplicate_rate,
                        help=f"share of processed records delivered twice (default {defaults.duplicate_rate})")
     chaos.add_argument("--latency-ms", type=float, default=0.0, help="added to every invocation (default 0)")

@@ -171,8 +171,6 @@ class InferbusSettings:
         The custom event bus, before the stage. Default ``inferbus``.
     archive_retention_days
         Days the archive keeps every event for replay, 1-3,650. Default 30.
-    idempotency_ttl_s
-        Seconds a processed event id suppresses duplicates, 60-604,800. Default 3,600.
     log_retention_days
         Lambda log retention: 7, 14, 30, 90 or 365. Default 30.
     lambda_architecture
@@ -245,7 +243,6 @@ class InferbusSettings:
     stack_name: str = "Inferbus"
     bus_name: str = "inferbus"
     archive_retention_days: int = 30
-    idempotency_ttl_s: int = 3600
     log_retention_days: int = 30
     lambda_architecture: Literal["arm64", "x86_64"] = "arm64"
     python_version: str = "3.14"
@@ -276,7 +273,6 @@ class InferbusSettings:
     def __post_init__(self) -> None:
         owner = type(self).__name__
         _check_range(owner, "archive_retention_days", self.archive_retention_days, 1, 3650)
-        _check_range(owner, "idempotency_ttl_s", self.idempotency_ttl_s, 60, 604_800)
         _check_range(owner, "target_retry_attempts", self.target_retry_attempts, 0, 185)
         _check_range(owner, "target_max_event_age_s", self.target_max_event_age_s, 60, 86_400)
         _check_range(owner, "target_dlq_retention_days", self.target_dlq_retention_days, 1, 14)
@@ -316,6 +312,18 @@ class InferbusSettings:
     def insights_enabled(self) -> bool:
         """Lambda Insights on: as set, else only in the ``prod`` stage."""
         return self.stage == "prod" if self.lambda_insights is None else self.lambda_insights
+
+    def claim_lifetime_s(self, dlq_retention_days: int) -> int:
+        """How long a processed event id must suppress duplicates: the longest way the same event can
+        come back. A replay may resend any archived event (``archive_retention_days``); EventBridge
+        then retries its delivery for up to ``target_max_event_age_s``; and it may wait in a queue
+        and its DLQ for ``dlq_retention_days`` (SQS counts a dead-lettered message's age from its
+        first enqueue) before someone redrives it.
+
+        >>> InferbusSettings().claim_lifetime_s(14) / 86_400  # 30 days of archive + 1 of retries + 14 in a DLQ
+        45.0
+        """
+        return (self.archive_retention_days + dlq_retention_days) * 86_400 + self.target_max_event_age_s
 
     def staged(self, name: str) -> str:
         """``name`` with this stage: ``Inferbus`` -> ``Inferbus-dev`` (unchanged without a stage)."""

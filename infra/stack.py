@@ -71,10 +71,11 @@ STATEMACHINES = REPO_ROOT / "statemachines"
 METRICS_NAMESPACE = "Inferbus"
 ACCEPT_SERVICE = "accept"  # the Powertools service of the workflows' shared Accept step
 INGEST_SERVICE = "ingest"
-# Idempotency claims (inferbus_lambda.idempotency): claim = PutItem, read = GetItem, complete =
-# UpdateItem; a consumer also releases a claim after a failure (DeleteItem).
-CLAIM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
-RELEASE_CLAIM_ACTION = "dynamodb:DeleteItem"
+# Idempotency claims (inferbus_lambda.idempotency): a consumer claims with TransactWriteItems of
+# conditional Puts (authorised as dynamodb:PutItem) and completes and releases with BatchWriteItem;
+# a workflow's Accept claims and completes in one conditional PutItem.
+ACCEPT_CLAIM_ACTIONS = ("dynamodb:PutItem",)
+CONSUMER_CLAIM_ACTIONS = ("dynamodb:PutItem", "dynamodb:BatchWriteItem")
 # CloudWatch alarms on metric math take at most 10 metrics; FIS takes at most 5 stop conditions.
 METRICS_PER_ALARM = 10
 # The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
@@ -109,7 +110,6 @@ class InferbusStack(Stack):
         self.runtime = lambda_.Runtime(f"python{settings.python_version}", lambda_.RuntimeFamily.PYTHON)
         self.architecture = (lambda_.Architecture.ARM_64 if settings.lambda_architecture == "arm64"
                              else lambda_.Architecture.X86_64)
-        self.code = python_lambda_code(settings.lambda_architecture, settings.python_version)
 
         self.bus_construct = InferbusBus(self, "EventBus", bus_name=settings.staged(settings.bus_name),
                                          archive_retention_days=settings.archive_retention_days)
@@ -188,7 +188,9 @@ class InferbusStack(Stack):
                 handler, [self.models[name] for name in models], self.settings.lambda_architecture,
                 self.settings.python_version))
         else:
-            code = FunctionCode(handler, zip_code=self.code, runtime=self.runtime)
+            zip_code = python_lambda_code(self.settings.lambda_architecture, self.settings.python_version, handler=handler,
+                                          models=models, environment=environment.as_variables())
+            code = FunctionCode(handler, zip_code=zip_code, runtime=self.runtime)
         return FunctionSpec(
             code=code,
             architecture=self.architecture,
@@ -204,16 +206,17 @@ class InferbusStack(Stack):
         return {"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "INFERBUS_MODELS": models}
 
-    def _claims_environment(self) -> dict[str, Any]:
+    def _claims_environment(self, dlq_retention_days: int) -> dict[str, Any]:
+        """A claim outlives every way its event can come back (see ``InferbusSettings.claim_lifetime_s``)."""
         return {"IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
-                "IDEMPOTENCY_TTL_SECONDS": self.settings.idempotency_ttl_s}
+                "IDEMPOTENCY_TTL_SECONDS": self.settings.claim_lifetime_s(dlq_retention_days)}
 
     # -- components ----------------------------------------------------------------------------------
 
     def _consumer(self, declaration: Consumer) -> QueueConsumer:
         environment = ConsumerEnvironment(
             **self._common_environment(declaration.name, declaration.models),
-            **self._claims_environment(),
+            **self._claims_environment(declaration.settings.dlq_retention_days),
             EVENT_BUS_NAME=self.bus.event_bus_name,
             RESULT_SOURCE=declaration.result_source,
             CONSUMES=declaration.consumes.type,
@@ -234,7 +237,7 @@ class InferbusStack(Stack):
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
-        self.idempotency_table.grant(consumer.function, *CLAIM_ACTIONS, RELEASE_CLAIM_ACTION)
+        self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
         ConsumerMonitoring(
             self,
             f"{declaration.construct_id}Monitoring",
@@ -253,11 +256,12 @@ class InferbusStack(Stack):
 
     def _accept_function(self) -> lambda_.IFunction:
         """The kit's first step of every workflow: validate the event, claim its id once."""
-        environment = AcceptEnvironment(**self._common_environment(ACCEPT_SERVICE, ()), **self._claims_environment())
+        environment = AcceptEnvironment(**self._common_environment(ACCEPT_SERVICE, ()),
+                                        **self._claims_environment(self.settings.target_dlq_retention_days))
         spec = self._spec("accept_event.handler.lambda_handler", self.settings.accept_step,
                           "Every workflow's first step: validate the event, claim its id once", environment)
         accept = WorkflowFunction(self, "AcceptEvent", spec=spec).function
-        self.idempotency_table.grant(accept, *CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
+        self.idempotency_table.grant(accept, *ACCEPT_CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
         return accept
 
     def _workflow(self, declaration: WorkflowDeclaration, accept: lambda_.IFunction) -> Workflow:

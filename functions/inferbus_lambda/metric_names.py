@@ -16,6 +16,7 @@ metric                      what
 ``RecordsRejected``         records that break their contract, kept in the invalid-events queue
 ``DuplicatesSkipped``       records an earlier delivery already processed
 ``PutEventsFailedEntries``  entries PutEvents still refused after the retries
+``ClaimsNotCompleted``      published records whose claim DynamoDB would not complete (may repeat once)
 ==========================  =========================================================================
 """
 
@@ -28,6 +29,7 @@ RECORDS_FAILED = "RecordsFailed"
 RECORDS_REJECTED = "RecordsRejected"
 DUPLICATES_SKIPPED = "DuplicatesSkipped"
 PUT_EVENTS_FAILED_ENTRIES = "PutEventsFailedEntries"
+CLAIMS_NOT_COMPLETED = "ClaimsNotCompleted"
 # A workflow step's input may carry the event's time under this key (the ASL passes
 # "$.accepted.event.time"); the kit reads it for EventLatencyMs and hands the rest to the step.
 EVENT_TIME_KEY = "event_time"

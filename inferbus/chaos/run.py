@@ -3,9 +3,13 @@
 The consumer (any declared one; the first by default) gets a fault plan (``INFERBUS_FAULTS``, see
 ``inferbus_lambda.faults``): a share of records fail with a transient error, a share of
 invocations time out after claiming their records, a share die after publishing half their
-results; and its event source delivers a share of records twice. After the queues drain,
-the ledger must hold: every input id has exactly one result event, or its event sits in the
-dead-letter queue unprocessed; none has neither, no result is published twice. (A message
+results, a share die between publishing a group of results and completing its claims, and
+DynamoDB throttles a share of claim and completion requests; and its event source delivers a
+share of records twice. After the queues drain, the ledger must hold: every input id has a
+result event, or its event sits in the dead-letter queue unprocessed; none has neither; and
+results published more than once stay within the bound the faults allow: the results of each
+group published just before a crash (at most 25), plus the records whose completion DynamoDB
+would not take (their claims expire, so a later redelivery may publish them again). (A message
 of an event that WAS processed can also end in the DLQ: a crash after publishing returns the
 whole batch to the queue, and if its redeliveries keep failing the message is dead-lettered.
 At-least-once delivery allows that; the ledger counts it apart, and a redrive skips it as a
@@ -21,6 +25,7 @@ Example
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -46,6 +51,11 @@ class FaultRates:
     record_error_rate: float = 0.25
     timeout_rate: float = 0.06
     crash_after_publish_rate: float = 0.02
+    # The exactly-once windows: a crash between publishing and completing, and DynamoDB throttling
+    # claims (TransactWriteItems) and completions (BatchWriteItem); each request is tried 3 times.
+    crash_before_complete_rate: float = 0.02
+    claim_throttle_rate: float = 0.2
+    complete_throttle_rate: float = 0.2
     duplicate_rate: float = 0.12
     latency_ms: float = 0.0
 
@@ -61,8 +71,9 @@ class Ledger:
 
     processed_once: int = 0
     processed_twice: int = 0  # input ids with more than one result event
+    repeated_results: int = 0  # result events beyond the first for an input id
     in_dead_letter_queue: int = 0  # not processed, waiting in the DLQ
-    dead_lettered_after_processing: int = 0  # processed once, and a redelivery of it sits in the DLQ
+    dead_lettered_after_processing: int = 0  # processed, and a redelivery of it sits in the DLQ
     lost: int = 0
 
     @classmethod
@@ -72,14 +83,17 @@ class Ledger:
             count, dead_lettered = results.get(event_id, 0), event_id in dead
             ledger.processed_once += count == 1
             ledger.processed_twice += count > 1
+            ledger.repeated_results += max(count - 1, 0)
             ledger.in_dead_letter_queue += dead_lettered and not count
             ledger.dead_lettered_after_processing += dead_lettered and bool(count)
             ledger.lost += not count and not dead_lettered
         return ledger
 
-    def balanced(self, events: int) -> bool:
-        """Processed exactly once + waiting in the DLQ = every event sent; nothing twice, nothing lost."""
-        return self.processed_once + self.in_dead_letter_queue == events and self.processed_twice == self.lost == 0
+    def balanced(self, events: int, repeat_bound: int = 0) -> bool:
+        """Processed + waiting in the DLQ = every event sent; nothing lost; results repeated at most
+        ``repeat_bound`` times (what the injected faults allow: see :attr:`ChaosReport.repeat_bound`)."""
+        return (self.processed_once + self.processed_twice + self.in_dead_letter_queue == events and self.lost == 0
+                and self.repeated_results <= repeat_bound)
 
 
 @dataclass
@@ -95,6 +109,10 @@ class ChaosReport:
     invocations: int = 0
     failed_invocations: dict[str, int] = field(default_factory=dict)  # by Lambda error type
     records_failed_by_injection: int = 0
+    crashes_before_complete: int = 0  # invocations that died between a group's PutEvents and its completion
+    results_before_complete: int = 0  # results those groups had published: they may be published again
+    records_failed_by_claim_throttling: int = 0  # their claims could not be written: redelivered later
+    claims_not_completed: int = 0  # published, but DynamoDB would not take the completion
     duplicates_delivered: int = 0
     duplicates_skipped: int = 0
     claims_expired: int = 0
@@ -102,14 +120,34 @@ class ChaosReport:
     seconds: float = 0.0
 
     @property
+    def repeat_bound(self) -> int:
+        """How many results the faults allow to repeat: each group published right before a crash
+        (at most 25 results), and each published record whose completion could not be written."""
+        return self.results_before_complete + self.claims_not_completed
+
+    @property
     def balanced(self) -> bool:
         final = self.after_redrive or self.ledger
-        return self.ledger.balanced(self.events) and final.balanced(self.events)
+        return self.ledger.balanced(self.events, self.repeat_bound) and final.balanced(self.events, self.repeat_bound)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["repeat_bound"] = self.repeat_bound
         data["balanced"] = self.balanced
         return data
+
+
+CRASH_BEFORE_COMPLETE = re.compile(r"injected crash after publishing (\d+) results, before completing their claims")
+
+
+def published_before_crash(stack_trace: list[str]) -> int | None:
+    """The results an invocation had published when it died before completing their claims (its
+    Lambda log's stack trace says so), or ``None`` for any other end."""
+    for line in stack_trace:
+        found = CRASH_BEFORE_COMPLETE.search(line)
+        if found:
+            return int(found.group(1))
+    return None
 
 
 def chaos_consumer(pipeline: Pipeline, name: str | None) -> Consumer:
@@ -194,6 +232,12 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, consumer: 
         report.failed_invocations = dict(Counter(i.error_type for i in function.invocations if i.error_type))
         report.records_failed_by_injection = sum(
             1 for line in function.logs if line.get("status") == "failed" and "injected fault" in line.get("reason", ""))
+        report.records_failed_by_claim_throttling = sum(
+            1 for line in function.logs if line.get("status") == "failed" and line.get("reason", "").startswith("claim:"))
+        report.claims_not_completed = int(sum(function.metrics.get("ClaimsNotCompleted", [])))
+        crashes = [published_before_crash(i.stack_trace) for i in function.invocations]
+        report.crashes_before_complete = sum(1 for n in crashes if n is not None)
+        report.results_before_complete = sum(n for n in crashes if n is not None)
         report.duplicates_delivered = source.duplicates_delivered
         report.duplicates_skipped = int(sum(function.metrics.get("DuplicatesSkipped", [])))
         report.claims_expired = source.expired_after_failures

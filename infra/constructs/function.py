@@ -6,7 +6,8 @@ Secure defaults
   X-Ray segments; callers add grants for what the function calls.
 - Active tracing; logs kept ``log_retention``; Lambda Insights (CPU, memory) when ``insights``
   (its extension layer and the AWS managed policy it needs).
-- Code is either the shared zip bundle or a container image (``lambda_.DockerImageCode``).
+- Code is either the function's own zip asset (``bundling.py``: only what it imports) or a
+  container image (``lambda_.DockerImageCode``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class FunctionCode:
         ``module.function``, as the zip bundle's root sees it. An image function runs the
         same handler (its ``ImageConfig.Command``, which the embedded runtime reads too).
     zip_code, runtime
-        The shared bundle and the Python runtime, for a zip function.
+        The function's zip asset and the Python runtime, for a zip function.
     image_code
         A container image, for an image function (``zip_code`` must then be ``None``).
     """

@@ -1,7 +1,7 @@
 """The cold tier: every result event delivered to S3 by Firehose, moved to colder storage as it ages.
 
 The hot tiers are the bus archive (replayable, ``archive_retention_days``) and the idempotency
-table (``idempotency_ttl_s``); this one keeps results for analytics and audits, cheaply.
+table (claims live as long as an event can come back: ``InferbusSettings.claim_lifetime_s``); this one keeps results for analytics and audits, cheaply.
 
 Secure defaults
 ---------------

@@ -18,13 +18,18 @@ def small_batches():
     return synthesize(overrides=chaos_overrides(chaos_consumer(PIPELINE, None), batch_size=10))
 
 
-def test_the_ledger_balances_under_errors_timeouts_crashes_and_duplicates(small_batches):
-    rates = FaultRates(record_error_rate=0.2, timeout_rate=0.08, crash_after_publish_rate=0.05, duplicate_rate=0.1)
+def test_the_ledger_balances_under_errors_timeouts_crashes_throttling_and_duplicates(small_batches):
+    rates = FaultRates(record_error_rate=0.2, timeout_rate=0.08, crash_after_publish_rate=0.05,
+                       crash_before_complete_rate=0.05, claim_throttle_rate=0.3, complete_throttle_rate=0.3,
+                       duplicate_rate=0.1)
     report = run_chaos(events=400, rates=rates, seed=11, template=small_batches)
 
     ledger = report.ledger
-    assert ledger.processed_once + ledger.in_dead_letter_queue == 400
-    assert ledger.processed_twice == 0 and ledger.lost == 0
+    assert ledger.processed_once + ledger.processed_twice + ledger.in_dead_letter_queue == 400
+    assert ledger.lost == 0
+    # results repeat only where the faults open a window, and no more than the bound they allow
+    assert ledger.repeated_results <= report.repeat_bound
+    assert report.results_before_complete <= 25 * report.crashes_before_complete
     assert report.balanced
     # every kind of fault really happened
     assert report.records_failed_by_injection / report.deliveries >= 0.1
@@ -32,10 +37,13 @@ def test_the_ledger_balances_under_errors_timeouts_crashes_and_duplicates(small_
     assert report.failed_invocations.get("Runtime.ExitError", 0) >= 1
     assert report.duplicates_delivered >= 20 and report.duplicates_skipped >= report.duplicates_delivered
     assert report.claims_expired >= 1  # a failed invocation's claims were released for its redelivery
+    assert report.crashes_before_complete >= 1 and report.results_before_complete >= 1
+    assert report.records_failed_by_claim_throttling >= 1
     # with the faults off, a redrive finishes the job: each event processed exactly once
     assert report.redriven == ledger.in_dead_letter_queue + ledger.dead_lettered_after_processing
-    assert report.after_redrive.processed_once == 400 and report.after_redrive.in_dead_letter_queue == 0
-    assert report.result_events == 400
+    final = report.after_redrive
+    assert final.processed_once + final.processed_twice == 400 and final.in_dead_letter_queue == 0
+    assert report.result_events == 400 + final.repeated_results
 
 
 def test_workflow_steps_under_injected_errors_give_each_text_exactly_one_outcome(template):

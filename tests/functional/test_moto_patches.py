@@ -14,6 +14,7 @@ import moto
 import pytest
 from moto.core import responses as moto_responses
 from moto.core.responses import BaseResponse
+from moto.dynamodb.models import DynamoDBBackend
 from moto.events.models import EventPattern, Rule
 from moto.events.responses import EventsHandler
 from moto.sqs.models import Queue, SQSBackend
@@ -40,6 +41,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (moto_responses, "method_names_from_class", ["clazz"]),
     (AmazonStateLanguageParser, "parse", ["definition"]),
     (json_path, "parse", ["path", "debug"]),
+    (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
 ]
 
 
@@ -61,6 +63,10 @@ def test_what_is_read_directly_is_still_there():
     assert all(f"self.{name} =" in inspect.getsource(Execution.__init__) for name in ("exec_worker", "exec_status", "exec_arn"))
     assert "get_event_history" in inspect.getsource(Execution.to_history_output)
     assert "_raw_pattern" in inspect.getsource(EventPattern.__init__)
+    from moto.dynamodb import models as dynamodb_models
+
+    # the transaction backs a table up with copy.deepcopy of the module's own `copy`
+    assert dynamodb_models.copy.__name__ == "copy" and "copy.deepcopy" in inspect.getsource(DynamoDBBackend.transact_write_items)
 
 
 def test_install_then_uninstall_restores_every_original():

@@ -454,3 +454,38 @@ def test_lambda_insights_is_on_in_prod_and_adds_a_memory_alarm_per_flow(template
     assert len(memory) == len(INSIGHTS_ALARMS) * len(PIPELINE.producers)
     assert {a["Threshold"] for a in memory} == {PROD_SETTINGS.memory_alarm_percent}
     assert len(prod_alarms) == len(of_type(template, "AWS::CloudWatch::Alarm")) + len(memory)
+
+
+def test_claims_outlive_every_way_an_event_can_come_back(template):
+    # archive replay, then EventBridge's retries, then the queue's DLQ: a claim must still be there
+    archive_days = template_archive_days(template)
+    for name, function in of_type(template, "AWS::Lambda::Function").items():
+        variables = function.get("Environment", {}).get("Variables", {})
+        if "IDEMPOTENCY_TTL_SECONDS" not in variables:
+            continue
+        longest_dlq_days = max(q["MessageRetentionPeriod"] for q in of_type(template, "AWS::SQS::Queue").values()
+                               if "MessageRetentionPeriod" in q) / 86_400
+        lifetime = int(variables["IDEMPOTENCY_TTL_SECONDS"])
+        assert lifetime >= (archive_days + longest_dlq_days) * 86_400 + SETTINGS.target_max_event_age_s, name
+
+
+def template_archive_days(template):
+    (archive,) = of_type(template, "AWS::Events::Archive").values()
+    return archive["RetentionDays"]
+
+
+def test_consumers_claim_with_puts_and_batch_writes_and_accept_with_one_put(template):
+    granted = {}
+    for policy in of_type(template, "AWS::IAM::Policy").values():
+        for statement in policy["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            for role in policy["Roles"]:
+                granted.setdefault(role["Ref"], set()).update(a for a in actions if a.startswith("dynamodb:"))
+    claimers = {name: actions for name, actions in granted.items() if actions}
+    consumers = {output_id(template, c.output_key(FUNCTION_NAME)) for c in PIPELINE.consumers}
+    roles = {name: fn["Role"]["Fn::GetAtt"][0] for name, fn in of_type(template, "AWS::Lambda::Function").items()}
+    for function, role in roles.items():
+        if role not in claimers:
+            continue
+        expected = {"dynamodb:PutItem", "dynamodb:BatchWriteItem"} if function in consumers else {"dynamodb:PutItem"}
+        assert claimers[role] == expected, function
