@@ -98,10 +98,10 @@ class LocalPipeline(EmbeddedPipeline):
                          after_failure=self._expire_claims, tap=tap)
         self._dynamodb: Any = None
 
-    def _expire_claims(self, function: LocalFunction, messages: list[dict[str, Any]]) -> int:
+    def _expire_claims(self, function: LocalFunction, messages: list[dict[str, Any]], failed_at_ms: int) -> int:
         if self._dynamodb is None:
             self._dynamodb = self.session.client("dynamodb")
-        return expire_claims_of(self._dynamodb, function.spec.environment, messages)
+        return expire_claims_of(self._dynamodb, function.spec.environment, messages, failed_at_ms)
 
     # -- the shared core -----------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ longest way the same event can come back (DLQ retention, archive replay: the sta
 ``IDEMPOTENCY_TTL_SECONDS`` from the settings).
 
 Each item: ``id`` (``<scope>#<event id>``), ``status``, ``expiration`` (epoch s, the table's
-TTL), ``in_progress_expiration`` (epoch ms), ``validation`` (a hash of the event's ``data``,
+TTL), ``in_progress_expiration`` and ``claimed_at`` (epoch ms), ``validation`` (a hash of the event's ``data``,
 so the same id with other data is a conflict) and ``result`` (JSON: the result's id, or the
 workflow execution that owns it).
 
@@ -154,6 +154,7 @@ class EventClaims:
                 "Item": {**self.key(events[index].id), "status": {"S": IN_PROGRESS},
                          "expiration": {"N": str(int(now) + self.expires_after_seconds)},
                          "in_progress_expiration": {"N": str(int(now * 1000) + hold_ms)},
+                         "claimed_at": {"N": str(int(now * 1000))},
                          "validation": {"S": hashes[index]}},
                 "ConditionExpression": CLAIMABLE,
                 "ExpressionAttributeNames": {"#status": "status"},

@@ -82,8 +82,9 @@ class EmbeddedPipeline:
     host
         Where the functions' code is, and what the caller adds to their invocations.
     after_failure
-        Run after every event-source invocation that failed as a whole, with its function;
-        returns how many leases it expired (see :mod:`.event_source`).
+        ``after_failure(function, messages, failed_at_ms)``: run when records an event source's
+        invocation failed are about to be visible again; returns how many leases it expired
+        (see :mod:`.event_source`).
     tap
         Also route every event on the bus to a local-only queue, so what the
         pipeline publishes can be read back (:meth:`tapped_events`). Default True.

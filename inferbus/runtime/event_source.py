@@ -18,8 +18,9 @@ six times the function's, always outlasts those invocations; a record that faile
 another invocation held its claim is retried after that one ended, as in AWS.) The number of
 deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
 Whatever else the timeout would have let expire (an application's own leases, such as
-idempotency claims an invocation left in progress) is the caller's to expire at once: the
-``after_failure`` hook runs after every invocation that failed as a whole, with its messages.
+idempotency claims an invocation left in progress) is the caller's to expire at that moment:
+the ``after_failure`` hook runs when failed records are about to be visible again, with
+their messages and the moment they failed.
 
 For chaos experiments the source can also deliver records twice, as SQS's at-least-once
 delivery may: ``duplicate_rate`` is the share of successfully processed records that are
@@ -43,7 +44,7 @@ from .resources import REGION
 from .specs import EventSourceSpec, QueueInfo
 
 DUPLICATE_MARK = "local-duplicate"  # a message attribute on the copies the source delivers again
-AfterFailure = Callable[[LocalFunction, list[dict[str, Any]]], int]
+AfterFailure = Callable[[LocalFunction, list[dict[str, Any]], int], int]
 LAMBDA_DEFAULT_CONCURRENCY = 1000  # an SQS mapping without MaximumConcurrency scales to the account's limit
 IDLE_WAIT_S = 1.0  # a started poller re-checks an idle queue this often (a message may become visible by time)
 
@@ -58,7 +59,8 @@ class LocalEventSource:
     sqs
         A boto3 SQS client inside the mock.
     after_failure
-        Called with the function after an invocation that failed as a whole; returns how many
+        ``after_failure(function, messages, failed_at_ms)``, called when records that failed (a
+        whole invocation, or items of its batch) are about to be visible again; returns how many
         leases it expired (summed in :attr:`expired_after_failures`).
     """
 
@@ -82,7 +84,8 @@ class LocalEventSource:
         self._workers: ThreadPoolExecutor | None = None
         self._stopping = threading.Event()
         self._in_flight = 0  # batches handed to workers and not finished
-        self._failed: list[tuple[frozenset[int], list[dict[str, Any]]]] = []  # waiting for those invocations to end
+        # failed records waiting for the invocations running when they failed to end, and when they failed
+        self._failed: list[tuple[frozenset[int], list[dict[str, Any]], int]] = []
         self.on_invocation: Callable[[LocalEventSource, Invocation], None] | None = None
 
     @property
@@ -214,12 +217,9 @@ class LocalEventSource:
             self.deliveries += len(messages)
         records = [self._record(message) for message in messages]
         response, invocation = self.function.invoke({"Records": records})
+        failed_at_ms = int(time.time() * 1000)
         if invocation.error is not None:
             failed = {message["MessageId"] for message in messages}
-            if self.after_failure is not None:
-                expired = self.after_failure(self.function, messages)
-                with self._counts:
-                    self.expired_after_failures += expired
         elif self.spec.report_batch_item_failures:
             failed = set(invocation.failed_ids)
         else:
@@ -237,7 +237,7 @@ class LocalEventSource:
         retry = [message for message in messages if message["MessageId"] in failed]
         if retry:
             with self._counts:
-                self._failed.append((self.function.running_ids(), retry))
+                self._failed.append((self.function.running_ids(), retry, failed_at_ms))
         self._release_due()
         return invocation
 
@@ -245,9 +245,13 @@ class LocalEventSource:
         """Make failed records visible again once the invocations running when they failed have ended."""
         running = self.function.running_ids()
         with self._counts:
-            due = [messages for waiting_for, messages in self._failed if not waiting_for & running]
-            self._failed = [(waiting_for, messages) for waiting_for, messages in self._failed if waiting_for & running]
-        for messages in due:
+            due = [(messages, failed_at) for waiting_for, messages, failed_at in self._failed if not waiting_for & running]
+            self._failed = [pending for pending in self._failed if pending[0] & running]
+        for messages, failed_at_ms in due:
+            if self.after_failure is not None:  # the time the visibility timeout stands for has passed for them
+                expired = self.after_failure(self.function, messages, failed_at_ms)
+                with self._counts:
+                    self.expired_after_failures += expired
             release_messages(self.sqs, self.queue.url, messages)
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
