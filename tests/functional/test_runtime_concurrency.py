@@ -39,12 +39,9 @@ def test_a_mapping_runs_up_to_its_maximum_concurrency_batches_at_once():
         function = pipeline.functions["Consumer"]
         done = threading.Event()
         peak = peak_running(function, done)
-        began = time.perf_counter()
         pipeline.drain(timeout_s=10)
-        took = time.perf_counter() - began
         done.set()
         assert len(function.invocations) == 6 and peak[0] == 2  # two at a time, never three
-        assert took < 6 * SLEEP_S * 0.75  # one at a time would take 1.8 s
 
 
 def test_parallel_branches_run_at_once():
@@ -52,12 +49,15 @@ def test_parallel_branches_run_at_once():
     asl = {"StartAt": "Both", "States": {"Both": {"Type": "Parallel", "Branches": [branch, branch], "End": True}}}
     template = t.template(Echo=t.function("echo", tag="echo"), Machine=t.state_machine(asl, t.function_arn("Echo")))
     with runtime(template, tap=False) as pipeline:
+        done = threading.Event()
+        peak = peak_running(pipeline.functions["Echo"], done)
         pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines["Machine"].arn, name="both",
                                                input=json.dumps({"sleep_s": 1.0}))
-        pipeline.drain(timeout_s=10)
+        pipeline.drain(timeout_s=30)
+        done.set()
         (execution,) = pipeline.executions("Machine")
         assert execution.status == "SUCCEEDED" and len(pipeline.functions["Echo"].invocations) == 2
-        assert execution.duration_ms < 1800  # one after the other would take over 2 s
+        assert peak[0] == 2  # both branches' tasks were running at the same moment
 
 
 def test_an_invoke_beyond_reserved_concurrency_is_throttled():
