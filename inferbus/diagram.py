@@ -24,6 +24,8 @@ from typing import Any
 
 import networkx as nx
 
+from infra.declarations import INVALID_EVENTS_OUTPUT
+
 __all__ = ["ARCHITECTURE", "draw", "mermaid", "topology", "update_architecture", "write_diagram"]
 
 ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
@@ -224,7 +226,7 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
                     edge(target_id, function(consumer), "batches")
                 elif target_id not in {_target_id(v) for v in mappings}:
                     owner = names.get(target_id, "")
-                    if owner.endswith("Queue") and owner != "InvalidEventsQueue":
+                    if owner.endswith("Queue") and owner != INVALID_EVENTS_OUTPUT.removesuffix("Url"):
                         edge(target_id, node(f"service:{target_id}", FUNCTIONS, "store", "your service"))
             elif target_id in machines:
                 edge(rule_node, target_id, label)
