@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml package.json
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/inferbus demo
+	$(VENV)/bin/inferbus demo --report
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2

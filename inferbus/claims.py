@@ -1,56 +1,68 @@
 """Time passing for idempotency claims, where the embedded runtime compresses time (inferbus's
 ``after_failure`` hook for the runtime's event sources).
 
-When an invocation fails as a whole (an error, a timeout, a crash), SQS hides its messages
-for the queue's visibility timeout, which inferbus sets to six times the function timeout:
-by the time they come back, every claim the invocation left ``INPROGRESS`` has expired (a
-claim holds for the invocation's remaining time at most), and the redelivery may claim them
-again. The local event source makes the messages visible again at once instead, so it ends
-those claims' hold at once too; otherwise the redeliveries would count as "held by another
-invocation" and drift to the DLQ, which would not happen in AWS.
+When records fail (a whole invocation: an error, a timeout, a crash; or single records of a
+batch), SQS hides them for the queue's visibility timeout, which inferbus sets to six times
+the function timeout: by the time they come back, every claim made on their events before
+they failed has passed its hold (at most the claiming invocation's remaining time), whether
+its invocation crashed or could not complete it (DynamoDB throttled the completion). The
+local event source makes them visible again much sooner (as soon as the invocations running
+when they failed have ended), so it ends those claims' hold then too; otherwise the
+redeliveries would count as "held by another invocation" and drift to the DLQ, which would
+not happen in AWS. A claim made after the failure (a duplicate in another batch) is left be.
 
-The claims are Powertools idempotency records: ``status`` and ``in_progress_expiration``
-(epoch milliseconds) are its attribute names. Handlers run one at a time locally, so when
-an invocation has failed no other invocation holds a claim.
+The claims are ``inferbus_lambda.idempotency`` items: ``status``, ``in_progress_expiration``
+and ``claimed_at`` (epoch milliseconds) are its attribute names.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
+from botocore.exceptions import ClientError
 from inferbus_lambda.environment import ClaimsEnvironment
+from inferbus_lambda.idempotency import IN_PROGRESS, EventClaims
 from pydantic import ValidationError
 
-IN_PROGRESS = "INPROGRESS"
 
 
-def expire_in_progress_claims(dynamodb: Any, table_name: str) -> int:
-    """Let every ``INPROGRESS`` claim in ``table_name`` expire now; return how many there were."""
-    now_ms = int(time.time() * 1000)
-    expired = 0
-    for page in dynamodb.get_paginator("scan").paginate(
-        TableName=table_name,
-        FilterExpression="#status = :in_progress",
-        ExpressionAttributeNames={"#status": "status"},
-        ExpressionAttributeValues={":in_progress": {"S": IN_PROGRESS}},
-        ProjectionExpression="id",
-    ):
-        for item in page["Items"]:
-            dynamodb.update_item(
-                TableName=table_name,
-                Key={"id": item["id"]},
-                UpdateExpression="SET in_progress_expiration = :past",
-                ExpressionAttributeValues={":past": {"N": str(now_ms - 1)}},
-            )
-            expired += 1
-    return expired
+def expire_claims_of(dynamodb: Any, function_environment: dict[str, str], messages: list[dict[str, Any]],
+                     claimed_before_ms: int) -> int:
+    """Expire the in-progress claims on these messages' events made before ``claimed_before_ms``
+    (when the records failed); return how many.
 
-
-def expire_claims_of(dynamodb: Any, function_environment: dict[str, str]) -> int:
-    """Expire the in-progress claims of a function's table; 0 for a function that claims nothing."""
+    In AWS, a failed record comes back after the visibility timeout (six times the function
+    timeout), when every claim made before it failed has passed its hold (at most the function
+    timeout); a claim made since (a duplicate delivery in another batch) still holds. 0 for a
+    function that claims nothing; a message that is not an EventBridge event has no claim.
+    """
     try:
         environment = ClaimsEnvironment.model_validate(function_environment)
     except ValidationError:
         return 0
-    return expire_in_progress_claims(dynamodb, environment.IDEMPOTENCY_TABLE_NAME)
+    claims = EventClaims(environment.IDEMPOTENCY_TABLE_NAME, scope=environment.POWERTOOLS_SERVICE_NAME,
+                         expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS, client=dynamodb)
+    now_ms = int(time.time() * 1000)
+    expired = 0
+    for message in messages:
+        try:
+            event_id = json.loads(message["Body"])["detail"]["id"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        try:
+            dynamodb.update_item(
+                TableName=environment.IDEMPOTENCY_TABLE_NAME, Key=claims.key(str(event_id)),
+                UpdateExpression="SET in_progress_expiration = :past",
+                ConditionExpression="#status = :in_progress AND claimed_at < :before",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":past": {"N": str(now_ms - 1)}, ":in_progress": {"S": IN_PROGRESS},
+                                           ":before": {"N": str(claimed_before_ms)}},
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                continue  # not claimed, or already completed: nothing held
+            raise
+        expired += 1
+    return expired

@@ -10,7 +10,18 @@ Examples
     inferbus reviews list --queue-url URL                        # cases waiting for a person
     inferbus reviews approve TXN_ID --queue-url URL --note "..."   # resume its workflow
     inferbus chaos --flow all --events 5000         # faults on purpose, then a ledger per flow (embedded)
+    inferbus serve                                  # the embedded pipeline at http://localhost:4566 for any AWS client
+    inferbus rules test '{"source": ["a"]}' event.json   # would EventBridge match this event? (exit 0 yes, 1 no)
     inferbus new consumer iris-classifier --model iris.onnx --event IrisSubmitted   # add your own model
+    inferbus new workflow order-check --event OrderSubmitted                         # add a workflow skeleton
+    inferbus send --bus inferbus --event events.jsonl --profile prod   # your own events, validated first
+    inferbus replay --since 2026-12-01T10:00 --until 2026-12-01T11:00 --type ImageSubmitted   # from the archive
+    inferbus diagram                                # the topology, from the synthesized template
+    inferbus schemas ImageSubmitted                 # the JSON Schema of an event type
+
+Every command that talks to AWS takes --profile, --region and --endpoint-url. An error is one
+line on stderr saying what to do (exit 2: fix the command; 1: it ran and failed); --debug
+shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -20,118 +31,183 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any
 
-T = TypeVar("T")
+from .cli_support import CommandError, OneLineParser, add_aws_options, aws_client, print_json, progress_reporter, run_command
+
+PROG = "inferbus"
+DIAGRAM_STEM = "docs/images/topology"
 
 
-def _with_progress(run: Callable[[Callable[[str, int, int], None]], T]) -> T:
-    """Run ``run(progress)`` with a progress bar per stage; ``progress(stage, done, total)``."""
-    from rich.progress import Progress
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
-    with Progress(transient=True) as bars:
-        tasks: dict[str, Any] = {}
-
-        def show(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bars.add_task(stage, total=total)
-            bars.update(tasks[stage], completed=done, total=total)
-
-        return run(show)
+    try:
+        return version("inferbus")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _run_and_report(command: str, run: Callable[..., Any], options: dict[str, Any], show: Callable[[Any], None],
-                    as_json: bool, refused: type[Exception]) -> int:
-    """Run an embedded experiment; print its report as JSON or for people; exit 0 only if it balances."""
+                    as_json: bool, refused: type[Exception]) -> Any:
+    """Run an embedded experiment with progress on stderr; print its report as JSON or for people."""
     try:
-        if as_json:
-            report = run(**options)
-            print(json.dumps(report.as_dict(), indent=2))
-        else:
-            report = _with_progress(lambda progress: run(**options, progress=progress))
-            show(report)
+        report = progress_reporter(f"{PROG} {command}", lambda progress: run(**options, progress=progress))
     except refused as error:
-        print(f"inferbus {command}: {error}", file=sys.stderr)
-        return 2
-    return 0 if report.balanced else 1
+        raise CommandError(str(error)) from None
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        show(report)
+    return report
 
 
 def _demo(args: argparse.Namespace) -> int:
     from .demo import DemoInputError, run_demo
     from .demo.summary import print_summary
 
-    options = dict(counts=dict(args.count), duplicates=dict(args.duplicates))
-    return _run_and_report("demo", run_demo, options, print_summary, args.json, DemoInputError)
+    options = dict(counts=dict(args.count), duplicates=dict(args.duplicates), replay=args.replay)
+    report = _run_and_report("demo", run_demo, options, print_summary, args.json, DemoInputError)
+    if args.report is not None:
+        from .demo.document import write_report
+
+        path = write_report(report, Path(args.report))
+        print(f"{PROG} demo: report written to {path}", file=sys.stderr)
+    return 0 if report.balanced else 1
 
 
-def _send(args: argparse.Namespace) -> int:
-    import boto3
+def _read_events(source: str) -> list[tuple[str, Any]]:
+    """``(where, JSON value)`` of each event in a file (``-``: stdin): one JSON object, a JSON array, or JSON Lines."""
+    name = "stdin" if source == "-" else source
+    text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    if not text.strip():
+        raise CommandError(f"{name}: no events in it; give one CloudEvent as JSON, or one per line (JSON Lines)")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    else:
+        whole = _strict_json(text, name)
+        if isinstance(whole, list):
+            return [(f"{name} item {number}", event) for number, event in enumerate(whole, start=1)]
+        return [(name, whole)]
+    events = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except json.JSONDecodeError as error:
+            raise CommandError(f"{name} line {number}: not JSON ({error.msg}, column {error.colno}); nothing was sent") from None
+        events.append((f"{name} line {number}", _strict_json(line, f"{name} line {number}")))
+    return events
+
+
+def _strict_json(text: str, where: str) -> Any:
+    """``text`` read as strict JSON (repeated keys, NaN, lone surrogates refused), as every consumer reads it."""
+    from inferbus_lambda.contracts import InvalidEventError, loads_strict
+
+    try:
+        return loads_strict(text, where)
+    except InvalidEventError as error:
+        raise CommandError(f"{error.reason}; nothing was sent") from None
+
+
+def _events_to_send(args: argparse.Namespace) -> list[tuple[Any, Any]]:
+    """``(CloudEvent, true answer or None)`` for what ``send`` was asked to send, every one validated."""
     from inferbus_lambda.contracts import (
         InvalidEventError,
         data_model,
         known_event_types,
         loads_strict,
         new_event,
-        to_put_events_entry,
+        parse_event,
     )
     from pydantic import ValidationError
+
     from pipeline import load_pipeline
 
     from .demo import DEMO_SOURCE, DemoInputError, sample_event
 
+    if args.event is not None:
+        checked = []
+        for where, raw in _read_events(args.event):
+            try:
+                checked.append((parse_event(raw), None))
+            except InvalidEventError as error:
+                raise CommandError(f"{where}: not sent, it breaks its contract: {error}; nothing was sent") from None
+        return checked
     source = args.source or DEMO_SOURCE
-    truth = None
+    if args.sample is not None:
+        try:
+            return [sample_event(load_pipeline().component(args.sample), args.index, source=source)]
+        except (KeyError, DemoInputError) as error:
+            raise CommandError(error.args[0]) from None
+    model = data_model(args.type)
+    if model is None:
+        raise CommandError(f"no contract defines {args.type!r}; known: {', '.join(known_event_types())}")
     try:
-        if args.sample is not None:
-            event, truth = sample_event(load_pipeline().component(args.sample), args.index, source=source)
-        else:
-            model = data_model(args.type)
-            if model is None:
-                print(f"inferbus send: no contract defines {args.type!r}; known: {', '.join(known_event_types())}",
-                      file=sys.stderr)
-                return 2
-            event = new_event(model.model_validate(loads_strict(args.data, "--data")), source=source)
-    except (KeyError, DemoInputError) as error:
-        print(f"inferbus send: {error.args[0]}", file=sys.stderr)
-        return 2
+        return [(new_event(model.model_validate(loads_strict(args.data, "--data")), source=source), None)]
     except InvalidEventError as error:
-        print(f"inferbus send: not sent: {error.reason}", file=sys.stderr)
-        return 2
+        raise CommandError(f"not sent: {error.reason}") from None
     except ValidationError as error:
-        print(f"inferbus send: not sent, the event breaks its contract: {error.errors(include_url=False)[0]['msg']}",
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise CommandError(f"not sent, the event breaks its contract: {where + ': ' if where else ''}{first['msg']}") from None
+
+
+def _send(args: argparse.Namespace) -> int:
+    from inferbus_lambda.contracts import to_put_events_entry
+    from inferbus_lambda.publishing import publish_events
+
+    events = _events_to_send(args)
+    failures = publish_events(aws_client(args, "events"), [to_put_events_entry(event, args.bus) for event, _ in events])
+    failed = {failure.index: failure for failure in failures}
+    print_json({
+        "bus": args.bus,
+        "sent": [{"id": event.id, "type": event.type, "true_answer": truth}
+                 for index, (event, truth) in enumerate(events) if index not in failed],
+        "failed": [{"id": events[index][0].id, "error": f.error_code, "message": f.error_message}
+                   for index, f in sorted(failed.items())],
+    }, indent=None)
+    if failed:
+        print(f"{PROG} send: PutEvents refused {len(failed)} of {len(events)} events (listed under \"failed\")",
               file=sys.stderr)
-        return 2
-    response = boto3.client("events").put_events(Entries=[to_put_events_entry(event, args.bus)])
-    print(json.dumps({"id": event.id, "type": event.type, "true_answer": truth, "response": response["Entries"]}, default=str))
-    return 1 if response.get("FailedEntryCount") else 0
+    return 1 if failed else 0
 
 
 def _redrive(args: argparse.Namespace) -> int:
-    import boto3
     from rich.console import Console
     from rich.table import Table
 
     from .redrive import RedriveError, inspect_dead_letters, redrive, resolve_queues
 
-    sqs = boto3.client("sqs")
+    sqs = aws_client(args, "sqs")
     try:
         dlq_url, source_url = resolve_queues(sqs, args.queue, args.source_url)
     except RedriveError as error:
-        print(f"inferbus redrive: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(str(error)) from None
     letters = inspect_dead_letters(sqs, dlq_url)
+    movable = len(letters) if args.all else sum(letter.valid for letter in letters)
+    moved = None if args.dry_run else redrive(sqs, dlq_url, source_url, only_valid=not args.all)
+    if args.json:
+        print_json({"dead_letter_queue": dlq_url, "source_queue": source_url, "dry_run": args.dry_run,
+                    "messages": [{"event_id": letter.event_id, "receives": letter.receive_count, "last_reason": letter.last_reason,
+                                  "verdict": letter.verdict}
+                                 for letter in letters],
+                    "would_move": movable, "moved": moved, "move_task_started": moved == -1})
+        return 0
     table = Table(title=f"{len(letters)} messages in {dlq_url.rsplit('/', 1)[-1]}", title_justify="left")
     for column in ("event id", "receives", "last reason", "verdict"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for letter in letters:
         table.add_row(letter.event_id or "?", str(letter.receive_count), letter.last_reason, letter.verdict)
     Console().print(table)
-    if args.dry_run:
-        movable = sum(letter.valid for letter in letters) if not args.all else len(letters)
+    if moved is None:
         print(f"dry run: would move {movable} of {len(letters)} to {source_url}")
-        return 0
-    moved = redrive(sqs, dlq_url, source_url, only_valid=not args.all)
-    print("started an SQS message move task for every message" if moved < 0 else f"moved {moved} of {len(letters)}")
+    else:
+        print("started an SQS message move task for every message" if moved < 0 else f"moved {moved} of {len(letters)}")
     return 0
 
 
@@ -140,13 +216,15 @@ def _chaos(args: argparse.Namespace) -> int:
     from .chaos.report import print_chaos_report
 
     rates = FaultRates(record_error_rate=args.record_error_rate, timeout_rate=args.timeout_rate,
-                       crash_after_publish_rate=args.crash_rate, duplicate_rate=args.duplicate_rate,
-                       put_events_throttle_rate=args.put_events_throttle_rate,
+                       crash_after_publish_rate=args.crash_rate, crash_before_complete_rate=args.crash_before_complete_rate,
+                       claim_throttle_rate=args.claim_throttle_rate, complete_throttle_rate=args.complete_throttle_rate,
+                       put_events_throttle_rate=args.put_events_throttle_rate, duplicate_rate=args.duplicate_rate,
                        step_error_rate=args.step_error_rate, step_timeout_rate=args.step_timeout_rate,
                        latency_ms=args.latency_ms)
     options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
                    batch_size=args.batch_size)
-    return _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
+    report = _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
+    return 0 if report.balanced else 1
 
 
 def _docs(args: argparse.Namespace) -> int:
@@ -156,10 +234,175 @@ def _docs(args: argparse.Namespace) -> int:
 
     current = update_readme(load_pipeline(), check=args.check)
     if args.check and not current:
-        print(f"inferbus docs: {README.name}'s event table is out of date; run `inferbus docs` to rewrite it", file=sys.stderr)
-        return 1
+        raise CommandError(f"{README.name}'s event table is out of date; run `inferbus docs` to rewrite it", exit_code=1)
     print(f"{README.name}: event table {'is current' if current else 'rewritten from the contracts and pipeline/'}")
     return 0
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    from .schemas import SCHEMA_DIR, event_schemas, stale_schemas, write_schemas
+
+    schemas = event_schemas()
+    if args.write or args.check:
+        stale = stale_schemas(schemas)
+        if args.check:
+            if stale:
+                raise CommandError(f"{', '.join(stale)} out of date in {SCHEMA_DIR}; run `inferbus schemas --write`",
+                                   exit_code=1)
+            print(f"{len(schemas)} schemas in {SCHEMA_DIR} are current")
+            return 0
+        write_schemas(schemas)
+        print(f"wrote {len(schemas)} schemas to {SCHEMA_DIR} ({len(stale)} changed)")
+        return 0
+    unknown = sorted(set(args.type) - set(schemas))
+    if unknown:
+        raise CommandError(f"no contract defines {', '.join(unknown)}; known: {', '.join(schemas)}")
+    chosen = {name: schemas[name] for name in (args.type or schemas)}
+    print_json(chosen[args.type[0]] if len(args.type) == 1 else chosen)
+    return 0
+
+
+def _diagram(args: argparse.Namespace) -> int:
+    from .diagram import ARCHITECTURE, mermaid, topology, update_architecture, write_diagram
+
+    context = dict(args.context)
+    graph = topology(context=context)
+    written = write_diagram(graph, Path(args.out), image_format=args.format)
+    if args.out == DIAGRAM_STEM and not context:  # the default diagram is the one docs/architecture.md shows
+        update_architecture(mermaid(graph), check=False)
+        written.append(ARCHITECTURE)
+    if args.json:
+        print_json({"files": [str(path) for path in written], "nodes": len(graph.nodes), "edges": len(graph.edges)})
+    else:
+        print("\n".join(str(path) for path in written))
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from .replay import ReplayError, start_replay, wait_for_replay
+
+    events = aws_client(args, "events")
+    try:
+        replay = start_replay(events, bus_name=args.bus, since=args.since, until=args.until, event_types=args.type,
+                              archive_name=args.archive, name=args.name)
+    except ReplayError as error:
+        raise CommandError(str(error)) from None
+    state = wait_for_replay(events, replay["name"]) if args.wait else replay["state"]
+    replay["state"] = state
+    if args.json:
+        print_json(replay)
+    else:
+        print(f"replay {replay['name']}: {state}: {replay['archive']} events from {replay['since']} to {replay['until']} "
+              f"-> {args.bus}" + (f", rules {', '.join(replay['rules'])}" if replay["rules"] else ", every rule"))
+        if not args.wait:
+            print(f"follow it: aws events describe-replay --replay-name {replay['name']}")
+    return 0 if state not in ("FAILED", "CANCELLED") else 1
+
+
+def _new(args: argparse.Namespace) -> int:
+    from .scaffold import ScaffoldError, new_consumer, new_workflow
+
+    try:
+        if args.kind == "consumer":
+            written = new_consumer(args.name, Path(args.model), args.event, args.result,
+                                   Path(args.samples) if args.samples else None)
+        else:
+            written = new_workflow(args.name, args.event, args.result)
+    except ScaffoldError as error:
+        raise CommandError(str(error)) from None
+    width = max(len(path) for path, _ in written.files)
+    print(f"inferbus new {args.kind}: wrote {written.component}")
+    for path, what in written.files:
+        print(f"  {path:<{width}}  {what}")
+    for note in written.notes:
+        print(f"  note: {note}")
+    print("Next:")
+    for number, step in enumerate(written.next_steps, start=1):
+        print(f"  {number}. {step}")
+    return 0
+
+
+NEW_CONSUMER_HELP = """\
+Writes a queue consumer for your ONNX model: rule -> SQS queue (+ DLQ) -> Lambda running ONE
+batched inference per SQS batch -> result events on the bus. From the model's graph it writes
+  models/<model>.onnx + its manifest entry (sha256, inputs, outputs, labels; accuracy to record)
+  functions/inferbus_lambda/contracts/<name>.py  the event contracts (input unless TYPE exists, result)
+  functions/<name>/handler.py                    infer(): ONE session.run per batch
+  pipeline/<name>.py                             the declaration, with demo samples
+  tests/functional/test_<name>.py                runs it embedded on moto (no AWS)
+It never overwrites a file; on any error nothing is written.
+
+Graphs it maps: float/int tensor inputs [N, k] (or [N, None] with --samples, or [N, d1, d2...]
+flattened), string inputs [N, 1]; classifiers (label + probabilities tensor or ZipMap),
+regressors (one float output), anything else with one row per input (one field per output).
+
+--samples FILE (held-out rows, copied into models/ and listed in the manifest):
+  .npz    an array per input named like it (one input: 'inputs'), optional 'labels'
+  .csv    a row per sample; a header with a 'label' column marks the labels
+  .jsonl  an object per line: {"<field or input name>": [...], "label": ...}
+Without it the demo sends seeded random inputs (replace them). See docs/extending.md.
+"""
+
+NEW_WORKFLOW_HELP = """\
+Writes a Step Functions workflow skeleton that runs as written:
+  statemachines/<name>.asl.json     Accept -> route (accepted/duplicate/rejected) -> Process (one
+                                    Lambda task) -> publish the result; every failure -> a
+                                    <Name>Failed event -> Fail; retries with backoff and jitter
+  functions/<name>/process.py       the step (step_handler): replace process() with your work
+  functions/inferbus_lambda/contracts/<name>.py  <Name>Failed, and the input/result types if new
+  pipeline/<name>.py                the declaration (trigger, task, demo samples)
+  tests/functional/test_<name>.py   runs it embedded on moto (no AWS)
+A TYPE another component publishes (e.g. RiskScored) is accepted only from that component.
+See docs/extending.md.
+"""
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import ServeError, serve
+
+    template = None
+    if args.template is not None:
+        try:
+            template = json.loads(_text_or_file(args.template))
+        except (OSError, ValueError) as error:
+            raise CommandError(f"cannot read the template {args.template}: {error}") from None
+    try:
+        serve(port=args.port, host=args.host, template=template, as_json=args.json)
+    except ServeError as error:
+        raise CommandError(str(error)) from None
+    return 0
+
+
+def _text_or_file(argument: str) -> str:
+    """An argument given inline, or ``@path`` / a path to a file holding it."""
+    path = Path(argument[1:] if argument.startswith("@") else argument)
+    if argument.startswith("@") or (not argument.lstrip().startswith(("{", "[")) and path.is_file()):
+        return path.read_text()
+    return argument
+
+
+# TestEventPattern requires these fields of the event, as EventBridge sends it.
+REQUIRED_EVENT_FIELDS = ("id", "account", "source", "time", "region", "resources", "detail-type")
+
+
+def _rules_test(args: argparse.Namespace) -> int:
+    from inferbus_lambda.patterns import PatternError, compile_pattern
+
+    try:
+        pattern, event = (json.loads(_text_or_file(text)) for text in (args.pattern, args.event))
+    except (OSError, ValueError) as error:
+        raise CommandError(f"not JSON (give it inline, or a file path): {error}") from None
+    try:
+        compiled = compile_pattern(pattern)
+    except PatternError as error:
+        raise CommandError(f"EventBridge would refuse this pattern: {error}") from None
+    missing = [name for name in REQUIRED_EVENT_FIELDS if not isinstance(event, dict) or name not in event]
+    if missing:
+        raise CommandError(f"the event lacks {', '.join(missing)} (give it as EventBridge delivers it: "
+                           f"{', '.join(REQUIRED_EVENT_FIELDS)}, detail)")
+    matched = compiled.matches(event)
+    print(json.dumps({"Result": matched}) if args.json else ("match" if matched else "no match"))
+    return 0 if matched else 1
 
 
 def _rate(text: str) -> float:
@@ -170,18 +413,21 @@ def _rate(text: str) -> float:
 
 
 def _reviews(args: argparse.Namespace) -> int:
-    import boto3
     from rich.console import Console
     from rich.table import Table
 
     from .reviews import decide, list_reviews
 
-    sqs = boto3.client("sqs")
+    sqs = aws_client(args, "sqs")
     if args.action == "list":
         reviews = list_reviews(sqs, args.queue_url)
+        if args.json:
+            print_json([review.request.case.model_dump(mode="json") if review.request else
+                        {"message_id": review.message["MessageId"], "problem": review.problem} for review in reviews])
+            return 0
         table = Table(title=f"{len(reviews)} cases waiting for review", title_justify="left")
         for column in ("transaction", "risk", "customer", "requested", "timeout", "correlation id"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for review in reviews:
             if review.request is None:
                 table.add_row(review.message["MessageId"], "?", "?", "?", "?", review.problem)
@@ -191,15 +437,18 @@ def _reviews(args: argparse.Namespace) -> int:
                           case.requested_at.isoformat(timespec="seconds"), f"{case.timeout_s} s", case.correlationid)
         Console().print(table)
         return 0
-    decision = decide(sqs, boto3.client("stepfunctions"), args.queue_url, args.transaction_id,
+    decision = decide(sqs, aws_client(args, "stepfunctions"), args.queue_url, args.transaction_id,
                       approve=args.action == "approve", reviewer=args.reviewer, note=args.note)
-    print(json.dumps({"transaction_id": decision.transaction_id, "outcome": decision.outcome, "detail": decision.detail}))
+    print_json({"transaction_id": decision.transaction_id, "outcome": decision.outcome, "detail": decision.detail}, indent=None)
     return 0 if decision.outcome in {"approved", "rejected"} else 1
 
 
 def _in_range(low: int, high: int):  # noqa: ANN202 - an argparse type
     def parse(text: str) -> int:
-        value = int(text)
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be in [{low}, {high}], got {value}")
         return value
@@ -214,53 +463,116 @@ def _component_number(text: str) -> tuple[str, int]:
     return name.strip(), int(number)
 
 
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _instant(text: str) -> Any:
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO 8601 time such as 2026-12-01T10:00Z, got {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .chaos import FaultRates  # light: the chaos module loads moto only when it runs
 
-    parser = argparse.ArgumentParser(prog="inferbus", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the whole pipeline embedded on moto and print what happened",
-                                description="Sends every declared component's held-out samples (pipeline/), with "
-                                "malformed copies and duplicate deliveries, through the pipeline embedded on moto, "
-                                "and accounts for every event.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an error instead of one line")
+    aws = argparse.ArgumentParser(add_help=False)
+    add_aws_options(aws)
+
+    parser = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                           parents=[common])
+    parser.set_defaults(debug=False)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    def command(name: str, help: str, *, talks_to_aws: bool = False, **kwargs: Any) -> argparse.ArgumentParser:
+        parents = [common, aws] if talks_to_aws else [common]
+        return commands.add_parser(name, help=help, parents=parents, **kwargs)
+
+    demo = command("demo", "run the whole pipeline embedded on moto and print what happened",
+                   description="Sends every declared component's held-out samples (pipeline/), with malformed copies "
+                   "and duplicate deliveries, through the pipeline embedded on moto, and accounts for every event. "
+                   "Progress goes to stderr; the summary (or --json) to stdout.")
     demo.add_argument("--count", type=_component_number, action="append", default=[], metavar="COMPONENT=N",
                       help="samples to send to a component (default: its declaration's demo count); repeatable")
     demo.add_argument("--duplicates", type=_component_number, action="append", default=[], metavar="COMPONENT=N",
                       help="samples to deliver a second time (default: its declaration's); repeatable")
+    demo.add_argument("--replay", action="store_true",
+                      help="then replay every event from the embedded archive, and show that nothing is processed twice")
+    demo.add_argument("--report", metavar="DIR", nargs="?", const="demo-report", default=None,
+                      help="also write a Markdown report with plots to DIR (default demo-report/)")
     demo.add_argument("--json", action="store_true", help="print the summary as JSON")
     demo.set_defaults(run=_demo)
-    send = commands.add_parser("send", help="put one event on a deployed bus (uses your AWS credentials)")
+
+    send = command("send", "put events on a deployed bus, each validated against its contract first", talks_to_aws=True,
+                   description="Validates every event against its contract, then puts them on the bus (PutEvents, "
+                   "10 per request). Nothing is sent if any event breaks its contract.")
     send.add_argument("--bus", required=True, help="event bus name (stack output EventBusName)")
     kind = send.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--event", metavar="FILE",
+                      help="CloudEvents from a file (- for stdin): one JSON object, a JSON array, or JSON Lines")
     kind.add_argument("--sample", metavar="COMPONENT", help="a held-out demo sample of this component (pipeline/)")
     kind.add_argument("--type", help="an event of this type, its data given by --data")
     send.add_argument("--index", type=_in_range(0, 100_000), default=0, help="with --sample: which sample (default 0)")
     send.add_argument("--data", default="{}", help="with --type: the event's data, as JSON")
-    send.add_argument("--source", help="CloudEvents source (default inferbus.demo)")
+    send.add_argument("--source", help="with --sample or --type: CloudEvents source (default inferbus.demo)")
     send.set_defaults(run=_send)
-    redrive = commands.add_parser("redrive", help="show why DLQ messages failed, and move them back to their queue")
+
+    redrive = command("redrive", "show why DLQ messages failed, and move them back to their queue", talks_to_aws=True)
     redrive.add_argument("queue", help="the dead-letter queue, by URL or name (stack outputs ...DeadLetterQueueUrl)")
     redrive.add_argument("--source-url", help="the queue to move them back to (default: the one whose redrive policy "
                                               "names this DLQ)")
     redrive.add_argument("--dry-run", action="store_true", help="only show what would move and why each failed")
     redrive.add_argument("--all", action="store_true",
                          help="move every message, also those that would fail again (uses SQS StartMessageMoveTask)")
+    redrive.add_argument("--json", action="store_true", help="print the verdicts and what moved as JSON")
     redrive.set_defaults(run=_redrive)
-    reviews = commands.add_parser("reviews", help="list high-risk cases waiting for a person; approve or reject one")
-    actions = reviews.add_subparsers(dest="action", required=True)
-    listing = actions.add_parser("list", help="the cases on the manual-review queue (they stay there)")
+
+    replay = command("replay", "replay a window of the bus's archive (exactly-once claims make it safe to repeat)",
+                     talks_to_aws=True,
+                     description="Starts an EventBridge archive replay of the events put on the bus between --since and "
+                     "--until, to every rule (or, with --type, only to the rules that take those types). Consumers and "
+                     "workflows recognise events they already processed by id, so a replay only redoes what was lost. "
+                     "`inferbus demo --replay` replays from the embedded archive.")
+    replay.add_argument("--bus", default="inferbus", help="event bus name (stack output EventBusName; default inferbus)")
+    replay.add_argument("--since", type=_instant, required=True, help="start of the window, ISO 8601 (UTC if no zone)")
+    replay.add_argument("--until", type=_instant, required=True, help="end of the window, ISO 8601 (UTC if no zone)")
+    replay.add_argument("--type", action="append", default=[], metavar="TYPE",
+                        help="only to the rules that take this event type; repeatable")
+    replay.add_argument("--archive", help="the archive (default: the bus's one archive; stack output EventArchiveName)")
+    replay.add_argument("--name", help="the replay's name (default: inferbus-<time>)")
+    replay.add_argument("--wait", action="store_true", help="wait until the replay has finished")
+    replay.add_argument("--json", action="store_true", help="print the replay as JSON")
+    replay.set_defaults(run=_replay)
+
+    reviews = command("reviews", "list high-risk cases waiting for a person; approve or reject one")
+    actions = reviews.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    listing = actions.add_parser("list", help="the cases on the manual-review queue (they stay there)", parents=[common, aws])
     listing.add_argument("--queue-url", required=True, help="the review queue (stack output ReviewQueueUrl)")
+    listing.add_argument("--json", action="store_true", help="print the cases as JSON")
     for action, verb in (("approve", "approve"), ("reject", "reject")):
-        sub = actions.add_parser(action, help=f"{verb} one case: resumes its workflow, which emits ReviewCompleted")
+        sub = actions.add_parser(action, help=f"{verb} one case: resumes its workflow, which emits ReviewCompleted",
+                                 parents=[common, aws])
         sub.add_argument("transaction_id", help="the case's transaction id (from 'reviews list')")
         sub.add_argument("--queue-url", required=True, help="the review queue (stack output ReviewQueueUrl)")
         sub.add_argument("--reviewer", default=os.environ.get("USER", "reviewer"), help="who decides (default $USER)")
         sub.add_argument("--note", help="why; carried in ReviewCompleted")
     reviews.set_defaults(run=_reviews)
-    chaos = commands.add_parser("chaos", help="run each flow embedded with faults on purpose; account for every event",
-                                description="Sends N inputs into each flow (a declared component with demo samples and "
-                                "everything downstream of it) while its functions fail on purpose, then prints one "
-                                "ledger per flow. Exit 0 only if every ledger balances.")
+
+    chaos = command("chaos", "run each flow embedded with faults on purpose; account for every event",
+                    description="Sends N inputs into each flow (a declared component with demo samples and everything "
+                    "downstream of it) while its functions fail on purpose, then prints one ledger per flow. Exit 0 "
+                    "only if every ledger balances.")
     chaos.add_argument("--flow", default="all", help="all (default), a declared component, or one word of its name "
                        "(image, risk, text, vision, review)")
     chaos.add_argument("--events", type=_in_range(1, 100_000), default=5000, help="events to send (default 5000)")
@@ -272,6 +584,14 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--crash-rate", type=_rate, default=defaults.crash_after_publish_rate,
                        help=f"share of invocations dying after publishing half their results "
                             f"(default {defaults.crash_after_publish_rate})")
+    chaos.add_argument("--crash-before-complete-rate", type=_rate, default=defaults.crash_before_complete_rate,
+                       help="share of invocations dying between publishing a group of results and completing its "
+                            f"claims: those results may be published again (default {defaults.crash_before_complete_rate})")
+    chaos.add_argument("--claim-throttle-rate", type=_rate, default=defaults.claim_throttle_rate,
+                       help=f"share of claim requests DynamoDB throttles (default {defaults.claim_throttle_rate})")
+    chaos.add_argument("--complete-throttle-rate", type=_rate, default=defaults.complete_throttle_rate,
+                       help="share of completion and release requests DynamoDB throttles "
+                            f"(default {defaults.complete_throttle_rate})")
     chaos.add_argument("--duplicate-rate", type=_rate, default=defaults.duplicate_rate,
                        help=f"share of processed records delivered twice (default {defaults.duplicate_rate})")
     chaos.add_argument("--put-events-throttle-rate", type=_rate, default=defaults.put_events_throttle_rate,
@@ -286,15 +606,79 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     chaos.set_defaults(run=_chaos)
-    docs = commands.add_parser("docs", help="rewrite the README's event table from the contracts and pipeline/")
+    serve = command("serve", "run the pipeline embedded behind a local AWS endpoint (AWS CLI, boto3, inferbus send)",
+                    description="Starts the whole pipeline embedded on moto and answers AWS API calls "
+                                "on the port: events put from any client flow through the rules to the in-process "
+                                "consumers and workflows. One line per processed batch and finished execution; Ctrl-C "
+                                "stops it. Clients use fake credentials and region us-east-1.")
+    serve.add_argument("--port", type=_in_range(1, 65535), default=4566, help="port to listen on (default 4566)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--template", help="a synthesized template (JSON file) instead of synthesizing the app")
+    serve.add_argument("--json", action="store_true", help="one JSON object per log line")
+    serve.set_defaults(run=_serve)
+    rules = command("rules", "event patterns: test one against an event, as EventBridge would")
+    rule_actions = rules.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    rule_test = rule_actions.add_parser("test", help="does PATTERN match EVENT? (exit 0 match, 1 no match, 2 invalid)",
+                                        description="Answers as EventBridge's TestEventPattern would, with AWS's "
+                                        "documented matching semantics (the embedded runtime's matcher).")
+    rule_test.add_argument("pattern", help="the event pattern: JSON, or a file holding it")
+    rule_test.add_argument("event", help="the event as EventBridge delivers it: JSON, or a file holding it")
+    rule_test.add_argument("--json", action="store_true", help='print {"Result": true|false}, as TestEventPattern does')
+    rule_test.set_defaults(run=_rules_test)
+
+    docs = command("docs", "rewrite the README's event table from the contracts and pipeline/")
     docs.add_argument("--check", action="store_true", help="only check that it is current (exit 1 if not)")
     docs.set_defaults(run=_docs)
+
+    schemas = command("schemas", "print the JSON Schema of event types (from the contracts); write or check docs/schemas/")
+    schemas.add_argument("type", nargs="*", help="event types (default: every one)")
+    schemas.add_argument("--write", action="store_true", help="write every schema to docs/schemas/")
+    schemas.add_argument("--check", action="store_true", help="only check that docs/schemas/ is current (exit 1 if not)")
+    schemas.set_defaults(run=_schemas)
+
+    diagram = command("diagram", "draw the topology from the synthesized template: Mermaid and an image",
+                      description="Synthesizes the CDK app (no AWS needed) and draws bus -> rules (with their patterns) "
+                      "-> queues and DLQs -> functions -> state machines -> result events, as Mermaid (.mmd) and an "
+                      "image (SVG or PNG).")
+    diagram.add_argument("--out", default=DIAGRAM_STEM, help=f"file path without extension (default {DIAGRAM_STEM}; "
+                         "there, and with no -c, it also updates docs/architecture.md)")
+    diagram.add_argument("--format", choices=("svg", "png"), default="svg", help="the image's format (default svg)")
+    diagram.add_argument("-c", "--context", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+                         help="CDK context, as for cdk synth (-c stage=prod); repeatable")
+    diagram.add_argument("--json", action="store_true", help="print what was written as JSON")
+    diagram.set_defaults(run=_diagram)
+
+    new = command("new", "add a component: a consumer for your ONNX model, or a workflow skeleton",
+                  description="Write a new component into this project (pipeline/, functions/, models/, "
+                  "statemachines/, tests/). See docs/extending.md.")
+    kinds = new.add_subparsers(dest="kind", required=True, parser_class=OneLineParser)
+    consumer = kinds.add_parser("consumer", help="a queue consumer running your ONNX model on one event type",
+                                description=NEW_CONSUMER_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    consumer.add_argument("name", help="the component's name, kebab-case (iris-classifier); not yet declared")
+    consumer.add_argument("--model", required=True, metavar="PATH.onnx", help="your ONNX model file")
+    consumer.add_argument("--event", required=True, metavar="TYPE",
+                          help="the event type it takes, PascalCase (IrisSubmitted); an existing type's contract is reused")
+    consumer.add_argument("--result", metavar="TYPE", help="the type of its results (default: IrisSubmitted -> "
+                          "IrisClassified for a classifier, IrisScored otherwise); must be new")
+    consumer.add_argument("--samples", metavar="PATH", help="held-out samples for the demo and the test: .npz, .csv "
+                          "or .jsonl (see above); default: seeded random inputs")
+    consumer.set_defaults(run=_new)
+    workflow = kinds.add_parser("workflow", help="a Step Functions workflow skeleton with one Lambda task",
+                                description=NEW_WORKFLOW_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    workflow.add_argument("name", help="the component's name, kebab-case (order-check); not yet declared")
+    workflow.add_argument("--event", metavar="TYPE", help="what starts an execution (default <Name>Submitted); an "
+                          "existing type's contract is reused")
+    workflow.add_argument("--result", metavar="TYPE", help="what it publishes (default <Stem>Processed); must be new")
+    workflow.set_defaults(run=_new)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.run(args)
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    name = " ".join(part for part in (PROG, args.command, getattr(args, "action", None), getattr(args, "kind", None)) if part)
+    return run_command(name, lambda: args.run(args), debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from infra.declarations import (
     DEAD_LETTER_QUEUE_URL,
     EVENT_BUS_NAME_OUTPUT,
     FUNCTION_NAME,
+    INGEST_FUNCTION_OUTPUT,
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
     STATE_MACHINE_ARN,
@@ -40,7 +41,7 @@ from infra.settings import InferbusSettings
 from .claims import expire_claims_of
 from .runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig, LocalFunction, StateMachineInfo
 from .runtime.event_source import LocalEventSource
-from .runtime.lambda_host import INVOCATION_LOCK
+from .runtime.function_url import function_url_event
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HOST = HostConfig(
@@ -95,12 +96,12 @@ class LocalPipeline(EmbeddedPipeline):
             template = synthesize(self.settings, overrides=overrides, pipeline=self.declarations)
         super().__init__(template, stack_name=self.settings.staged(self.settings.stack_name), host=HOST,
                          after_failure=self._expire_claims, tap=tap)
+        self._dynamodb: Any = None
 
-    def _expire_claims(self, function: LocalFunction) -> int:
-        # Under the handlers' lock: a workflow's Accept may be writing claims on an execution thread,
-        # and moto's table scan fails if an item is added while it iterates.
-        with INVOCATION_LOCK:
-            return expire_claims_of(self.session.client("dynamodb"), function.spec.environment)
+    def _expire_claims(self, function: LocalFunction, messages: list[dict[str, Any]], failed_at_ms: int) -> int:
+        if self._dynamodb is None:
+            self._dynamodb = self.session.client("dynamodb")
+        return expire_claims_of(self._dynamodb, function.spec.environment, messages, failed_at_ms)
 
     # -- the shared core -----------------------------------------------------------------------
 
@@ -112,6 +113,15 @@ class LocalPipeline(EmbeddedPipeline):
     def invalid_events_url(self) -> str:
         """Where events that break their contract wait, with the reason."""
         return self.outputs[INVALID_EVENTS_OUTPUT]
+
+    def ingest(self, body: bytes | str | None, headers: dict[str, str], *, path: str = "/events") -> dict[str, Any]:
+        """POST ``body`` to the HTTP ingest endpoint, as its function URL would; return the HTTP answer
+        (``statusCode``, ``headers``, ``body``). The URL and its IAM auth are cloud-only."""
+        function = self.function(self.outputs[INGEST_FUNCTION_OUTPUT])
+        response, invocation = function.invoke(function_url_event("POST", path, headers, body), trigger="invoke")
+        if invocation.error:
+            return {"statusCode": 502, "headers": {}, "body": json.dumps({"error": invocation.error})}
+        return response
 
     def invalid_events(self) -> list[dict[str, Any]]:
         """What the invalid-events queue holds (left in place), each message's body parsed."""

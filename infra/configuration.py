@@ -8,7 +8,7 @@ Context comes from ``-c key=value`` on the command line (strings) or the ``conte
 key                                sets
 =================================  ===============================================================
 ``stage``                          the stage (names get ``-<stage>``; default none)
-a field of ``InferbusSettings``    that setting (``review_threshold``, ``idempotency_ttl_s``, ...)
+a field of ``InferbusSettings``    that setting (``review_threshold``, ``archive_retention_days``, ...)
 ``<component>.<field>``            a consumer's or a route's setting (``ConsumerSettings``, ...)
 ``<workflow>.<Task>.<field>``      a workflow task's setting (``FunctionSettings``)
 =================================  ===============================================================

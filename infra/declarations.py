@@ -37,7 +37,9 @@ from typing import Any
 from .settings import ConsumerSettings, FunctionSettings, QueueSettings, SettingsError
 
 __all__ = [
-    "ALARM_TOPIC_OUTPUT", "EVENT_BUS_NAME_OUTPUT", "IDEMPOTENCY_TABLE_OUTPUT", "INVALID_EVENTS_OUTPUT",
+    "ALARM_TOPIC_OUTPUT", "EVENT_ARCHIVE_OUTPUT", "EVENT_BUS_NAME_OUTPUT", "IDEMPOTENCY_TABLE_OUTPUT", "INGEST_FUNCTION_OUTPUT",
+    "INGEST_PRODUCER_POLICY_OUTPUT", "INGEST_URL_OUTPUT", "INVALID_EVENTS_OUTPUT", "RESULTS_BUCKET_OUTPUT",
+    "SCHEMA_REGISTRY_OUTPUT",
     "Component", "Consumer", "Corruption", "DEAD_LETTER_QUEUE_URL", "DemoInputs", "EventFilter", "FUNCTION_NAME",
     "Pipeline", "Producer", "QUEUE_URL", "RESULT_SOURCE_PREFIX", "Route", "STATE_MACHINE_ARN", "Sample", "Setting",
     "Task", "UNROUTED_CHECK_ID", "UNROUTED_CHECK_SOURCE", "Workflow", "pascal",
@@ -52,6 +54,12 @@ EVENT_BUS_NAME_OUTPUT = "EventBusName"
 INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"
 ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
 IDEMPOTENCY_TABLE_OUTPUT = "IdempotencyTableName"
+EVENT_ARCHIVE_OUTPUT = "EventArchiveName"
+INGEST_URL_OUTPUT = "IngestUrl"
+INGEST_FUNCTION_OUTPUT = "IngestFunctionName"
+INGEST_PRODUCER_POLICY_OUTPUT = "IngestProducerPolicyArn"
+SCHEMA_REGISTRY_OUTPUT = "SchemaRegistryName"
+RESULTS_BUCKET_OUTPUT = "ResultsArchiveBucketName"
 # The shared core's unrouted-events check: a catch-all rule -> queue -> function, outputs <id>QueueUrl, ...
 UNROUTED_CHECK_ID = "UnroutedEvents"
 UNROUTED_CHECK_SOURCE = RESULT_SOURCE_PREFIX + "unrouted-events"  # signs the rejections it keeps

@@ -6,7 +6,7 @@ causes it, so the same rule elsewhere still fails the gate.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, App, Validations
+from aws_cdk import Acknowledgment, App, Stack, Validations
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
@@ -90,6 +90,28 @@ def acknowledge_fault_experiment_role(role: iam.IRole, objects: str) -> None:
         _acknowledge(role, f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason)
 
 
+def acknowledge_results_bucket(bucket: object) -> None:
+    """The results archive bucket has no server access log, on purpose."""
+    _acknowledge(bucket, "AwsSolutions::AwsSolutions-S1",
+                 "Only the Firehose delivery stream writes to the results archive (its role may PutObject there and "
+                 "nowhere else); people read it through IAM, which CloudTrail records. Server access logs would need "
+                 "a second bucket, itself unlogged, and would mostly record Firehose's own deliveries.")
+
+
+def acknowledge_insights_policy(role: iam.IRole) -> None:
+    """Lambda Insights needs its AWS managed policy."""
+    _acknowledge(role, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                 "CloudWatchLambdaInsightsExecutionRolePolicy]",
+                 "Lambda Insights (on in prod) is documented to need this AWS managed policy: it lets the Insights "
+                 "extension create and write the /aws/lambda-insights log group and nothing else.")
+
+
+def acknowledge_results_objects(role: iam.IRole, bucket: object) -> None:
+    """Firehose writes objects whose keys it chooses (prefix, date, a random suffix)."""
+    _acknowledge(role, f"AwsSolutions::AwsSolutions-IAM5[Resource::<{Stack.of(bucket).get_logical_id(bucket.node.default_child)}.Arn>/*]",
+                 "Firehose names each object it delivers (results/YYYY/MM/DD/ plus a name of its own), so only the "
+                 "bucket's objects as a whole can be named; the actions are exactly those Firehose's S3 destination "
+                 "documents, on this one bucket.")
 def acknowledge_rule_listing(role: iam.IRole) -> None:
     """The unrouted-events check reads the bus's rules: ``events:ListRules`` on ``*``."""
     _acknowledge(role, XRAY_WILDCARD,

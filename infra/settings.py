@@ -180,8 +180,6 @@ class InferbusSettings:
         The custom event bus, before the stage. Default ``inferbus``.
     archive_retention_days
         Days the archive keeps every event for replay, 1-3,650. Default 30.
-    idempotency_ttl_s
-        Seconds a processed event id suppresses duplicates, 60-604,800. Default 3,600.
     log_retention_days
         Lambda log retention: 7, 14, 30, 90 or 365. Default 30.
     lambda_architecture
@@ -213,6 +211,39 @@ class InferbusSettings:
     unrouted_check
         Batch, concurrency, memory and timeout of the unrouted-events check, which reads every event
         on the bus and keeps, with the reason, those no rule takes (``inferbus_lambda.unrouted``).
+    ingest_function
+        Memory and timeout of the HTTP ingest endpoint's function. Default 512 MB, 10 s.
+    schema_registry
+        Add an EventBridge schema registry holding every event type's JSON Schema (draft 4), from
+        the contracts, for producers in other languages. Default True.
+    ingest_api
+        Add the HTTP ingest endpoint: a Lambda function URL with IAM auth that validates a
+        CloudEvent (structured or binary mode) and puts it on the bus. Default True.
+    lambda_insights
+        CloudWatch Lambda Insights on every function (CPU, memory, network per invocation; about
+        $0.30 per function per month plus the extension's metrics). Default ``None``: on in the
+        ``prod`` stage, off elsewhere (see :attr:`insights_enabled`).
+    error_rate_alarm_percent
+        Error rate, in percent of a consumer's records or a workflow's executions per minute,
+        that raises its error-rate alarm, (0, 100]. Default 5.
+    event_latency_alarm_ms
+        p95 event latency (now minus the event's ``time``, when a consumer or a workflow takes
+        it) that raises the latency alarm, 1 ms or more. Default 60,000.
+    processing_latency_alarm_ms
+        p95 processing latency (a consumer's batch, a workflow's execution) that raises its
+        alarm, 1 ms or more. Default 20,000.
+    concurrency_alarm_percent
+        A consumer's concurrent executions, in percent of its ``max_concurrency``, that raise
+        its saturation alarm, (0, 100]. Default 90.
+    memory_alarm_percent
+        Memory use (Lambda Insights, when on) that raises a function's memory alarm, (0, 100].
+        Default 90.
+    results_archive
+        Deliver every result event to S3 (Firehose, gzip), the cold tier. Default True.
+    results_infrequent_access_after_days, results_glacier_after_days, results_retention_days
+        The archive's lifecycle: S3 Standard, then Standard-IA after this many days (30 or more),
+        then Glacier Flexible Retrieval (after more days than that), deleted after
+        ``results_retention_days`` (after that, up to 3,650). Defaults 30, 90, 365.
     fault_injection_experiments
         Add AWS FIS experiment templates (invocation errors, added delay) over the zip functions,
         with the FIS Lambda extension layer, its configuration bucket and an experiment role.
@@ -224,7 +255,6 @@ class InferbusSettings:
     stack_name: str = "Inferbus"
     bus_name: str = "inferbus"
     archive_retention_days: int = 30
-    idempotency_ttl_s: int = 3600
     log_retention_days: int = 30
     lambda_architecture: Literal["arm64", "x86_64"] = "arm64"
     python_version: str = "3.14"
@@ -239,12 +269,24 @@ class InferbusSettings:
     accept_step: FunctionSettings = FunctionSettings()
     unrouted_check: ConsumerSettings = ConsumerSettings(batch_size=100, max_batching_window_s=1, max_concurrency=5,
                                                         memory_mb=256, timeout_s=30)
+    ingest_function: FunctionSettings = FunctionSettings(memory_mb=512, timeout_s=10)
+    schema_registry: bool = True
+    ingest_api: bool = True
+    lambda_insights: bool | None = None
+    error_rate_alarm_percent: float = 5.0
+    event_latency_alarm_ms: int = 60_000
+    processing_latency_alarm_ms: int = 20_000
+    concurrency_alarm_percent: float = 90.0
+    memory_alarm_percent: float = 90.0
+    results_archive: bool = True
+    results_infrequent_access_after_days: int = 30
+    results_glacier_after_days: int = 90
+    results_retention_days: int = 365
     fault_injection_experiments: bool = False
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
         _check_range(owner, "archive_retention_days", self.archive_retention_days, 1, 3650)
-        _check_range(owner, "idempotency_ttl_s", self.idempotency_ttl_s, 60, 604_800)
         _check_range(owner, "target_retry_attempts", self.target_retry_attempts, 0, 185)
         _check_range(owner, "target_max_event_age_s", self.target_max_event_age_s, 60, 86_400)
         _check_range(owner, "target_dlq_retention_days", self.target_dlq_retention_days, 1, 14)
@@ -261,12 +303,41 @@ class InferbusSettings:
         if self.stage and not STAGE.fullmatch(self.stage):
             raise SettingsError(f"{owner}.stage must be empty or 1-12 lowercase letters and digits starting with a "
                                 f"letter (dev, prod, test1), got {self.stage!r}")
-        if not isinstance(self.fault_injection_experiments, bool):
-            raise SettingsError(f"{owner}.fault_injection_experiments must be True or False, "
-                                f"got {self.fault_injection_experiments!r}")
+        for switch in ("fault_injection_experiments", "schema_registry", "ingest_api", "results_archive"):
+            if not isinstance(getattr(self, switch), bool):
+                raise SettingsError(f"{owner}.{switch} must be True or False, got {getattr(self, switch)!r}")
+        if self.lambda_insights not in (None, True, False):
+            raise SettingsError(f"{owner}.lambda_insights must be True, False or None (on in prod), got {self.lambda_insights!r}")
+        for percent in ("error_rate_alarm_percent", "concurrency_alarm_percent", "memory_alarm_percent"):
+            if not 0.0 < getattr(self, percent) <= 100.0:
+                raise SettingsError(f"{owner}.{percent} must be in (0, 100], got {getattr(self, percent)}")
+        _check_range(owner, "event_latency_alarm_ms", self.event_latency_alarm_ms, 1, 86_400_000)
+        _check_range(owner, "processing_latency_alarm_ms", self.processing_latency_alarm_ms, 1, 86_400_000)
+        # S3 lifecycle rules: Standard-IA no sooner than 30 days, Glacier after it, expiry after both.
+        _check_range(owner, "results_infrequent_access_after_days", self.results_infrequent_access_after_days, 30, 3650)
+        _check_range(owner, "results_glacier_after_days", self.results_glacier_after_days,
+                     self.results_infrequent_access_after_days + 30, 3650)
+        _check_range(owner, "results_retention_days", self.results_retention_days, self.results_glacier_after_days + 90, 3650)
         major, _, minor = self.python_version.partition(".")
         if not (major == "3" and minor.isdigit() and int(minor) >= 12):
             raise SettingsError(f"{owner}.python_version must be 3.12 or newer, got {self.python_version!r}")
+
+    @property
+    def insights_enabled(self) -> bool:
+        """Lambda Insights on: as set, else only in the ``prod`` stage."""
+        return self.stage == "prod" if self.lambda_insights is None else self.lambda_insights
+
+    def claim_lifetime_s(self, dlq_retention_days: int) -> int:
+        """How long a processed event id must suppress duplicates: the longest way the same event can
+        come back. A replay may resend any archived event (``archive_retention_days``); EventBridge
+        then retries its delivery for up to ``target_max_event_age_s``; and it may wait in a queue
+        and its DLQ for ``dlq_retention_days`` (SQS counts a dead-lettered message's age from its
+        first enqueue) before someone redrives it.
+
+        >>> InferbusSettings().claim_lifetime_s(14) / 86_400  # 30 days of archive + 1 of retries + 14 in a DLQ
+        45.0
+        """
+        return (self.archive_retention_days + dlq_retention_days) * 86_400 + self.target_max_event_age_s
 
     def staged(self, name: str) -> str:
         """``name`` with this stage: ``Inferbus`` -> ``Inferbus-dev`` (unchanged without a stage)."""

@@ -24,26 +24,36 @@ from inferbus_lambda.environment import (
     AcceptEnvironment,
     ConsumerEnvironment,
     FunctionEnvironment,
+    IngestEnvironment,
     StepEnvironment,
     UnroutedEnvironment,
 )
 from inferbus_lambda.errors import REJECTION_ERRORS
 
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
-from .constructs.alarms import PERIOD, add_alarm
+from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
-from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring
+from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring, UnroutedCheckMonitoring
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec
+from .constructs.ingest_api import IngestApi
+from .constructs.results_archive import ResultsArchive
+from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
 from .constructs.workflow_monitoring import WorkflowMonitoring
 from .declarations import (
     ACCEPT_STEM,
     ALARM_TOPIC_OUTPUT,
     DEAD_LETTER_QUEUE_URL,
+    EVENT_ARCHIVE_OUTPUT,
     EVENT_BUS_NAME_OUTPUT,
     IDEMPOTENCY_TABLE_OUTPUT,
+    INGEST_FUNCTION_OUTPUT,
+    INGEST_PRODUCER_POLICY_OUTPUT,
+    INGEST_URL_OUTPUT,
     INVALID_EVENTS_OUTPUT,
+    RESULTS_BUCKET_OUTPUT,
+    SCHEMA_REGISTRY_OUTPUT,
     FUNCTION_NAME,
     QUEUE_URL,
     STATE_MACHINE_ARN,
@@ -62,10 +72,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / "models" / "manifest.json"
 STATEMACHINES = REPO_ROOT / "statemachines"
 METRICS_NAMESPACE = "Inferbus"
-# Idempotency claims (inferbus_lambda.idempotency): claim = PutItem, read = GetItem, complete =
-# UpdateItem; a consumer also releases a claim after a failure (DeleteItem).
-CLAIM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
-RELEASE_CLAIM_ACTION = "dynamodb:DeleteItem"
+ACCEPT_SERVICE = "accept"  # the Powertools service of the workflows' shared Accept step
+INGEST_SERVICE = "ingest"
+# Idempotency claims (inferbus_lambda.idempotency): a consumer claims with TransactWriteItems of
+# conditional Puts (authorised as dynamodb:PutItem) and completes and releases with BatchWriteItem;
+# a workflow's Accept claims and completes in one conditional PutItem.
+ACCEPT_CLAIM_ACTIONS = ("dynamodb:PutItem",)
+CONSUMER_CLAIM_ACTIONS = ("dynamodb:PutItem", "dynamodb:BatchWriteItem")
 # CloudWatch alarms on metric math take at most 10 metrics; FIS takes at most 5 stop conditions.
 METRICS_PER_ALARM = 10
 # The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
@@ -100,6 +113,7 @@ class InferbusStack(Stack):
                  **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
+        self.thresholds = Thresholds.from_settings(settings)
         self.pipeline = pipeline
         self.models = json.loads(MANIFEST.read_text())["models"]
         self._check_declarations()
@@ -107,7 +121,6 @@ class InferbusStack(Stack):
         self.runtime = lambda_.Runtime(f"python{settings.python_version}", lambda_.RuntimeFamily.PYTHON)
         self.architecture = (lambda_.Architecture.ARM_64 if settings.lambda_architecture == "arm64"
                              else lambda_.Architecture.X86_64)
-        self.code = python_lambda_code(settings.lambda_architecture, settings.python_version)
 
         self.bus_construct = InferbusBus(self, "EventBus", bus_name=settings.staged(settings.bus_name),
                                          archive_retention_days=settings.archive_retention_days)
@@ -147,10 +160,17 @@ class InferbusStack(Stack):
             self.routes[route.name] = self._route(route)
         self.unrouted_check = self._unrouted_check()
         self.bus_construct.restrict_sources(self.result_producers)
+
+        # -- operating it: HTTP ingest, schemas, the cold tier ---------------------------------------
+        self.ingest = self._ingest_api() if settings.ingest_api else None
+        self.schema_registry = self._schema_registry() if settings.schema_registry else None
+        self.results_archive = self._results_archive() if settings.results_archive else None
+
         if settings.fault_injection_experiments:
             self._fault_injection_experiments()
         CfnOutput(self, ALARM_TOPIC_OUTPUT, value=self.alarm_topic.topic_arn)
         CfnOutput(self, EVENT_BUS_NAME_OUTPUT, value=self.bus.event_bus_name)
+        CfnOutput(self, EVENT_ARCHIVE_OUTPUT, value=self.bus_construct.archive.archive_name)
         CfnOutput(self, IDEMPOTENCY_TABLE_OUTPUT, value=self.idempotency_table.table_name)
 
     # -- checks: a declaration that cannot deploy fails the synth, naming what is wrong -------------
@@ -180,7 +200,9 @@ class InferbusStack(Stack):
                 handler, [self.models[name] for name in models], self.settings.lambda_architecture,
                 self.settings.python_version))
         else:
-            code = FunctionCode(handler, zip_code=self.code, runtime=self.runtime)
+            zip_code = python_lambda_code(self.settings.lambda_architecture, self.settings.python_version, handler=handler,
+                                          models=models, environment=environment.as_variables())
+            code = FunctionCode(handler, zip_code=zip_code, runtime=self.runtime)
         return FunctionSpec(
             code=code,
             architecture=self.architecture,
@@ -191,22 +213,24 @@ class InferbusStack(Stack):
             description=description,
             # A workflow step's bound; a consumer's is its event source's MaximumConcurrency.
             reserved_concurrency=sizing.reserved_concurrency if isinstance(sizing, FunctionSettings) else None,
+            insights=self.settings.insights_enabled,
         )
 
     def _common_environment(self, service: str, models: tuple[str, ...]) -> dict[str, Any]:
         return {"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "INFERBUS_MODELS": models}
 
-    def _claims_environment(self) -> dict[str, Any]:
+    def _claims_environment(self, dlq_retention_days: int) -> dict[str, Any]:
+        """A claim outlives every way its event can come back (see ``InferbusSettings.claim_lifetime_s``)."""
         return {"IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
-                "IDEMPOTENCY_TTL_SECONDS": self.settings.idempotency_ttl_s}
+                "IDEMPOTENCY_TTL_SECONDS": self.settings.claim_lifetime_s(dlq_retention_days)}
 
     # -- components ----------------------------------------------------------------------------------
 
     def _consumer(self, declaration: Consumer) -> QueueConsumer:
         environment = ConsumerEnvironment(
             **self._common_environment(declaration.name, declaration.models),
-            **self._claims_environment(),
+            **self._claims_environment(declaration.settings.dlq_retention_days),
             EVENT_BUS_NAME=self.bus.event_bus_name,
             RESULT_SOURCE=declaration.result_source,
             CONSUMES=declaration.consumes.type,
@@ -231,7 +255,7 @@ class InferbusStack(Stack):
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
-        self.idempotency_table.grant(consumer.function, *CLAIM_ACTIONS, RELEASE_CLAIM_ACTION)
+        self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
         ConsumerMonitoring(
             self,
             f"{declaration.construct_id}Monitoring",
@@ -239,7 +263,8 @@ class InferbusStack(Stack):
             alarm_topic=self.alarm_topic,
             metrics_namespace=METRICS_NAMESPACE,
             service=declaration.name,
-            max_message_age_s=self.settings.max_message_age_s,
+            thresholds=self.thresholds,
+            max_concurrency=declaration.settings.max_concurrency,
             dashboard=self.dashboard,
         )
         CfnOutput(self, declaration.output_key(QUEUE_URL), value=consumer.queue.queue_url)
@@ -249,11 +274,12 @@ class InferbusStack(Stack):
 
     def _accept_function(self) -> lambda_.IFunction:
         """The kit's first step of every workflow: validate the event, claim its id once."""
-        environment = AcceptEnvironment(**self._common_environment("accept", ()), **self._claims_environment())
+        environment = AcceptEnvironment(**self._common_environment(ACCEPT_SERVICE, ()),
+                                        **self._claims_environment(self.settings.target_dlq_retention_days))
         spec = self._spec("accept_event.handler.lambda_handler", self.settings.accept_step,
                           "Every workflow's first step: validate the event, claim its id once", environment)
         accept = WorkflowFunction(self, "AcceptEvent", spec=spec).function
-        self.idempotency_table.grant(accept, *CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
+        self.idempotency_table.grant(accept, *ACCEPT_CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
         return accept
 
     def _workflow(self, declaration: WorkflowDeclaration, accept: lambda_.IFunction) -> Workflow:
@@ -293,7 +319,10 @@ class InferbusStack(Stack):
             send_to_queues=queues,
         )
         WorkflowMonitoring(self, f"{declaration.construct_id}Monitoring", workflow=workflow, alarm_topic=self.alarm_topic,
-                           dashboard=self.dashboard)
+                           metrics_namespace=METRICS_NAMESPACE,
+                           accept_dimensions={"service": ACCEPT_SERVICE, "workflow": declaration.name},
+                           stages={stem: declaration.task_service(stem) for stem in declaration.tasks},
+                           functions=functions, thresholds=self.thresholds, dashboard=self.dashboard)
         CfnOutput(self, declaration.output_key(STATE_MACHINE_ARN), value=workflow.state_machine.state_machine_arn)
         self.result_producers[declaration.result_source] = workflow.state_machine.role
         return workflow
@@ -357,13 +386,55 @@ class InferbusStack(Stack):
         check.function.add_to_role_policy(iam.PolicyStatement(actions=["events:ListRules"], resources=["*"]))
         acknowledge_rule_listing(check.role)
         self.invalid_events.grant_send_messages(check.function)
-        ConsumerMonitoring(self, f"{UNROUTED_CHECK_ID}Monitoring", consumer=check, alarm_topic=self.alarm_topic,
-                           metrics_namespace=METRICS_NAMESPACE, service=environment.POWERTOOLS_SERVICE_NAME,
-                           max_message_age_s=self.settings.max_message_age_s, dashboard=self.dashboard)
+        UnroutedCheckMonitoring(self, f"{UNROUTED_CHECK_ID}Monitoring", check=check, alarm_topic=self.alarm_topic,
+                                metrics_namespace=METRICS_NAMESPACE, service=environment.POWERTOOLS_SERVICE_NAME,
+                                thresholds=self.thresholds, dashboard=self.dashboard)
         CfnOutput(self, f"{UNROUTED_CHECK_ID}{QUEUE_URL}", value=check.queue.queue_url)
         CfnOutput(self, f"{UNROUTED_CHECK_ID}{DEAD_LETTER_QUEUE_URL}", value=check.dead_letter_queue.queue_url)
         CfnOutput(self, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", value=check.function.function_name)
         return check
+
+    # -- operating it ------------------------------------------------------------------------------
+
+    def _ingest_api(self) -> IngestApi:
+        """The HTTP ingest endpoint: IAM-authenticated, validates every CloudEvent, puts it on the bus."""
+        environment = IngestEnvironment(**self._common_environment(INGEST_SERVICE, ()),
+                                        EVENT_BUS_NAME=self.bus.event_bus_name,
+                                        RESERVED_SOURCES=tuple(sorted(self.result_producers)))
+        spec = self._spec("ingest.handler.lambda_handler", self.settings.ingest_function,
+                          "HTTP ingest: validate one CloudEvent (structured or binary) and put it on the bus", environment)
+        ingest = IngestApi(self, "IngestApi", bus=self.bus, function=spec)
+        ingest.monitor(alarm_topic=self.alarm_topic, metrics_namespace=METRICS_NAMESPACE, service=INGEST_SERVICE,
+                       insights=self.settings.insights_enabled, dashboard=self.dashboard)
+        CfnOutput(self, INGEST_URL_OUTPUT, value=ingest.url.url)
+        CfnOutput(self, INGEST_FUNCTION_OUTPUT, value=ingest.function.function_name)
+        CfnOutput(self, INGEST_PRODUCER_POLICY_OUTPUT, value=ingest.producer_policy.managed_policy_arn)
+        return ingest
+
+    def _schema_registry(self) -> EventSchemaRegistry:
+        """Every event type's JSON Schema (from the contracts), for producers in other languages."""
+        from inferbus.schemas import draft4, event_schemas
+
+        registry = EventSchemaRegistry(self, "SchemaRegistry", registry_name=self.settings.staged(self.settings.bus_name),
+                                       schemas={name: draft4(schema) for name, schema in event_schemas().items()})
+        CfnOutput(self, SCHEMA_REGISTRY_OUTPUT, value=registry.registry.attr_registry_name)
+        return registry
+
+    def _results_archive(self) -> ResultsArchive:
+        """The cold tier: every producer's events to S3, colder with age."""
+        settings = self.settings
+        archive = ResultsArchive(
+            self, "ResultsArchive", bus=self.bus, result_sources=sorted(self.result_producers),
+            infrequent_access_after_days=settings.results_infrequent_access_after_days,
+            glacier_after_days=settings.results_glacier_after_days, retention_days=settings.results_retention_days,
+            target_retry_attempts=settings.target_retry_attempts, target_max_event_age_s=settings.target_max_event_age_s,
+            dlq_retention_days=settings.target_dlq_retention_days, log_retention=self.log_retention,
+        )
+        add_alarm(archive, "UndeliveredEvents", archive.target_dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=PERIOD, statistic="Maximum"), 1, "ResultsArchive: result events EventBridge could not deliver to Firehose",
+            self.alarm_topic)
+        CfnOutput(self, RESULTS_BUCKET_OUTPUT, value=archive.bucket.bucket_name)
+        return archive
 
     def _route_workflow_rejections(self) -> None:
         workflows = self.pipeline.workflows

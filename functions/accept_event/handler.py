@@ -11,23 +11,24 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from inferbus_lambda.environment import AcceptEnvironment
-from inferbus_lambda.handlers import StepRuntime, step_handler
+from inferbus_lambda.handlers import StepRuntime, aws_client, step_handler
 from inferbus_lambda.idempotency import EventClaims
 from inferbus_lambda.workflow import accept
 
-CLAIMS: dict[str, EventClaims] = {}  # one persistence layer per workflow, made on first use
+CLAIMS: dict[str, EventClaims] = {}  # one per workflow, made on first use, sharing one client
+DYNAMODB = aws_client("dynamodb")
 
 
 def claims_for(workflow: str, environment: AcceptEnvironment) -> EventClaims:
     if workflow not in CLAIMS:
         CLAIMS[workflow] = EventClaims(environment.IDEMPOTENCY_TABLE_NAME, scope=workflow,
-                                       expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS)
+                                       expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS, client=DYNAMODB)
     return CLAIMS[workflow]
 
 
 def accept_event(request: dict[str, Any], runtime: StepRuntime) -> dict[str, Any]:
     workflow = request["workflow"]
-    answer = accept(request, claims_for(workflow, runtime.environment), remaining_ms=runtime.remaining_ms())
+    answer = accept(request, claims_for(workflow, runtime.environment))
     runtime.metrics.add_dimension(name="workflow", value=workflow)
     runtime.metrics.add_metric(name=f"Events{answer['status'].capitalize()}", unit=MetricUnit.Count, value=1)
     if answer["status"] == "rejected":
@@ -35,6 +36,7 @@ def accept_event(request: dict[str, Any], runtime: StepRuntime) -> dict[str, Any
         runtime.logger.warning("event rejected", extra={"workflow": workflow, "error": answer["error"], "reason": answer["reason"],
                                                         "event_id": failure["input_id"], "correlation_id": failure["correlationid"]})
     else:
+        runtime.record_event_latency(answer["event"]["time"])
         runtime.logger.info(f"event {answer['status']}", extra={"workflow": workflow, "event_id": answer["event"]["id"],
                                                                 "correlation_id": answer["event"]["correlationid"]})
     return answer

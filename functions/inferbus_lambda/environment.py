@@ -8,10 +8,11 @@ message that names it instead of a ``KeyError`` deep in a handler.
 =========================  ====================================================================
 model                      the functions that read it
 =========================  ====================================================================
-:class:`StepEnvironment`   workflow steps (``inferbus_lambda.steps.step_handler``)
+:class:`StepEnvironment`   workflow steps (``inferbus_lambda.handlers.step_handler``)
 :class:`AcceptEnvironment` the workflows' shared first step (it claims event ids)
-:class:`ConsumerEnvironment`  queue consumers (``inferbus_lambda.consumer.consumer_handler``)
-:class:`UnroutedEnvironment`  the bus's unrouted-events check (``unrouted_events.handler``)
+:class:`ConsumerEnvironment`  queue consumers (``inferbus_lambda.handlers.consumer_handler``)
+:class:`IngestEnvironment` the HTTP ingest endpoint (``functions/ingest``)
+:class:`UnroutedEnvironment`  the bus's unrouted-events check (``functions/unrouted_events``)
 =========================  ====================================================================
 
 Example
@@ -36,7 +37,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from .errors import ConfigurationError
 
-__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "FunctionEnvironment", "StepEnvironment", "UnroutedEnvironment"]
+__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "FunctionEnvironment", "IngestEnvironment", "StepEnvironment",
+           "UnroutedEnvironment"]
 
 
 def _names(value: Any) -> Any:
@@ -153,6 +155,21 @@ class ConsumerEnvironment(ClaimsEnvironment):
     INVALID_EVENTS_QUEUE_URL: str | None = None
     DEAD_LETTER_QUEUE_URL: str | None = None
     MAX_RECEIVE_COUNT: Annotated[int, Field(ge=1)] | None = None
+
+
+class IngestEnvironment(FunctionEnvironment):
+    """The HTTP ingest endpoint: validates a CloudEvent and puts it on the bus.
+
+    Attributes
+    ----------
+    EVENT_BUS_NAME
+        Where accepted events go.
+    RESERVED_SOURCES
+        The ``source`` of every inferbus producer (comma-separated): an outside producer may not use them.
+    """
+
+    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
+    RESERVED_SOURCES: ModelNames = ()
 
 
 class UnroutedEnvironment(FunctionEnvironment):

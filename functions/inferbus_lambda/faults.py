@@ -5,24 +5,33 @@ and off without a new container)::
 
     {"record_error_rate": 0.2, "timeout_rate": 0.05, "latency_ms": 50}
 
-============================  ======================================================  =======
-key                           effect                                                  default
-============================  ======================================================  =======
-``error_rate``                share of invocations that fail at once with             0
-                              :class:`TransientError` (workflow steps retry them)
-``record_error_rate``         queue consumers: share of records that fail with a      0
-                              transient error; the rest of the batch goes on
-``timeout_rate``              share of invocations that run out of time after the     0
-                              consumer claimed its records (:class:`InjectedTimeout`)
-``crash_after_publish_rate``  queue consumers: share of invocations that die after    0
-                              publishing the first half of their results
-                              (:class:`InjectedCrash`)
-``put_events_throttle_rate``  queue consumers: share of PutEvents entries that          0
-                              EventBridge answers ``ThrottlingException`` (the
-                              publisher retries them with backoff)
-``latency_ms``                added to every invocation before it does its work       0
-``seed``                      seeds the draws, for a repeatable experiment            none
-============================  ======================================================  =======
+==============================  ======================================================  =======
+key                             effect                                                  default
+==============================  ======================================================  =======
+``error_rate``                  share of invocations that fail at once with             0
+                                :class:`TransientError` (workflow steps retry them)
+``record_error_rate``           queue consumers: share of records that fail with a      0
+                                transient error; the rest of the batch goes on
+``timeout_rate``                share of invocations that run out of time after the     0
+                                consumer claimed its records (:class:`InjectedTimeout`)
+``crash_after_publish_rate``    queue consumers: share of invocations that die after    0
+                                publishing the first half of their results and
+                                completing their claims (:class:`InjectedCrash`)
+``crash_before_complete_rate``  queue consumers: share of invocations that die right    0
+                                after one group's ``PutEvents`` requests return, before
+                                that group's claims are completed: the window where a
+                                result can repeat (at most one group, 25 results)
+``claim_throttle_rate``         queue consumers: share of claim requests                0
+                                (``TransactWriteItems``) that DynamoDB throttles
+``complete_throttle_rate``      queue consumers: share of completion and release        0
+                                requests (``BatchWriteItem``) whose every item DynamoDB
+                                leaves unprocessed (throttled)
+``put_events_throttle_rate``    queue consumers: share of PutEvents entries that        0
+                                EventBridge answers ``ThrottlingException`` (the
+                                publisher retries them with backoff)
+``latency_ms``                  added to every invocation before it does its work       0
+``seed``                        seeds the draws, for a repeatable experiment            none
+==============================  ======================================================  =======
 
 A timeout and a crash are what the Lambda service does to an invocation, not errors the
 handler raises: they derive from ``BaseException`` so no ``except Exception`` in handler code
@@ -56,7 +65,8 @@ from .errors import TransientError
 __all__ = ["FaultPlan", "InjectedCrash", "InjectedTimeout", "ThrottledEvents", "TransientError", "inject_invocation_faults"]
 
 ENVIRONMENT_VARIABLE = "INFERBUS_FAULTS"
-RATES = ("error_rate", "record_error_rate", "timeout_rate", "crash_after_publish_rate", "put_events_throttle_rate")
+RATES = ("error_rate", "record_error_rate", "timeout_rate", "crash_after_publish_rate", "crash_before_complete_rate",
+         "claim_throttle_rate", "complete_throttle_rate", "put_events_throttle_rate")
 _DRAWS = random.Random()  # noqa: S311 - chaos, not crypto
 _SEEDED: set[int] = set()
 
@@ -76,6 +86,9 @@ class FaultPlan:
     timeout_rate: float = 0.0
     crash_after_publish_rate: float = 0.0
     put_events_throttle_rate: float = 0.0
+    crash_before_complete_rate: float = 0.0
+    claim_throttle_rate: float = 0.0
+    complete_throttle_rate: float = 0.0
     latency_ms: float = 0.0
     seed: int | None = None
 
@@ -106,6 +119,11 @@ class FaultPlan:
     def draw(rate: float) -> bool:
         """One draw: does the fault with this rate happen this time?"""
         return rate > 0 and _DRAWS.random() < rate
+
+    @staticmethod
+    def pick(count: int) -> int:
+        """One of ``count`` places (``0 .. count - 1``) for a fault to strike."""
+        return _DRAWS.randrange(count)
 
 
 def inject_invocation_faults(*, timeouts: bool = True) -> FaultPlan | None:

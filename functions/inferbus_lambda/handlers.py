@@ -30,24 +30,31 @@ A workflow step (``functions/my_workflow/score.py``)::
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
 from .consumer import InferenceConsumer, expect_type
-from .contracts.core import CloudEvent, EventData, data_model, to_put_events_entry
+from .contracts.core import CloudEvent, EventData, data_model
 from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 from .errors import ConfigurationError
 from .faults import FaultPlan, ThrottledEvents, inject_invocation_faults
 from .idempotency import EventClaims
-from .inference import ModelInfo, OnnxClassifier, model_info
+from .metric_names import EVENT_LATENCY_MS, EVENT_TIME_KEY, INFERENCE_MS, PROCESSING_MS, PUT_EVENTS_FAILED_ENTRIES
 from .publishing import PublishFailure, publish_events
 from .rejections import DeadLetter, Rejection, send_rejections, send_to_dead_letter_queue
 
-__all__ = ["ConsumerRuntime", "FunctionRuntime", "Models", "StepRuntime", "consumer_handler", "step_handler"]
+if TYPE_CHECKING:
+    from .inference import ModelInfo
+
+__all__ = ["ConsumerRuntime", "FunctionRuntime", "Models", "StepRuntime", "Untraced", "aws_client", "consumer_handler",
+           "load_onnx_classifier", "step_handler", "tracing_enabled"]
 
 ModelT = TypeVar("ModelT")
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -77,6 +84,65 @@ class Models(Mapping[str, ModelT], Generic[ModelT]):
         return next(iter(self._loaded.values()))
 
 
+def load_onnx_classifier(info: ModelInfo) -> Any:
+    """The default model loader: an :class:`~.inference.OnnxClassifier` (numpy and onnxruntime are
+    imported here, so a function that loads no model never imports them)."""
+    from .inference import OnnxClassifier
+
+    return OnnxClassifier.from_info(info)
+
+
+def load_models(names: Sequence[str], load: Callable[[ModelInfo], Any]) -> Models[Any]:
+    if not names:
+        return Models({})
+    from .inference import model_info
+
+    return Models({name: load(model_info(name)) for name in names})
+
+
+def aws_client(service: str) -> Any:
+    """A boto3 client for the function's whole life (made once per container, at init).
+
+    botocore's client-side parameter validation is off: the kit builds every request itself,
+    AWS validates them again anyway, and validating costs about a third of a batch's CPU
+    (``bench/speed.py``). A malformed request still fails, with AWS's ``ValidationException``.
+    """
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(service, config=Config(parameter_validation=False))
+
+
+def tracing_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether X-Ray tracing is on: in Lambda, unless ``POWERTOOLS_TRACE_DISABLED`` says otherwise."""
+    environ = os.environ if environ is None else environ
+    disabled = environ.get("POWERTOOLS_TRACE_DISABLED", "false").strip().lower() in {"1", "true", "yes", "on", "y", "t"}
+    return not disabled and "AWS_LAMBDA_FUNCTION_NAME" in environ and "AWS_SAM_LOCAL" not in environ
+
+
+class Untraced:
+    """Stands in for Powertools' ``Tracer`` when tracing is off: its decorators change nothing, and
+    the X-Ray SDK (which a disabled ``Tracer`` still imports) is never imported."""
+
+    def capture_method(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        return method
+
+    def capture_lambda_handler(self, handler: Callable[..., Any]) -> Callable[..., Any]:
+        return handler
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        """Nothing to annotate without a trace."""
+
+
+def make_tracer(service: str) -> Any:
+    """Powertools' ``Tracer`` when tracing is on (:func:`tracing_enabled`), else :class:`Untraced`."""
+    if not tracing_enabled():
+        return Untraced()
+    from aws_lambda_powertools import Tracer
+
+    return Tracer(service=service)
+
+
 class FunctionRuntime:
     """What every handler the kit makes holds: its environment, models and the Powertools trio.
 
@@ -87,7 +153,8 @@ class FunctionRuntime:
     models
         The models named in ``INFERBUS_MODELS``, loaded once per container.
     logger, metrics, tracer
-        Powertools, named after the function's service.
+        Powertools, named after the function's service (``tracer`` is :class:`Untraced` when
+        tracing is off).
     context
         The Lambda context of the invocation running now (``None`` between invocations).
     """
@@ -96,9 +163,13 @@ class FunctionRuntime:
         service = environment.POWERTOOLS_SERVICE_NAME
         self.environment = environment
         self.logger = Logger(service=service)
-        self.tracer = Tracer(service=service)
-        self.metrics = Metrics(service=service, namespace=environment.POWERTOOLS_METRICS_NAMESPACE)
-        self.models: Models[Any] = Models({name: load(model_info(name)) for name in environment.INFERBUS_MODELS})
+        self.tracer = make_tracer(service)
+        # A metric set of its own: Powertools' Metrics share one per process, and functions that
+        # share a process (the embedded runtime runs them side by side) must not flush each other's.
+        self.metrics = Metrics(provider=AmazonCloudWatchEMFProvider(
+            service=service, namespace=environment.POWERTOOLS_METRICS_NAMESPACE, metric_set={}, dimension_set={},
+            metadata_set={}, default_dimensions={}))
+        self.models: Models[Any] = load_models(environment.INFERBUS_MODELS, load)
         self.context: Any = None
 
     def remaining_ms(self) -> int | None:
@@ -124,13 +195,15 @@ class ConsumerRuntime(FunctionRuntime):
 
     Attributes
     ----------
-    events, sqs
-        The EventBridge and SQS clients (tests may replace them to simulate an outage).
+    events, dynamodb, sqs
+        The EventBridge, DynamoDB and SQS clients, one each per container (tests may replace them
+        to simulate an outage). ``sqs`` is made on first use: only a batch with a record to
+        reject, or to dead-letter on its last receive, needs it.
     consumer
         The :class:`~.consumer.InferenceConsumer` that runs each batch.
     """
 
-    def __init__(self, infer: Infer, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info,
+    def __init__(self, infer: Infer, *, load: Callable[[ModelInfo], Any] = load_onnx_classifier,
                  environ: Mapping[str, str] | None = None) -> None:
         environment = ConsumerEnvironment.from_environ(environ)
         for event_type in (environment.CONSUMES, environment.PRODUCES):
@@ -141,28 +214,29 @@ class ConsumerRuntime(FunctionRuntime):
         self.environment: ConsumerEnvironment = environment
         self.result_model = data_model(environment.PRODUCES)
         self.infer = infer
-        import boto3  # after the environment is known good: a broken deployment fails fast
-
-        self.events = boto3.client("events")
-        self.sqs = boto3.client("sqs")
+        # Made after the environment is known good: a broken deployment fails fast.
+        self.events = aws_client("events")
+        self.dynamodb = aws_client("dynamodb")
+        self.sqs: Any = None
         self.consumer = InferenceConsumer(
             parse=expect_type(environment.CONSUMES),
             infer=self.tracer.capture_method(self._infer),
             claims=EventClaims(environment.IDEMPOTENCY_TABLE_NAME, scope=environment.POWERTOOLS_SERVICE_NAME,
-                               expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS),
+                               expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS, client=self.dynamodb),
             publish=self.tracer.capture_method(self._publish),
             result_source=environment.RESULT_SOURCE,
+            bus_name=environment.EVENT_BUS_NAME,
             metrics=self.metrics,
             logger=self.logger,
             reject=self.tracer.capture_method(self._reject) if environment.INVALID_EVENTS_QUEUE_URL else None,
-            dead_letter=self._dead_letter if environment.DEAD_LETTER_QUEUE_URL else None,
+            dead_letter=self.tracer.capture_method(self._dead_letter) if environment.DEAD_LETTER_QUEUE_URL else None,
             max_receive_count=environment.MAX_RECEIVE_COUNT,
         )
 
     def _infer(self, events: Sequence[CloudEvent[Any]]) -> Sequence[EventData]:
         started = time.perf_counter()
         results = self.infer(events, self)
-        self.metrics.add_metric(name="InferenceMs", unit=MetricUnit.Milliseconds, value=(time.perf_counter() - started) * 1000)
+        self.metrics.add_metric(name=INFERENCE_MS, unit=MetricUnit.Milliseconds, value=(time.perf_counter() - started) * 1000)
         if len(results) != len(events):
             raise ValueError(f"infer returned {len(results)} results for {len(events)} events: one per event, in order")
         wrong = {type(result).__name__ for result in results if not isinstance(result, self.result_model)}
@@ -171,18 +245,24 @@ class ConsumerRuntime(FunctionRuntime):
                             f"{self.environment.PRODUCES}")
         return results
 
-    def _publish(self, results: Sequence[CloudEvent[Any]]) -> list[PublishFailure]:
+    def _publish(self, entries: Sequence[dict[str, Any]]) -> list[PublishFailure]:
         plan = FaultPlan.from_environment()
         events = ThrottledEvents(self.events, plan.put_events_throttle_rate) if plan and plan.put_events_throttle_rate else self.events
-        return publish_events(events, [to_put_events_entry(result, self.environment.EVENT_BUS_NAME) for result in results])
+        failures = publish_events(events, entries)
+        self.metrics.add_metric(name=PUT_EVENTS_FAILED_ENTRIES, unit=MetricUnit.Count, value=len(failures))
+        return failures
 
     def _reject(self, rejections: Sequence[Rejection]) -> set[str]:
         assert self.environment.INVALID_EVENTS_QUEUE_URL is not None
+        if self.sqs is None:
+            self.sqs = aws_client("sqs")
         return send_rejections(self.sqs, self.environment.INVALID_EVENTS_QUEUE_URL, self.environment.RESULT_SOURCE,
                                rejections)
 
     def _dead_letter(self, letters: Sequence[DeadLetter]) -> set[str]:
         assert self.environment.DEAD_LETTER_QUEUE_URL is not None
+        if self.sqs is None:
+            self.sqs = aws_client("sqs")
         return send_to_dead_letter_queue(self.sqs, self.environment.DEAD_LETTER_QUEUE_URL, self.environment.RESULT_SOURCE,
                                          letters)
 
@@ -190,7 +270,7 @@ class ConsumerRuntime(FunctionRuntime):
         return self.consumer.handle(event, context)
 
 
-def consumer_handler(infer: Infer, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info) -> Handler:
+def consumer_handler(infer: Infer, *, load: Callable[[ModelInfo], Any] = load_onnx_classifier) -> Handler:
     """A queue consumer's Lambda handler around ``infer``.
 
     Parameters
@@ -202,7 +282,7 @@ def consumer_handler(infer: Infer, *, load: Callable[[ModelInfo], Any] = OnnxCla
         are retried, then dead-lettered.
     load
         How each model named in ``INFERBUS_MODELS`` is loaded, once per container. Default
-        :meth:`OnnxClassifier.from_info`.
+        :func:`load_onnx_classifier`.
 
     Returns
     -------
@@ -221,7 +301,7 @@ Step = Callable[[Any, "StepRuntime"], Any]
 class StepRuntime(FunctionRuntime):
     """What a workflow step's handler holds, made once per container by :func:`step_handler`."""
 
-    def __init__(self, step: Step, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info,
+    def __init__(self, step: Step, *, load: Callable[[ModelInfo], Any] = load_onnx_classifier,
                  environment_model: type[FunctionEnvironment] = StepEnvironment,
                  environ: Mapping[str, str] | None = None) -> None:
         super().__init__(environment_model.from_environ(environ), load)
@@ -229,10 +309,28 @@ class StepRuntime(FunctionRuntime):
 
     def handle(self, event: Any, context: Any) -> Any:
         inject_invocation_faults()
-        return self.step(event, self)
+        started = time.perf_counter()
+        produced_at = event.pop(EVENT_TIME_KEY, None) if isinstance(event, dict) else None
+        if isinstance(produced_at, str):
+            self.record_event_latency(produced_at)
+        try:
+            return self.step(event, self)
+        finally:
+            self.metrics.add_metric(name=PROCESSING_MS, unit=MetricUnit.Milliseconds,
+                                    value=(time.perf_counter() - started) * 1000)
+
+    def record_event_latency(self, produced_at: str) -> None:
+        """Add ``EventLatencyMs``: now minus ``produced_at`` (an event's ISO 8601 ``time``); ignores a malformed one."""
+        try:
+            moment = datetime.fromisoformat(produced_at.replace("Z", "+00:00"))
+        except ValueError:
+            return
+        if moment.tzinfo is not None:
+            age = (datetime.now(UTC) - moment).total_seconds() * 1000
+            self.metrics.add_metric(name=EVENT_LATENCY_MS, unit=MetricUnit.Milliseconds, value=max(0.0, age))
 
 
-def step_handler(step: Step, *, load: Callable[[ModelInfo], Any] = OnnxClassifier.from_info,
+def step_handler(step: Step, *, load: Callable[[ModelInfo], Any] = load_onnx_classifier,
                  environment: type[FunctionEnvironment] = StepEnvironment) -> Handler:
     """A workflow step's Lambda handler around ``step``.
 

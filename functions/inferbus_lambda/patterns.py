@@ -1,206 +1,303 @@
-"""EventBridge event patterns, evaluated as EventBridge documents them: does a rule take an event?
+"""EventBridge event patterns, matched as AWS documents them (the semantics of AWS's event-ruler).
 
-The unrouted-events check (:mod:`.unrouted`) asks this of every rule on the bus, so that an
-event no rule takes is kept with its reason instead of vanishing. It runs inside a Lambda
-function, so it lives in the shared package and imports nothing else.
+One implementation, shared by the Lambda bundle and the embedded runtime:
 
-What is evaluated (the documented content filters):
+- the unrouted-events check (:mod:`.unrouted`), inside a Lambda function, asks of every event
+  whether any rule of the bus takes it, so an event no rule takes is kept with its reason;
+- the embedded runtime matches every rule with it in place of moto 5.2.5's matcher, which
+  differs from AWS in several documented cases (``inferbus.runtime.moto_patches``), and
+  ``inferbus rules test`` answers with it.
 
-- a pattern is an object; a key whose value is an object descends into the event, a key whose
-  value is an array is a leaf: the event's value there must match one of its entries;
-- an array in the event matches when one of its elements does (arrays of objects too: paths
-  run through them, as EventBridge flattens them);
-- entries: a string, number, boolean or ``null`` (exact; numbers compared as numbers, a
-  boolean is never a number), ``prefix``, ``suffix``, ``equals-ignore-case``, ``wildcard``,
-  ``anything-but`` (a value, a list, or a ``prefix``/``suffix``/``equals-ignore-case``/
-  ``wildcard``), ``numeric`` (one or two comparisons), ``exists``, ``cidr``;
-- ``$or``: an array of patterns, one of which must match (beside the other keys).
+It lives in the shared package because it ships in the bundle; it imports nothing but the
+standard library (no moto, no boto3). The semantics, and where each was settled
+(``tests/pattern_cases.py`` holds the documented cases it is checked on):
 
-``exists`` and every other filter look at leaf values only: an object or an empty array is not
-one. A pattern that uses anything else raises :class:`UnsupportedPatternError`, so a caller never
-guesses.
+- A pattern is an object; each field holds a nested pattern or a non-empty array of matchers;
+  fields are ANDed, the matchers of one field ORed (AWS "Creating event patterns").
+- The event's values are its *leaves*. An array is crushed into its elements (nested arrays
+  too), so ``[3]`` matches ``[[1, 2], [3]]``; an object inside an array is read field by field
+  ("JSON Array Matching", event-ruler README). Fields of one pattern object that meet inside an
+  array must come from the same element: ``{"a": {"b": ["x"], "c": ["y"]}}`` does not match
+  ``a: [{b: x}, {c: y}]`` (``rulesForJSONEvent``, which EventBridge uses).
+- ``exists`` works on leaves only: an empty array, an empty object, or an object has no leaf
+  there, so ``exists: true`` fails and ``exists: false`` matches (event-ruler README "Exists
+  matching"; AWS "Comparison operators only work on leaf nodes").
+- Values match by JSON type: ``[1]`` matches the number 1 (and ``1.0``, ``1e0``) but not
+  ``true`` or ``"1"``; ``[true]`` only the literal ``true``; ``numeric`` only JSON numbers
+  (event-ruler README "JSON text matching" and "Numeric matching"; its rule compiler turns a
+  number into an exact-text and a numeric-equality matcher and a boolean into exact text).
+- ``anything-but`` needs the field present and matches a value of any other type
+  (``"444"`` matches ``anything-but: [111, 222]``: event-ruler's RulerTest/ACMachineTest).
+- String operators (``prefix``, ``suffix``, ``equals-ignore-case``, ``wildcard``, ``cidr``)
+  match strings only.
+- ``$or`` is an OR only when it holds an array of at least two objects (event-ruler README
+  "The $or Primitive"); otherwise it is an ordinary field name.
 
 Example
 -------
->>> pattern = {"detail-type": ["ImageSubmitted"], "detail": {"data": {"analysis": ["full"]}}}
->>> matches(pattern, {"detail-type": "ImageSubmitted", "detail": {"data": {"analysis": "full"}}})
+>>> compile_pattern({"detail": {"analysis": [{"exists": False}]}}).matches({"detail": {"analysis": []}})
 True
->>> matches(pattern, {"detail-type": "ImageSubmitted", "detail": {"data": {"analysis": "Full"}}})
+>>> compile_pattern({"n": [1]}).matches({"n": True})
 False
 """
 
 from __future__ import annotations
 
 import ipaddress
-import operator
+import json
+import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["UnsupportedPatternError", "matches"]
+__all__ = ["CompiledPattern", "PatternError", "compile_pattern", "compile_pattern_text"]
 
-COMPARISONS: dict[str, Callable[[float, float], bool]] = {
-    "=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+OPERATORS = ("prefix", "suffix", "equals-ignore-case", "wildcard", "anything-but", "numeric", "exists", "cidr")
+LOWER_BOUNDS, UPPER_BOUNDS = (">", ">="), ("<", "<=")
+COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "=": lambda a, b: a == b,
+    ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
 }
+_MISSING = object()  # a field the event does not have
+_OR = object()  # the key of a compiled $or (a field may be named "$or" too)
 
 
-class UnsupportedPatternError(ValueError):
-    """A pattern this evaluator does not know: the message names the filter."""
+class PatternError(ValueError):
+    """A pattern EventBridge would refuse; the message says why (as ``InvalidEventPatternException`` does)."""
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _flattened(nodes: list[Any]) -> Iterator[Any]:
-    """``nodes`` with every array replaced by its elements, in order, however deep."""
-    pending = list(reversed(nodes))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, list):
-            pending.extend(reversed(node))
-        else:
-            yield node
+def _same_json_value(event_value: Any, pattern_value: Any) -> bool:
+    """Equality of two JSON scalars, type first: ``1 == 1.0`` but ``1 != true`` and ``1 != "1"``."""
+    if _is_number(pattern_value):
+        return _is_number(event_value) and float(event_value) == float(pattern_value)
+    if isinstance(pattern_value, bool) or pattern_value is None:
+        return event_value is pattern_value
+    return isinstance(event_value, str) and event_value == pattern_value
 
 
-def _leaves(nodes: list[Any]) -> list[Any]:
-    """The leaf values among ``nodes``, arrays flattened; objects are not leaves."""
-    return [node for node in _flattened(nodes) if not isinstance(node, Mapping)]
+def _wildcard_regex(where: str, text: str) -> re.Pattern[str]:
+    if "**" in text:
+        raise PatternError(f"{where}: consecutive wildcard characters are not allowed")
+    parts, i = [], 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            if i + 1 >= len(text) or text[i + 1] not in "*\\":
+                raise PatternError(f"{where}: a backslash may only escape * or \\")
+            parts.append(re.escape(text[i + 1]))
+            i += 2
+            continue
+        parts.append(".*" if char == "*" else re.escape(char))
+        i += 1
+    return re.compile("".join(parts), re.DOTALL)
 
 
-def _children(nodes: list[Any], key: str) -> list[Any]:
-    """The values under ``key`` in each object among ``nodes`` (through arrays)."""
-    return [node[key] for node in _flattened(nodes) if isinstance(node, Mapping) and key in node]
+def _strings(where: str, value: Any, *, allow_list: bool) -> list[str]:
+    values = value if allow_list and isinstance(value, list) else [value]
+    if not values or not all(isinstance(v, str) for v in values):
+        raise PatternError(f"{where} must be a string{' or a list of strings' if allow_list else ''}")
+    return values
 
 
-def _wildcard(expression: str) -> re.Pattern[str]:
-    parts = re.split(r"(?<!\\)\*", expression)
-    return re.compile(".*".join(re.escape(part.replace("\\*", "*")) for part in parts), re.DOTALL)
+Test = Callable[[Any], bool]  # one leaf value -> does it match
 
 
-def _string_filter(name: str, argument: Any) -> Callable[[Any], bool]:
-    """prefix, suffix, equals-ignore-case, wildcard (with their equals-ignore-case forms)."""
-    ignore_case = isinstance(argument, Mapping)
+def _string_test(operator: str, operand: Any, where: str, *, allow_list: bool) -> Test:
+    """prefix / suffix / equals-ignore-case / wildcard, with their equals-ignore-case forms."""
+    ignore_case = isinstance(operand, dict) and operator in ("prefix", "suffix")
     if ignore_case:
-        if set(argument) != {"equals-ignore-case"} or name not in ("prefix", "suffix"):
-            raise UnsupportedPatternError(f"{name}: {argument!r}")
-        argument = argument["equals-ignore-case"]
-    if not isinstance(argument, str):
-        raise UnsupportedPatternError(f"{name} takes a string, got {argument!r}")
-    if name == "wildcard":
-        regex = _wildcard(argument)
-        return lambda value: isinstance(value, str) and regex.fullmatch(value) is not None
-    if name == "equals-ignore-case":
-        folded = argument.casefold()
-        return lambda value: isinstance(value, str) and value.casefold() == folded
-    test = str.startswith if name == "prefix" else str.endswith
-    if ignore_case:
-        folded = argument.casefold()
-        return lambda value: isinstance(value, str) and test(value.casefold(), folded)
-    return lambda value: isinstance(value, str) and test(value, argument)
+        if set(operand) != {"equals-ignore-case"}:
+            raise PatternError(f"{where}: {operator} takes a string or {{\"equals-ignore-case\": string}}")
+        operand = operand["equals-ignore-case"]
+    texts = _strings(f"{where}.{operator}", operand, allow_list=allow_list or operator == "equals-ignore-case")
+    if operator == "wildcard":
+        regexes = [_wildcard_regex(f"{where}.wildcard", text) for text in texts]
+        return lambda v: isinstance(v, str) and any(r.fullmatch(v) for r in regexes)
+    if operator == "equals-ignore-case" or ignore_case:
+        texts = [text.lower() for text in texts]
+    fold = (lambda v: v.lower()) if operator == "equals-ignore-case" or ignore_case else (lambda v: v)
+    if operator == "prefix":
+        return lambda v: isinstance(v, str) and any(fold(v).startswith(t) for t in texts)
+    if operator == "suffix":
+        return lambda v: isinstance(v, str) and any(fold(v).endswith(t) for t in texts)
+    return lambda v: isinstance(v, str) and fold(v) in texts
 
 
-def _numeric(arguments: Any) -> Callable[[Any], bool]:
-    if not isinstance(arguments, list) or len(arguments) not in (2, 4):
-        raise UnsupportedPatternError(f"numeric takes one or two comparisons, got {arguments!r}")
-    checks = []
-    for symbol, bound in zip(arguments[::2], arguments[1::2], strict=True):
-        if symbol not in COMPARISONS or not _is_number(bound):
-            raise UnsupportedPatternError(f"numeric: {symbol!r} {bound!r}")
-        checks.append((COMPARISONS[symbol], bound))
-    return lambda value: _is_number(value) and all(compare(value, bound) for compare, bound in checks)
+def _numeric_test(operand: Any, where: str) -> Test:
+    if not isinstance(operand, list) or len(operand) not in (2, 4):
+        raise PatternError(f"{where}.numeric takes [op, number] or [lower op, number, upper op, number]")
+    pairs = list(zip(operand[::2], operand[1::2], strict=True))
+    for op, number in pairs:
+        if op not in COMPARE or not _is_number(number) or not math.isfinite(number):
+            raise PatternError(f"{where}.numeric: {op!r} {number!r} is not an operator (<, <=, =, >=, >) and a number")
+    if len(pairs) == 2 and not (pairs[0][0] in LOWER_BOUNDS and pairs[1][0] in UPPER_BOUNDS):
+        raise PatternError(f"{where}.numeric: a range is a lower bound (> or >=) then an upper bound (< or <=)")
+    return lambda v: _is_number(v) and all(COMPARE[op](float(v), float(number)) for op, number in pairs)
 
 
-def _cidr(argument: Any) -> Callable[[Any], bool]:
-    network = ipaddress.ip_network(argument, strict=False)
+def _anything_but_test(operand: Any, where: str) -> Test:
+    if isinstance(operand, dict):
+        if len(operand) != 1 or next(iter(operand)) not in ("prefix", "suffix", "equals-ignore-case", "wildcard"):
+            raise PatternError(f"{where}.anything-but takes a value, a list, or one of prefix, suffix, "
+                               "equals-ignore-case, wildcard")
+        ((operator, inner),) = operand.items()
+        if isinstance(inner, dict):
+            raise PatternError(f"{where}.anything-but.{operator} must be a string or a list of strings")
+        excluded = _string_test(operator, inner, f"{where}.anything-but", allow_list=True)
+        return lambda v: not excluded(v)  # a value that is not a string is never excluded
+    values = operand if isinstance(operand, list) else [operand]
+    if not values or not (all(isinstance(v, str) for v in values) or all(_is_number(v) for v in values)):
+        raise PatternError(f"{where}.anything-but: values must be all strings or all numbers")
+    return lambda v: not any(_same_json_value(v, excluded) for excluded in values)
 
-    def inside(value: Any) -> bool:
+
+def _cidr_test(operand: Any, where: str) -> Test:
+    try:
+        network = ipaddress.ip_network(operand, strict=False)
+    except (TypeError, ValueError):
+        raise PatternError(f"{where}.cidr: {operand!r} is not an IP network") from None
+
+    def test(value: Any) -> bool:
         try:
             return isinstance(value, str) and ipaddress.ip_address(value) in network
         except ValueError:
             return False
 
-    return inside
+    return test
 
 
-def _exact(expected: Any) -> Callable[[Any], bool]:
-    if _is_number(expected):
-        return lambda value: _is_number(value) and value == expected
-    if expected is None or isinstance(expected, bool | str):
-        return lambda value: type(value) is type(expected) and value == expected
-    raise UnsupportedPatternError(f"a pattern value must be a string, number, boolean or null, got {expected!r}")
+@dataclass(frozen=True)
+class _Field:
+    """One field's matchers: ``exists`` (None if the field has no exists matcher) and value tests."""
 
+    exists: tuple[bool, ...]
+    tests: tuple[Test, ...]
 
-def _anything_but(argument: Any) -> Callable[[Any], bool]:
-    if isinstance(argument, Mapping):
-        if len(argument) != 1 or next(iter(argument)) not in ("prefix", "suffix", "equals-ignore-case", "wildcard"):
-            raise UnsupportedPatternError(f"anything-but: {argument!r}")
-        (name, inner), = argument.items()
-        inner_values = inner if isinstance(inner, list) else [inner]
-        tests = [_string_filter(name, value) for value in inner_values]
-    else:
-        tests = [_exact(value) for value in (argument if isinstance(argument, list) else [argument])]
-    return lambda value: not any(test(value) for test in tests)
-
-
-def _entry(entry: Any) -> Callable[[Any], bool] | bool:
-    """One entry of a leaf array: a test on a value, or ``exists``'s boolean."""
-    if not isinstance(entry, Mapping):
-        return _exact(entry)
-    if len(entry) != 1:
-        raise UnsupportedPatternError(f"one filter per entry, got {entry!r}")
-    (name, argument), = entry.items()
-    if name == "exists":
-        if not isinstance(argument, bool):
-            raise UnsupportedPatternError(f"exists takes true or false, got {argument!r}")
-        return argument
-    if name in ("prefix", "suffix", "equals-ignore-case", "wildcard"):
-        return _string_filter(name, argument)
-    if name == "anything-but":
-        return _anything_but(argument)
-    if name == "numeric":
-        return _numeric(argument)
-    if name == "cidr":
-        return _cidr(argument)
-    raise UnsupportedPatternError(f"unknown filter {name!r}")
-
-
-def _leaf_matches(entries: Sequence[Any], values: list[Any]) -> bool:
-    for entry in entries:
-        test = _entry(entry)
-        if isinstance(test, bool):  # exists
-            if test == bool(values):
-                return True
-        elif any(test(value) for value in values):
+    def matches(self, leaves: list[Any]) -> bool:
+        if any(wanted == bool(leaves) for wanted in self.exists):
             return True
-    return False
+        return any(test(leaf) for leaf in leaves for test in self.tests)
 
 
-def _object_matches(pattern: Mapping[str, Any], nodes: list[Any]) -> bool:
-    for key, expected in pattern.items():
-        if key == "$or":
-            if not isinstance(expected, list) or not expected:
-                raise UnsupportedPatternError(f"$or takes a non-empty array of patterns, got {expected!r}")
-            if not any(_object_matches(alternative, nodes) for alternative in expected):
-                return False
-        elif isinstance(expected, Mapping):
-            if not _object_matches(expected, _children(nodes, key)):
-                return False
-        elif isinstance(expected, list):
-            if not _leaf_matches(expected, _leaves(_children(nodes, key))):
-                return False
+def _matcher(element: Any, where: str) -> tuple[str, Any]:
+    if isinstance(element, (str, int, float, bool)) or element is None:
+        if isinstance(element, float) and not math.isfinite(element):
+            raise PatternError(f"{where}: {element} is not a JSON number")
+        return "value", lambda v: _same_json_value(v, element)
+    if not isinstance(element, dict) or len(element) != 1:
+        raise PatternError(f"{where}: a matcher is a value or an object with exactly one of {', '.join(OPERATORS)}")
+    ((operator, operand),) = element.items()
+    if operator == "exists":
+        if not isinstance(operand, bool):
+            raise PatternError(f"{where}.exists must be true or false")
+        return "exists", operand
+    if operator in ("prefix", "suffix", "equals-ignore-case", "wildcard"):
+        return "value", _string_test(operator, operand, where, allow_list=False)
+    if operator == "numeric":
+        return "value", _numeric_test(operand, where)
+    if operator == "anything-but":
+        return "value", _anything_but_test(operand, where)
+    if operator == "cidr":
+        return "value", _cidr_test(operand, where)
+    raise PatternError(f"{where}: unknown matcher {operator!r} (known: {', '.join(OPERATORS)})")
+
+
+def _is_or(key: str, value: Any) -> bool:
+    return key == "$or" and isinstance(value, list) and len(value) >= 2 and all(isinstance(v, dict) for v in value)
+
+
+def _compile_object(pattern: Any, where: str) -> list[tuple[str, Any]]:
+    if not isinstance(pattern, dict):
+        raise PatternError(f"{where or 'the pattern'} must be a JSON object")
+    compiled: list[tuple[Any, Any]] = []
+    for key, value in pattern.items():
+        path = f"{where}.{key}" if where else key
+        if _is_or(key, value):
+            compiled.append((_OR, [_compile_object(alternative, path) for alternative in value]))
+        elif isinstance(value, dict):
+            compiled.append((key, _compile_object(value, path)))
+        elif isinstance(value, list):
+            if not value:
+                raise PatternError(f"{path}: empty arrays are not allowed")
+            kinds = [_matcher(element, path) for element in value]
+            compiled.append((key, _Field(tuple(v for k, v in kinds if k == "exists"),
+                                         tuple(v for k, v in kinds if k == "value"))))
         else:
-            raise UnsupportedPatternError(f"{key}: a pattern value must be an object or an array, got {expected!r}")
+            raise PatternError(f"{path} must be an object or an array")
+    return compiled
+
+
+def _elements(node: Any) -> Iterator[Any]:
+    """An array's elements with nested arrays crushed out; any other node is itself."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _elements(item)
+    else:
+        yield node
+
+
+def _leaves(node: Any) -> list[Any]:
+    """The scalar values at one path (objects there are not leaves)."""
+    if node is _MISSING:
+        return []
+    return [item for item in _elements(node) if not isinstance(item, dict)]
+
+
+def _object_matches(compiled: list[tuple[str, Any]], node: Any) -> bool:
+    """Every field of the pattern object matches within ``node``, or within one element of it."""
+    candidates = [item for item in _elements(node) if isinstance(item, dict)] if isinstance(node, list) else [node]
+    return any(_fields_match(compiled, candidate) for candidate in candidates or [_MISSING])
+
+
+def _fields_match(compiled: list[tuple[str, Any]], node: Any) -> bool:
+    for key, matcher in compiled:
+        if key is _OR:
+            if not any(_fields_match(alternative, node) for alternative in matcher):
+                return False
+            continue
+        child = node.get(key, _MISSING) if isinstance(node, dict) else _MISSING
+        if isinstance(matcher, _Field):
+            if not matcher.matches(_leaves(child)):
+                return False
+        elif not _object_matches(matcher, child if isinstance(child, (dict, list)) else _MISSING):
+            return False
     return True
 
 
-def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
-    """Whether EventBridge would deliver ``event`` (as delivered to a target) to a rule with ``pattern``.
+@dataclass(frozen=True)
+class CompiledPattern:
+    """A validated pattern, ready to match many events."""
+
+    pattern: dict[str, Any]
+    _compiled: tuple[tuple[str, Any], ...]
+
+    def matches(self, event: dict[str, Any]) -> bool:
+        """Whether EventBridge would deliver ``event`` (as a target receives it) to a rule with this pattern."""
+        return _fields_match(list(self._compiled), event)
+
+
+def compile_pattern(pattern: Any) -> CompiledPattern:
+    """Validate and compile an event pattern (a parsed JSON object).
 
     Raises
     ------
-    UnsupportedPatternError
-        For a filter this module does not evaluate, naming it.
+    PatternError
+        For a pattern EventBridge would refuse, saying where and why.
     """
-    return _object_matches(pattern, [event])
+    return CompiledPattern(pattern, tuple(_compile_object(pattern, "")))
 
+
+@lru_cache(maxsize=1024)
+def compile_pattern_text(text: str) -> CompiledPattern:
+    """:func:`compile_pattern` of a pattern's JSON text, cached: a rule's pattern is parsed once."""
+    try:
+        pattern = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PatternError(f"not JSON: {error}") from None
+    return compile_pattern(pattern)

@@ -9,6 +9,8 @@ Example
 -------
 >>> [len(request) for request in plan_requests([100] * 12)]  # 12 small entries: two requests
 [10, 2]
+>>> [len(group) for group in plan_groups([100] * 45, max_entries=25)]  # whole requests, at most 25 entries a group
+[20, 25]
 >>> failures = publish_events(boto3.client("events"), entries)  # doctest: +SKIP
 >>> [f.index for f in failures]  # the entries the caller must report as failed  # doctest: +SKIP
 []
@@ -27,6 +29,7 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "PublishFailure",
     "entry_size",
+    "plan_groups",
     "plan_requests",
     "publish_events",
 ]
@@ -72,6 +75,26 @@ def plan_requests(sizes: Sequence[int]) -> Iterator[list[int]]:
         request_bytes += size
     if request:
         yield request
+
+
+def plan_groups(sizes: Sequence[int], *, max_entries: int) -> list[list[int]]:
+    """Group entry indexes into whole requests (:func:`plan_requests`), at most ``max_entries`` per group.
+
+    A consumer publishes a group, then completes its claims in one write: a crash between
+    the two can repeat at most one group. Entries too large for any request form a group
+    of their own each, so :func:`publish_events` reports them.
+    """
+    groups: list[list[int]] = []
+    group: list[int] = []
+    for request in plan_requests(sizes):
+        if group and len(group) + len(request) > max_entries:
+            groups.append(group)
+            group = []
+        group.extend(request)
+    if group:
+        groups.append(group)
+    groups.extend([index] for index, size in enumerate(sizes) if size > MAX_REQUEST_BYTES)
+    return groups
 
 
 def publish_events(

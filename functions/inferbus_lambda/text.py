@@ -51,7 +51,8 @@ class TextTokenizer:
     def load(cls, path: str | os.PathLike[str], *, max_tokens: int) -> TextTokenizer:
         from tokenizers import Tokenizer  # imported at init only
 
-        return cls(Tokenizer.from_file(str(resolve_model_path(path))), max_tokens=max_tokens)
+        # Read by Python (not the Rust library), so the bundler sees the file opened (see load_session).
+        return cls(Tokenizer.from_str(resolve_model_path(path).read_text()), max_tokens=max_tokens)
 
     @classmethod
     def from_info(cls, info: ModelInfo) -> TextTokenizer:

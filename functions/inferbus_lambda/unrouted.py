@@ -5,15 +5,16 @@ without a word. So a catch-all rule (``{"account": [<account>]}``) sends every e
 to one more queue, and this check, a Lambda consumer of that queue, asks of each event:
 
 1. is it a result (its ``source`` is one of the pipeline's producers)? Then it ended as a result;
-2. does any other rule of the bus take it (its pattern, read with ``events:ListRules``, evaluated
-   by :mod:`.patterns`)? Then its path goes on there: a consumer, a workflow, a route;
+2. does any other rule of the bus take it (its pattern, read with ``events:ListRules``, matched
+   by :mod:`.patterns` as AWS documents, the matcher the embedded runtime uses too)? Then its
+   path goes on there: a consumer, a workflow, a route;
 3. otherwise it is kept in the invalid-events destination with the reason: the contract's
    (``specversion: Input should be '1.0'``, ``type: unknown event type ...``), or, for a valid
    event that no rule takes, :class:`~.errors.UnroutedEventError` naming its type and source.
 
 The rules are read once per container and again after ``RULES_TTL_SECONDS``. A rule whose
-pattern uses a filter :mod:`.patterns` does not evaluate counts as not matching, and the
-reason says so: an event is kept twice rather than lost.
+pattern :mod:`.patterns` refuses counts as not matching, and the reason says so: an event is
+kept twice rather than lost.
 
 Example
 -------
@@ -34,7 +35,7 @@ from typing import Any
 
 from .contracts.core import EVENT_DATA_MODELS, from_eventbridge_event, known_event_types
 from .errors import InvalidEventError, UnroutedEventError
-from .patterns import UnsupportedPatternError, matches
+from .patterns import CompiledPattern, PatternError, compile_pattern
 
 __all__ = ["BusRules", "UnroutedCheck", "Verdict", "read_rules"]
 
@@ -80,7 +81,13 @@ class UnroutedCheck:
     """
 
     def __init__(self, patterns: Mapping[str, Mapping[str, Any]], *, result_sources: Iterable[str]) -> None:
-        self.patterns = dict(patterns)
+        self.compiled: dict[str, CompiledPattern] = {}
+        self.unevaluated: list[str] = []  # rules whose pattern could not be compiled, with why
+        for name, pattern in patterns.items():
+            try:
+                self.compiled[name] = compile_pattern(pattern)
+            except PatternError as error:
+                self.unevaluated.append(f"rule {name}: {error}")
         self.result_sources = frozenset(result_sources)
         known_event_types()  # every contract module imported: an unknown type is really unknown
 
@@ -90,21 +97,16 @@ class UnroutedCheck:
             delivered = json.loads(body)  # as EventBridge read it; strictness is the contract's to judge
         except (ValueError, RecursionError):
             delivered = None
-        if not isinstance(delivered, Mapping):
+        if not isinstance(delivered, dict):
             return self._unrouted(body, "the bus delivered something that is not an event")
         if delivered.get("source") in self.result_sources:
             return Verdict("result")
-        unevaluated = []
-        for name, pattern in self.patterns.items():
-            try:
-                if matches(pattern, delivered):
-                    return Verdict("routed")
-            except UnsupportedPatternError as error:
-                unevaluated.append(f"rule {name}: {error}")
-        note = f" (not evaluated: {'; '.join(unevaluated)})" if unevaluated else ""
-        return self._unrouted(body, note, delivered)
+        if any(pattern.matches(delivered) for pattern in self.compiled.values()):
+            return Verdict("routed")
+        note = f" (not evaluated: {'; '.join(self.unevaluated)})" if self.unevaluated else ""
+        return self._unrouted(body, note)
 
-    def _unrouted(self, body: str, note: str, delivered: Mapping[str, Any] | None = None) -> Verdict:
+    def _unrouted(self, body: str, note: str) -> Verdict:
         try:
             event = from_eventbridge_event(body)
         except InvalidEventError as invalid:  # the contract says why no rule took it

@@ -66,13 +66,15 @@ def _rejected(request: AcceptRequest, error: str, reason: str, event_id: str | N
     }
 
 
-def accept(request: AcceptRequest, claims: EventClaims, *, remaining_ms: int | None) -> dict[str, Any]:
-    """Validate ``request["event"]`` against the contracts and claim its id for this execution.
+def accept(request: AcceptRequest, claims: EventClaims) -> dict[str, Any]:
+    """Validate ``request["event"]`` against the contracts and claim its id for this execution,
+    in one conditional write (:meth:`EventClaims.accept_once`): no in-progress claim is left
+    for a crash to strand.
 
     Raises
     ------
     TransientError
-        When another execution is claiming the same id right now: retry shortly.
+        When a consumer-style in-progress claim holds the id: retry shortly.
     """
     raw = request["event"]
     types: Sequence[str] = request["types"]
@@ -89,7 +91,7 @@ def accept(request: AcceptRequest, claims: EventClaims, *, remaining_ms: int | N
         return _rejected(request, InvalidEventError.__name__, invalid.reason, event_id,
                          _identifier_or_none(_raw_attribute(raw, "correlationid")))
 
-    status = claims.accept_once(event, owner=request["execution"], remaining_ms=remaining_ms)
+    status = claims.accept_once(event, owner=request["execution"])
     if status is ClaimStatus.IN_PROGRESS:
         raise TransientError(f"event {event.id} is being accepted by another execution")
     if status is ClaimStatus.CONFLICT:

@@ -18,10 +18,10 @@ def classify(event: dict[str, Any], runtime: StepRuntime) -> dict[str, Any]:
         raise ValueError(f"embedding must be one finite vector, got shape {embedding.shape}")
     head = runtime.models.only
     prediction = head.classify(embedding[np.newaxis, :])
-    label = int(prediction.labels[0])
+    column = int(prediction.probabilities[0].argmax())  # the manifest's labels name the probability columns
     return {
-        "label": head.labels[label],
-        "confidence": round(float(prediction.probabilities[0][label]), 6),
+        "label": head.labels[column],
+        "confidence": round(float(prediction.probabilities[0][column]), 6),
         "model": {"name": head.name, "version": head.version},
     }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from aws_lambda_powertools.metrics import MetricUnit
 
 from inferbus_lambda.handlers import StepRuntime, step_handler
@@ -21,7 +22,7 @@ def embed(event: dict[str, Any], runtime: StepRuntime) -> dict[str, Any]:
     embeddings = encoder.embed([input_ids])
     runtime.metrics.add_metric(name="InferenceMs", unit=MetricUnit.Milliseconds, value=embeddings.inference_ms)
     return {
-        "embedding": [round(float(value), 6) for value in embeddings.vectors[0]],
+        "embedding": np.round(embeddings.vectors[0].astype(np.float64), 6).tolist(),  # in numpy: a 384-number list
         "model": {"name": encoder.name, "version": encoder.version},
         "inference_ms": round(embeddings.inference_ms, 3),
     }

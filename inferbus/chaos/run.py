@@ -6,19 +6,23 @@ downstream of it: those that take its results (``risk-scorer`` -> ``auto-approve
 Every flow gets the same faults (``INFERBUS_FAULTS``, see ``inferbus_lambda.faults``):
 
 - queue consumers: a share of records fail with a transient error, a share of invocations time
-  out after claiming their records, a share die after publishing half their results, a share of
-  their PutEvents entries are throttled (the publisher retries them); their event source delivers
-  a share of records twice;
+  out after claiming their records, a share die after publishing half their results, a share die
+  between publishing a group of results and completing its claims, DynamoDB throttles a share of
+  claim and completion requests, and a share of their PutEvents entries are throttled (the
+  publisher retries them); their event source delivers a share of records twice;
 - workflow steps (the ``Accept`` step included): a share of invocations fail with a transient
   error, a share time out (``Sandbox.Timedout``, as Lambda reports it); the state machines retry
   them as they would in AWS; a share of the inputs reach the bus twice (a producer's retry).
 
 A flow with a review queue has its reviewer played (the declared one) after every wave.
 
-Then the ledger, per input: processed exactly once (one result per stage, no result published
-twice), or waiting in a dead-letter queue unprocessed, or ended in a workflow's failure event with a
-reason, or (a person's decision) still pending; none lost. Then, with the faults off, the root
-consumer's DLQ is redriven and the ledger taken again.
+Then the ledger, per input: processed (one result per stage), or waiting in a dead-letter queue
+unprocessed, or ended in a workflow's failure event with a reason, or (a person's decision) still
+pending; none lost. Results published more than once must stay within the bound the faults allow
+(:attr:`FlowReport.repeat_bound`): the results of each group a consumer published just before it
+crashed (at most 25), plus the records whose completion DynamoDB would not take (their claims
+expire, so a later redelivery may publish them again); every other fault repeats nothing. Then,
+with the faults off, the root consumer's DLQ is redriven and the ledger taken again.
 
 Example
 -------
@@ -30,6 +34,7 @@ True
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -37,6 +42,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inferbus_lambda.contracts import to_put_events_entry
+from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
+from inferbus_lambda.metric_names import CLAIMS_NOT_COMPLETED, DUPLICATES_SKIPPED
 
 from infra.declarations import Consumer, Pipeline, Route, Workflow
 
@@ -61,6 +68,11 @@ class FaultRates:
     record_error_rate: float = 0.27
     timeout_rate: float = 0.06
     crash_after_publish_rate: float = 0.02
+    # The exactly-once windows: a crash between publishing and completing, and DynamoDB throttling
+    # claims (TransactWriteItems) and completions (BatchWriteItem); each request is tried 3 times.
+    crash_before_complete_rate: float = 0.02
+    claim_throttle_rate: float = 0.2
+    complete_throttle_rate: float = 0.2
     put_events_throttle_rate: float = 0.1
     duplicate_rate: float = 0.12
     step_error_rate: float = 0.22
@@ -71,6 +83,9 @@ class FaultRates:
         """A queue consumer's ``INFERBUS_FAULTS`` value (the duplicates are the event source's)."""
         return json.dumps({"record_error_rate": self.record_error_rate, "timeout_rate": self.timeout_rate,
                            "crash_after_publish_rate": self.crash_after_publish_rate,
+                           "crash_before_complete_rate": self.crash_before_complete_rate,
+                           "claim_throttle_rate": self.claim_throttle_rate,
+                           "complete_throttle_rate": self.complete_throttle_rate,
                            "put_events_throttle_rate": self.put_events_throttle_rate, "latency_ms": self.latency_ms,
                            "seed": seed})
 
@@ -150,17 +165,20 @@ class Ledger:
     """Where each input of a flow ended up."""
 
     processed_once: int = 0
-    processed_twice: int = 0  # a result published more than once for one input (at any stage)
+    processed_twice: int = 0  # processed, and a result of it published more than once (at any stage)
+    repeated_results: int = 0  # result events beyond the first, for one input at one stage
     in_dead_letter_queue: int = 0  # not processed, waiting in a DLQ
     failed_with_reason: int = 0  # a workflow of the flow emitted its failure event, with the reason
     pending_review: int = 0  # waiting for a person
-    dead_lettered_after_processing: int = 0  # processed once, and a redelivery of it sits in the DLQ
+    dead_lettered_after_processing: int = 0  # processed, and a redelivery of it sits in the DLQ
     lost: int = 0
 
-    def balanced(self, events: int) -> bool:
-        """Every input in exactly one place; nothing twice, nothing lost."""
-        accounted = self.processed_once + self.in_dead_letter_queue + self.failed_with_reason + self.pending_review
-        return accounted == events and self.processed_twice == self.lost == 0
+    def balanced(self, events: int, repeat_bound: int = 0) -> bool:
+        """Every input in exactly one place, nothing lost; results repeated at most ``repeat_bound`` times
+        (what the injected faults allow: see :attr:`FlowReport.repeat_bound`)."""
+        accounted = (self.processed_once + self.processed_twice + self.in_dead_letter_queue + self.failed_with_reason
+                     + self.pending_review)
+        return accounted == events and self.lost == 0 and self.repeated_results <= repeat_bound
 
 
 @dataclass
@@ -177,6 +195,10 @@ class FlowReport:
     injected_errors: int = 0  # records (consumers) or step invocations (workflows) failed on purpose
     injectable: int = 0  # deliveries (consumers) or step invocations (workflows) that could fail
     injectable_kind: str = "deliveries"
+    crashes_before_complete: int = 0  # consumer invocations that died between a group's PutEvents and its completion
+    results_before_complete: int = 0  # results those groups had published: they may be published again
+    records_failed_by_claim_throttling: int = 0  # their claims could not be written: redelivered later
+    claims_not_completed: int = 0  # published, but DynamoDB would not take the completion
     duplicates_delivered: int = 0
     duplicates_skipped: int = 0
     claims_expired: int = 0
@@ -185,12 +207,19 @@ class FlowReport:
     seconds: float = 0.0
 
     @property
+    def repeat_bound(self) -> int:
+        """How many results the faults allow to repeat: each group published right before a crash
+        (at most 25 results), and each published record whose completion could not be written."""
+        return self.results_before_complete + self.claims_not_completed
+
+    @property
     def balanced(self) -> bool:
         """Both ledgers balance, and once the faults are off and the DLQ redriven no input stays there:
         every input is valid, so one still failing is a bug of the consumer, not an incident."""
         final = self.after_redrive or self.ledger
         stuck = self.after_redrive is not None and self.after_redrive.in_dead_letter_queue > 0
-        return self.ledger.balanced(self.events) and final.balanced(self.events) and not stuck
+        return (self.ledger.balanced(self.events, self.repeat_bound) and final.balanced(self.events, self.repeat_bound)
+                and not stuck)
 
 
 @dataclass
@@ -209,8 +238,22 @@ class ChaosReport:
         data = asdict(self)
         data["balanced"] = self.balanced
         for name, flow in self.flows.items():
+            data["flows"][name]["repeat_bound"] = flow.repeat_bound
             data["flows"][name]["balanced"] = flow.balanced
         return data
+
+
+CRASH_BEFORE_COMPLETE = re.compile(r"injected crash after publishing (\d+) results, before completing their claims")
+
+
+def published_before_crash(stack_trace: list[str]) -> int | None:
+    """The results an invocation had published when it died before completing their claims (its
+    Lambda log's stack trace says so), or ``None`` for any other end."""
+    for line in stack_trace:
+        found = CRASH_BEFORE_COMPLETE.search(line)
+        if found:
+            return int(found.group(1))
+    return None
 
 
 def chaos_overrides(flow: Flow, batch_size: int) -> dict[str, int]:
@@ -294,7 +337,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
             dead = pipeline.peek(consumer.dead_letter_queue_url)
             if dead:
                 for function in functions:
-                    function.set_environment(INFERBUS_FAULTS="")  # the incident is over
+                    function.set_environment(**{FAULTS_VARIABLE: ""})  # the incident is over
                 for source in pipeline.event_sources:
                     source.redeliver(0.0)
                 report.redriven = move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url)
@@ -312,14 +355,14 @@ def _fault_functions(pipeline: Any, flow: Flow, rates: FaultRates, seed: int) ->
     for stage in flow.stages:
         if isinstance(stage, Consumer):
             local = pipeline.consumer(stage.name)
-            local.function.set_environment(INFERBUS_FAULTS=rates.plan(seed))
+            local.function.set_environment(**{FAULTS_VARIABLE: rates.plan(seed)})
             local.source.redeliver(rates.duplicate_rate, seed=seed)
             functions.append(local.function)
         else:
             for stem in ("Accept", *stage.tasks):
                 function = pipeline.task_function(stage.name, stem)
                 if function not in functions:
-                    function.set_environment(INFERBUS_FAULTS=rates.step_plan(seed))
+                    function.set_environment(**{FAULTS_VARIABLE: rates.step_plan(seed)})
                     functions.append(function)
     return functions
 
@@ -378,12 +421,14 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
     dead = _dead_letter_ids(pipeline)
     ledger = Ledger()
     for event_id in sent:
-        twice, outcome = _outcome(flow, event_id, results, result_ids, failures, waiting)
+        repeats, outcome = _outcome(flow, event_id, results, result_ids, failures, waiting)
         in_dlq = event_id in dead
-        if twice:
-            ledger.processed_twice += 1
-        elif outcome == "processed":
-            ledger.processed_once += 1
+        ledger.repeated_results += repeats
+        if outcome == "processed":
+            if repeats:
+                ledger.processed_twice += 1
+            else:
+                ledger.processed_once += 1
             ledger.dead_lettered_after_processing += in_dlq
         elif outcome == "failed":
             ledger.failed_with_reason += 1
@@ -403,28 +448,28 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
 
 
 def _outcome(flow: Flow, event_id: str, results: dict[str, Counter[tuple[str, str]]], result_ids: dict[str, list[str]],
-             failures: dict[str, list[str]], waiting: set[str]) -> tuple[bool, str | None]:
-    """Follow one input down the flow, level by level: (a result published twice?, processed / failed /
+             failures: dict[str, list[str]], waiting: set[str]) -> tuple[int, str | None]:
+    """Follow one input down the flow, level by level: (results published again, processed / failed /
     pending / None). At each level the input (or its results) must have one outcome: results, which
     the next level takes, a failure event, or a person still deciding."""
-    subjects, twice = [event_id], False
+    subjects, repeats = [event_id], 0
     for depth, level in enumerate(flow.levels):
         sources = {stage.result_source for stage in level}
         produced = []
         for subject in subjects:
             counts = {key: count for key, count in results[subject].items() if key[0] in sources}
-            twice |= any(count > 1 for count in counts.values())
+            repeats += sum(count - 1 for count in counts.values())
             if counts:
                 produced += result_ids[subject]
         if produced:  # a failure event beside a result is a redelivery's (its Accept failed): the input was processed
             subjects = produced
             continue
         if any(failures.get(subject) for subject in subjects):
-            return twice, "failed"
+            return repeats, "failed"
         if any(subject in waiting for subject in subjects):
-            return twice, "pending"
-        return twice, None if depth == 0 else "lost"
-    return twice, "processed"
+            return repeats, "pending"
+        return repeats, None if depth == 0 else "lost"
+    return repeats, "processed"
 
 
 def _dead_letter_ids(pipeline: Any) -> set[str]:
@@ -453,8 +498,15 @@ def _count_faults(pipeline: Any, flow: Flow, functions: list[Any], report: FlowR
         report.injectable, report.injectable_kind = len(invocations), "step invocations"
     for stage in consumers:
         local = pipeline.consumer(stage.name)
+        function = local.function
         report.duplicates_delivered += local.source.duplicates_delivered
-        report.duplicates_skipped += int(sum(local.function.metrics.get("DuplicatesSkipped", [])))
+        report.duplicates_skipped += int(sum(function.metrics.get(DUPLICATES_SKIPPED, [])))
         report.claims_expired += local.source.expired_after_failures
+        report.records_failed_by_claim_throttling += sum(
+            1 for line in function.logs if line.get("status") == "failed" and line.get("reason", "").startswith("claim:"))
+        report.claims_not_completed += int(sum(function.metrics.get(CLAIMS_NOT_COMPLETED, [])))
+        crashes = [n for n in (published_before_crash(i.stack_trace) for i in function.invocations) if n is not None]
+        report.crashes_before_complete += len(crashes)
+        report.results_before_complete += sum(crashes)
     accept = [f for f in functions if f.spec.environment.get("POWERTOOLS_SERVICE_NAME") == "accept"]
     report.duplicates_skipped += int(sum(v for f in accept for v in f.metrics.get("EventsDuplicate", [])))

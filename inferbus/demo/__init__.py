@@ -5,19 +5,25 @@ samples that ship in ``models/``, broken copies of one of them and a few duplica
 it drains; it plays the person for every workflow with a review queue (its declared
 ``reviewer``, through the same code as ``inferbus reviews``); it drains again; then it reads
 back what the bus carried, the executions, the queues and the metrics
-(:mod:`.accounting`) into a :class:`~.report.DemoReport`.
+(:mod:`.accounting`) into a :class:`~.report.DemoReport`. With ``replay``, it then replays the whole
+run from the embedded archive (the code ``inferbus replay`` runs against AWS) and shows that the
+exactly-once claims make that safe: nothing is processed twice (:class:`~.report.ReplayReport`).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .accounting import account
-from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, demo_components, sample_event
-from .report import DemoReport
+from inferbus_lambda.metric_names import DUPLICATES_SKIPPED
+
+from .accounting import account, emf_values
+from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, check_sizes, demo_components, sample_event
+from .report import DemoReport, ReplayReport
 
 __all__ = ["DEMO_SOURCE", "DemoInputError", "DemoReport", "demo_components", "run_demo", "sample_event"]
 
@@ -25,7 +31,8 @@ Progress = Callable[[str, int, int], None]
 
 
 def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, int] | None = None,
-             progress: Progress | None = None, template: dict[str, Any] | None = None) -> DemoReport:
+             progress: Progress | None = None, template: dict[str, Any] | None = None,
+             replay: bool = False) -> DemoReport:
     """Send every component's samples, drain, play the reviewers, drain, and account for every event.
 
     Parameters
@@ -36,22 +43,36 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
         Called as ``progress(stage, done, total)``.
     template
         Used instead of synthesizing the app.
+    replay
+        Then replay every archived event and account for what the replay did.
     """
     from ..local import LocalPipeline
     from ..reviews import decide, list_reviews
 
     started = time.perf_counter()
+    window_start = datetime.now(UTC) - timedelta(seconds=1)
     report = DemoReport()
     notify = progress or (lambda stage, done, total: None)
 
+    from pipeline import load_pipeline
+
+    check_sizes(load_pipeline(), counts, duplicates)  # before minutes of work, not after
     notify("synthesize + provision", 0, 1)
     with LocalPipeline(template) as pipeline:
         notify("synthesize + provision", 1, 1)
+        running = time.perf_counter()
         sent = build_inputs(pipeline.declarations, pipeline.bus_name, counts=counts, duplicates=duplicates)
-        stream = sent.entries
+        pipeline.start()  # the pollers and workflows run while the producer sends
+        stream, timed = sent.entries, set()
         for start in range(0, len(stream), 10):
-            report.rejected_by_bus += len(pipeline.put_events(stream[start : start + 10]))
-            pipeline.pump()  # the pollers run while the producer sends
+            chunk = stream[start : start + 10]
+            now = datetime.now(UTC)
+            for entry in chunk:  # latency runs from an event's first PutEvents, not from when it was built
+                event_id = json.loads(entry["Detail"]).get("id")
+                if event_id in sent.sent_at and event_id not in timed:
+                    sent.sent_at[event_id] = now
+                    timed.add(event_id)
+            report.rejected_by_bus += len(pipeline.put_events(chunk))
             notify("send", min(start + 10, len(stream)), len(stream))
         pipeline.drain()
         notify("drain", 1, 1)
@@ -74,6 +95,53 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
         report.reviews = dict(outcomes)
         notify("drain", 1, 1)
 
-        account(pipeline, sent, report)
+        delivered = pipeline.tapped_events()
+        account(pipeline, sent, report, delivered)
+        report.running_seconds = time.perf_counter() - running
+        for flow in report.flows.values():
+            flow.per_minute = flow.consumed / report.running_seconds * 60 if report.running_seconds else None
+        if replay:
+            notify("replay the archive", 0, 1)
+            report.replay = replay_run(pipeline, since=window_start, delivered=delivered)
+            notify("replay the archive", 1, 1)
     report.seconds = time.perf_counter() - started
+    return report
+
+
+def replay_run(pipeline: Any, *, since: datetime, delivered: list[dict[str, Any]]) -> ReplayReport:
+    """Replay every archived event since ``since`` onto the bus, drain, and report what it redid.
+
+    ``delivered`` is what the bus carried before: an event the replay makes that is not among them
+    (by source, type and id) is new work.
+    """
+    from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
+
+    from ..replay import start_replay
+
+    def skipped() -> float:
+        return sum(sum(emf_values(f, DUPLICATES_SKIPPED)) for f in pipeline.functions.values())
+
+    def workflow_duplicates() -> int:
+        return sum(len(emf_values(f, "EventsDuplicate")) for f in pipeline.functions.values())
+
+    before = (skipped(), workflow_duplicates(), len(pipeline.invalid_events()))
+    seen = {(e["source"], e["detail-type"], e["detail"].get("id")) for e in delivered + pipeline.tapped_events()}
+    started = start_replay(pipeline.events, bus_name=pipeline.bus_name, since=since, until=datetime.now(UTC))
+    pipeline.drain()
+    report = ReplayReport(started["name"])
+    producers = {p.result_source for p in pipeline.declarations.producers}
+    for delivered in pipeline.tapped_events():
+        if delivered.get("replay-name"):
+            report.replayed += 1
+            continue
+        key = (delivered["source"], delivered["detail-type"], delivered["detail"].get("id"))
+        if delivered["source"] in producers and key not in seen:
+            try:
+                event = from_eventbridge_event(delivered)
+                report.new_results.append(f"{event.type} {event.id} (from {event.source}, subject {event.subject})")
+            except InvalidEventError as error:
+                report.new_results.append(f"{delivered['detail-type']}: {error}")
+    report.duplicates_skipped = int(skipped() - before[0])
+    report.workflow_duplicates = workflow_duplicates() - before[1]
+    report.rerejected = len(pipeline.invalid_events()) - before[2]
     return report

@@ -18,14 +18,25 @@ from typing import Any
 
 from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
 from inferbus_lambda.errors import REJECTION_ERRORS
+from inferbus_lambda.metric_names import (
+    BATCH_SIZE,
+    EVENT_LATENCY_MS,
+    PROCESSING_MS,
+    PUT_EVENTS_FAILED_ENTRIES,
+    RECORDS_FAILED,
+    RECORDS_PUBLISHED,
+)
 
-from infra.declarations import UNROUTED_CHECK_SOURCE, Consumer, EventFilter, Pipeline, Route, Workflow
+from infra.declarations import ACCEPT_STEM, UNROUTED_CHECK_SOURCE, Consumer, EventFilter, Pipeline, Route, Workflow
 
 from ..local import LocalPipeline
 from .inputs import DEMO_SOURCE, Sent, demo_components, input_type
-from .report import ChainReport, ConsumerRun, DemoReport, KindReport, WorkflowReport
+from .report import ChainReport, ConsumerRun, DemoReport, FlowFigures, KindReport, WorkflowReport
 
-__all__ = ["account", "state_order", "task_functions"]
+__all__ = ["account", "emf_values", "flow_figures", "state_order", "task_functions"]
+
+FAILED_STATUSES = {"FAILED", "TIMED_OUT", "ABORTED"}
+CONSUMER_STAGE = "batch"  # a consumer's one stage
 
 
 TIMED_STATES = {"Task", "Parallel", "Map", "Wait"}  # where an execution spends time (the others pass at once)
@@ -200,25 +211,35 @@ def _chains(ledger: _Ledger) -> None:
 
 
 def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: DemoReport) -> None:
+    """Each event sent is counted once, where its own component put it: two components that take the
+    same type both refuse a malformed event, and only the one it was sent to accounts for it."""
+    sources = {component.name: component.result_source for component in pipeline.declarations.producers}
+    rejected: set[str] = set()
     for kept in pipeline.invalid_events():
         if "consumer" in kept:  # sent by a queue consumer
-            event_id, reason = kept["event_id"], f"{kept['error']}: {kept['reason']}"
+            event_id, by, reason = kept["event_id"], kept["consumer"], f"{kept['error']}: {kept['reason']}"
         else:  # a workflow's ...Failed event, brought by the rule
             data = kept["detail"]["data"]
-            event_id, reason = data["input_id"], f"{data['error']}: {data['cause']}"
-        unrouted = kept.get("consumer") == UNROUTED_CHECK_SOURCE
+            event_id, by, reason = data["input_id"], kept["source"], f"{data['error']}: {data['cause']}"
+        component = sent.component_of.get(event_id)
+        unrouted = by == UNROUTED_CHECK_SOURCE  # no rule of the bus takes it: the unrouted-events check kept it
+        if component not in report.kinds or not (unrouted or by == sources.get(component)):
+            report.rejection_reasons.setdefault(str(event_id), reason)
+            continue
         report.rejection_reasons[str(event_id)] = ("no rule takes it: " if unrouted else "") + reason
-        if sent.component_of.get(event_id) in report.kinds:
-            kind = report.kinds[sent.component_of[event_id]]
+        if event_id not in rejected:
+            rejected.add(event_id)
             if unrouted:
-                kind.unrouted += 1
+                report.kinds[component].unrouted += 1
             else:
-                kind.rejected += 1
+                report.kinds[component].rejected += 1
+    dead_lettered: set[str] = set()
     for logical_id, messages in pipeline.dead_letters().items():
         report.dead_letters[logical_id] = len(messages)
         for message in messages:
             event_id = _field(json.loads(message["Body"]), "detail.id")
-            if sent.component_of.get(event_id) in report.kinds:
+            if sent.component_of.get(event_id) in report.kinds and event_id not in dead_lettered:
+                dead_lettered.add(event_id)
                 report.kinds[sent.component_of[event_id]].in_dead_letter_queues += 1
             report.dead_letter_reasons[event_id] = sent.reasons.get(event_id, "?")
 
@@ -252,16 +273,61 @@ def _functions_and_workflows(pipeline: LocalPipeline, report: DemoReport) -> Non
                 summary.stage_ms.setdefault(state, []).append(timing.duration_ms)
 
 
-def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport) -> None:
-    """Read back what the pipeline did into ``report`` (call once, after the last drain)."""
+def emf_values(function: Any, name: str, **dimensions: str) -> list[float]:
+    """Every value of the EMF metric ``name`` a local function emitted (with these dimension values)."""
+    values: list[float] = []
+    for line in function.lines:
+        if "_aws" not in line or name not in line or any(line.get(k) != v for k, v in dimensions.items()):
+            continue
+        value = line[name]
+        values.extend(value if isinstance(value, list) else [value])
+    return values
+
+
+def flow_figures(pipeline: LocalPipeline) -> dict[str, FlowFigures]:
+    """Each consumer's and workflow's latency, rate and errors, from the EMF its handlers emitted."""
+    flows: dict[str, FlowFigures] = {}
+    for consumer in pipeline.declarations.consumers:
+        function = pipeline.consumer(consumer.name).function
+        flows[consumer.name] = FlowFigures(
+            "consumer", handled=int(sum(emf_values(function, BATCH_SIZE))), failed=int(sum(emf_values(function, RECORDS_FAILED))),
+            put_events_failed=int(sum(emf_values(function, PUT_EVENTS_FAILED_ENTRIES))),
+            stages={CONSUMER_STAGE: {"event_latency_ms": emf_values(function, EVENT_LATENCY_MS),
+                                    "processing_ms": emf_values(function, PROCESSING_MS)}})
+        flows[consumer.name].consumed = int(sum(emf_values(function, RECORDS_PUBLISHED)))
+    statuses: dict[str, list[str]] = defaultdict(list)
+    for execution in pipeline.executions():
+        statuses[pipeline.workflow_of(execution.arn)].append(execution.status)
+    for workflow in pipeline.declarations.workflows:
+        accept = pipeline.task_function(workflow.name, ACCEPT_STEM)
+        stages = {ACCEPT_STEM: {"event_latency_ms": emf_values(accept, EVENT_LATENCY_MS, workflow=workflow.name),
+                                "processing_ms": emf_values(accept, PROCESSING_MS, workflow=workflow.name)}}
+        for stem in workflow.tasks:
+            function = pipeline.task_function(workflow.name, stem)
+            stages[stem] = {"event_latency_ms": emf_values(function, EVENT_LATENCY_MS),
+                            "processing_ms": emf_values(function, PROCESSING_MS)}
+        ran = statuses.get(workflow.name, [])
+        flows[workflow.name] = FlowFigures("workflow", handled=len(ran), failed=sum(s in FAILED_STATUSES for s in ran),
+                                           stages=stages)
+        flows[workflow.name].consumed = sum(s == "SUCCEEDED" for s in ran)
+    return flows
+
+
+def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
+            delivered: list[dict[str, Any]] | None = None) -> None:
+    """Read back what the pipeline did into ``report`` (call once, after the last drain).
+
+    ``delivered`` is every event the bus carried (default: read from the pipeline's tap now).
+    """
     for component in demo_components(pipeline.declarations):
         valid, malformed, duplicates = sent.counts.get(component.name, (0, 0, 0))
         report.kinds[component.name] = KindReport(component.name, input_type(component), valid, malformed, duplicates)
     ledger = _Ledger(pipeline, sent, report)
-    for delivered in pipeline.tapped_events():
-        ledger.read(delivered)
+    for event in pipeline.tapped_events() if delivered is None else delivered:
+        ledger.read(event)
     _chains(ledger)
     _rejections_and_dead_letters(pipeline, sent, report)
     _functions_and_workflows(pipeline, report)
+    report.flows = flow_figures(pipeline)
     report.cloud_only = pipeline.deployment.cloud_only
     report.partly_local = pipeline.deployment.partly_local

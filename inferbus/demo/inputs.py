@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from infra.declarations import Consumer, Corruption, DemoInputs, Pipeline, Workflow
 
-__all__ = ["DEMO_SOURCE", "DemoInputError", "Sent", "build_inputs", "demo_components", "input_type", "sample_event",
+__all__ = ["DEMO_SOURCE", "DemoInputError", "Sent", "build_inputs", "check_sizes", "demo_components", "input_type", "sample_event",
            "sample_events"]
 
 DEMO_SOURCE = "inferbus.demo"
@@ -34,7 +34,7 @@ class Sent:
 
     component_of: dict[str, str] = field(default_factory=dict)  # event id -> the component it was sent to
     truth: dict[str, Any] = field(default_factory=dict)  # event id -> true answer
-    sent_at: dict[str, datetime] = field(default_factory=dict)
+    sent_at: dict[str, datetime] = field(default_factory=dict)  # when each was built; the demo sets its first PutEvents
     reasons: dict[str, str] = field(default_factory=dict)  # malformed event id -> why
     entries: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # component -> (valid, malformed, duplicates)
@@ -86,6 +86,26 @@ def _count(component: Consumer | Workflow, demo: DemoInputs, counts: Mapping[str
     return count
 
 
+def check_sizes(pipeline: Pipeline, counts: Mapping[str, int] | None, duplicates: Mapping[str, int] | None) -> None:
+    """Refuse sizes the declarations cannot meet before anything starts (an unknown component, a count out of range).
+
+    Raises
+    ------
+    DemoInputError
+        Naming the option and what it may be.
+    """
+    counts, duplicates = counts or {}, duplicates or {}
+    components = {c.name: c for c in demo_components(pipeline)}
+    unknown = sorted((set(counts) | set(duplicates)) - set(components))
+    if unknown:
+        raise DemoInputError(f"no demo inputs for {unknown}; components with demo inputs: {list(components)}")
+    for name, component in components.items():
+        assert component.demo is not None
+        count = _count(component, component.demo, counts)
+        if not 0 <= duplicates.get(name, 0) <= max(count, 0):
+            raise DemoInputError(f"--duplicates {name}={duplicates[name]}: must be in [0, {count}] (its count)")
+
+
 def build_inputs(pipeline: Pipeline, bus_name: str, *, counts: Mapping[str, int] | None = None,
                  duplicates: Mapping[str, int] | None = None) -> Sent:
     """Every entry the demo puts on the bus: valid samples first, then broken ones, then redeliveries.
@@ -97,11 +117,8 @@ def build_inputs(pipeline: Pipeline, bus_name: str, *, counts: Mapping[str, int]
     duplicates
         Samples delivered a second time, per component (default: each declaration's ``demo.duplicates``).
     """
+    check_sizes(pipeline, counts, duplicates)
     counts, duplicates = counts or {}, duplicates or {}
-    unknown = sorted((set(counts) | set(duplicates)) - {c.name for c in demo_components(pipeline)})
-    if unknown:
-        raise DemoInputError(f"no demo inputs for {unknown}; components with demo inputs: "
-                             f"{[c.name for c in demo_components(pipeline)]}")
     sent = Sent()
     valid: dict[str, list[dict[str, Any]]] = {}
     for component in demo_components(pipeline):

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ChainReport", "ConsumerRun", "DemoReport", "KindReport", "WorkflowReport", "percentile"]
+__all__ = ["ChainReport", "ConsumerRun", "DemoReport", "FlowFigures", "KindReport", "ReplayReport", "WorkflowReport",
+           "percentile"]
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -117,6 +118,62 @@ class ConsumerRun:
 
 
 @dataclass
+class FlowFigures:
+    """A flow's four dimensions as the cloud dashboard shows them, from the EMF its handlers emitted locally.
+
+    ``stages`` holds, per stage (a consumer is one stage; a workflow's are its steps, ``Accept``
+    first), the event latency (now minus the event's ``time`` when the stage took it) and the
+    processing time, in ms. Throttles, concurrency, CPU and memory are cloud-only.
+    """
+
+    kind: str  # consumer or workflow
+    handled: int = 0  # records a consumer received, executions a workflow ran
+    failed: int = 0
+    consumed: int = 0  # records published, executions that succeeded
+    per_minute: float | None = None
+    put_events_failed: int = 0
+    stages: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    @property
+    def error_rate_percent(self) -> float | None:
+        return 100 * self.failed / self.handled if self.handled else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "handled": self.handled, "failed": self.failed, "consumed": self.consumed,
+            "error_rate_percent": rounded(self.error_rate_percent, 2), "per_minute": rounded(self.per_minute, 1),
+            "put_events_failed_entries": self.put_events_failed,
+            "stages": {stage: {metric: {"p50": rounded(percentile(values, 50)), "p95": rounded(percentile(values, 95))}
+                               for metric, values in figures.items()} for stage, figures in self.stages.items()},
+        }
+
+
+@dataclass
+class ReplayReport:
+    """The archive replayed onto the bus after the run: what it redid (nothing, if claims work).
+
+    ``new_results`` are result events the replay made that the run had not (each would be an
+    event processed twice); ``rerejected`` are inputs refused again (same ids, same reasons).
+    """
+
+    replay_name: str = ""
+    replayed: int = 0
+    duplicates_skipped: int = 0
+    workflow_duplicates: int = 0
+    new_results: list[str] = field(default_factory=list)
+    rerejected: int = 0
+
+    @property
+    def safe(self) -> bool:
+        return self.replayed > 0 and not self.new_results
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"replay": self.replay_name, "replayed": self.replayed, "duplicates_skipped": self.duplicates_skipped,
+                "workflow_duplicates": self.workflow_duplicates, "new_results": self.new_results,
+                "rerejected": self.rerejected, "safe": self.safe}
+
+
+@dataclass
 class DemoReport:
     kinds: dict[str, KindReport] = field(default_factory=dict)
     workflows: dict[str, WorkflowReport] = field(default_factory=dict)
@@ -133,12 +190,16 @@ class DemoReport:
     metrics: dict[str, float] = field(default_factory=dict)
     cloud_only: list[tuple[str, str, str]] = field(default_factory=list)
     partly_local: list[tuple[str, str, str]] = field(default_factory=list)
+    flows: dict[str, FlowFigures] = field(default_factory=dict)
+    replay: ReplayReport | None = None
     seconds: float = 0.0
+    running_seconds: float = 0.0  # after synthesis and provisioning: sending, draining, reviewing, accounting
 
     @property
     def balanced(self) -> bool:
         return (all(kind.balanced for kind in self.kinds.values())
-                and not any(chain.missing for chain in self.chains.values()) and not self.invalid_results)
+                and not any(chain.missing for chain in self.chains.values()) and not self.invalid_results
+                and (self.replay is None or self.replay.safe))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -158,5 +219,8 @@ class DemoReport:
             "metrics": self.metrics,
             "cloud_only": [f"{t} {lid}: {why}" for lid, t, why in self.cloud_only],
             "partly_local": [f"{t} {lid}: {why}" for lid, t, why in self.partly_local],
+            "flows": {name: flow.as_dict() for name, flow in self.flows.items()},
+            "replay": None if self.replay is None else self.replay.as_dict(),
             "seconds": round(self.seconds, 2),
+            "running_seconds": round(self.running_seconds, 2),
         }

@@ -7,8 +7,14 @@ from collections import Counter
 from typing import Any
 
 from inferbus_lambda.errors import REJECTION_ERRORS
+from rich import box
 from rich.console import Console
 from rich.table import Table
+
+from ..runtime.lambda_host import DEFAULT_MAX_ENVIRONMENTS
+
+DEPLOY_HINT = ("Next: deploy it to your AWS account (README, 'Deploy to AWS'): make setup && npx cdk bootstrap && "
+               "npx cdk deploy; then inferbus send --bus inferbus --sample image-classifier")
 
 HISTOGRAM_MIN_RESULTS = 20  # fewer points make a picture of noise
 
@@ -37,33 +43,69 @@ def _seconds(value: float | None) -> str:
     return "—" if value is None else f"{value / 1000:.1f}"
 
 
+def _table(title: str, caption: str | None = None) -> Table:
+    """A table that reads at 80 columns and piped: light borders, cells fold instead of being cut."""
+    return Table(title=title, title_justify="left", caption=caption, caption_justify="left", box=box.SIMPLE_HEAD,
+                 pad_edge=False, collapse_padding=True)
+
+
 def _kinds_table(data: dict[str, Any]) -> Table:
-    table = Table(title="every event sent, and where it ended up", title_justify="left",
-                  caption="bad: malformed on purpose; dup: delivered twice; rejected: kept in the invalid-events queue "
-                  "with the reason; unrouted: taken by no rule, kept there by the unrouted-events check "
-                  "with the reason; failed: a workflow gave up after its retries; accuracy vs the true answers; "
-                  "latency: sent → result", caption_justify="left")
-    for column in ("input", "sent", "bad", "dup", "results", "rejected", "unrouted", "failed", "DLQ", "ledger", "accuracy",
-                   "latency p50/p95 s"):
-        table.add_column(column, justify="left" if column == "input" else "right")
+    table = _table("every event sent, and where it ended up",
+                   "bad: malformed on purpose; dup: delivered twice; rej: kept in the invalid-events queue with the reason; "
+                   "unr: taken by no rule, kept there by the unrouted-events check with the reason; "
+                   "fail: a workflow gave up after its retries; DLQ: in a dead-letter queue")
+    for column in ("component", "sent", "bad", "dup", "results", "rej", "unr", "fail", "DLQ", "ledger"):
+        table.add_column(column, justify="left" if column == "component" else "right",
+                         overflow="fold", no_wrap=column != "component")
     for name, kind in data["kinds"].items():
-        accuracy = "—" if kind["accuracy"] is None else f"{kind['accuracy']:.3f}"
         table.add_row(
-            f"{kind['input_type']} → {name}", str(kind["sent"]), str(kind["malformed"]), str(kind["duplicate_deliveries"]),
-            str(kind["results"]), str(kind["rejected"]), str(kind["unrouted"]), str(kind["failure_events"]),
-            str(kind["in_dead_letter_queues"]),
-            "[green]ok[/green]" if kind["balanced"] else "[red]OFF[/red]", accuracy,
-            f"{_seconds(kind['latency_ms']['p50'])}/{_seconds(kind['latency_ms']['p95'])}",
+            name, str(kind["sent"]), str(kind["malformed"]), str(kind["duplicate_deliveries"]), str(kind["results"]),
+            str(kind["rejected"]), str(kind["unrouted"]), str(kind["failure_events"]), str(kind["in_dead_letter_queues"]),
+            "[green]ok[/green]" if kind["balanced"] else "[red]OFF[/red]",
         )
     return table
 
 
+def _quality_table(data: dict[str, Any]) -> Table:
+    table = _table("answers: accuracy against the true answers, latency from sent to result")
+    for column in ("component", "input", "accuracy", "p50 s", "p95 s"):
+        table.add_column(column, justify="left" if column in ("component", "input") else "right", overflow="fold")
+    for name, kind in data["kinds"].items():
+        accuracy = "—" if kind["accuracy"] is None else f"{kind['accuracy']:.3f}"
+        table.add_row(name, kind["input_type"], accuracy, _seconds(kind["latency_ms"]["p50"]),
+                      _seconds(kind["latency_ms"]["p95"]))
+    return table
+
+
+def _ms(figures: dict[str, Any]) -> str:
+    p50, p95 = figures["p50"], figures["p95"]
+    return "—" if p50 is None else f"{p50:.0f}/{p95:.0f}"
+
+
+def _flows_table(data: dict[str, Any]) -> Table:
+    table = _table("what the dashboard would show, from the EMF the handlers emitted (ms p50/p95 per stage)",
+                   "event latency: now minus the event's time when the stage took it; processing: the stage's own "
+                   "time; errors: % of records or executions; rate: per minute of this run. Throttles, concurrency, "
+                   "CPU and memory are cloud-only.")
+    for column in ("flow", "stage", "event lat.", "processing", "errors %", "rate/min"):
+        table.add_column(column, justify="left" if column in ("flow", "stage") else "right", overflow="fold")
+    for name, flow in data["flows"].items():
+        first = True
+        for stage, figures in flow["stages"].items():
+            rate = flow["error_rate_percent"]
+            table.add_row(name if first else "", stage, _ms(figures["event_latency_ms"]), _ms(figures["processing_ms"]),
+                          ("—" if rate is None else f"{rate:.1f}") if first else "",
+                          ("—" if flow["per_minute"] is None else f"{flow['per_minute']:.0f}") if first else "")
+            first = False
+    return table
+
+
 def _workflows_table(data: dict[str, Any]) -> Table:
-    table = Table(title="workflows: executions, and p50 per stage in ms: time in the state (the handler's own time)",
-                  title_justify="left", caption="Locally one handler runs at a time, so time in a state includes "
-                  "waiting for it; retries wait real seconds.", caption_justify="left")
+    table = _table("workflows: executions, and p50 per stage in ms: time in the state (the handler's own time)",
+                   f"Handlers run concurrently (at most {DEFAULT_MAX_ENVIRONMENTS} environments per function locally), "
+                   "so time in a state may include waiting for one; retries wait real seconds.")
     for column in ("workflow", "executions", "stages"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for name, workflow in sorted(data["workflows"].items()):
         statuses = ", ".join(f"{status.lower()} {count}" for status, count in sorted(workflow["executions"].items()))
         stages, handlers = workflow["stage_latency_ms_p50"], workflow["handler_ms_p50"]
@@ -74,11 +116,12 @@ def _workflows_table(data: dict[str, Any]) -> Table:
 
 
 def _chains_table(data: dict[str, Any]) -> Table:
-    table = Table(title="results routed on: who took each one, and what became of it", title_justify="left",
-                  caption="untaken: matched by no rule of a component; missing: taken, and no result, failure or "
-                  "pending review for it", caption_justify="left")
+    table = _table("results routed on: who took each one, and what became of it",
+                   "untaken: matched by no rule of a component; missing: taken, and no result, failure or pending "
+                   "review for it")
     for column in ("event", "produced", "taken by", "outcomes", "untaken", "missing"):
-        table.add_column(column, justify="left" if column in ("event", "taken by", "outcomes") else "right")
+        table.add_column(column, justify="left" if column in ("event", "taken by", "outcomes") else "right",
+                         overflow="fold", no_wrap=column == "event")
     for event_type, chain in data["chains"].items():
         taken = ", ".join(f"{name} {count}" for name, count in chain["taken"].items())
         outcomes = "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in outcome.items() if v)
@@ -92,12 +135,14 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     console = console or Console()
     data = report.as_dict()
     verdict = "[bold green]every event accounted for[/bold green]" if data["balanced"] else "[bold red]LEDGER DOES NOT BALANCE[/bold red]"
-    console.print(f"[bold]inferbus embedded demo[/bold] — {verdict} in {data['seconds']} s "
+    console.print(f"[bold]inferbus embedded demo[/bold] — {verdict} in {data['seconds']} s, "
+                  f"{data['running_seconds']} s after synthesis and provisioning "
                   f"({data['rejected_by_bus']} entries rejected by PutEvents; "
                   f"{len(data['invalid_results'])} published events break their contract)")
     for problem in data["invalid_results"]:
         console.print(f"  [red]{problem}[/red]")
     console.print(_kinds_table(data))
+    console.print(_quality_table(data))
     if data["workflows"]:
         console.print(_workflows_table(data))
     if data["chains"]:
@@ -114,9 +159,9 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     failures = [(name, failure) for name, workflow in data["workflows"].items() for failure in workflow["failures"]
                 if failure["error"] not in REJECTION_ERRORS]
     if failures or data["dead_letter_reasons"] or data["rejection_reasons"]:
-        table = Table(title="why each event did not get a result", title_justify="left")
+        table = _table("why each event did not get a result")
         for column in ("where", "event id", "reason"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for event_id, reason in data["rejection_reasons"].items():
             table.add_row("invalid-events queue", event_id, reason)
         for name, failure in failures:
@@ -131,15 +176,28 @@ def print_summary(report: Any, console: Console | None = None) -> None:
         if run["batch_sizes"]:
             console.print(f"[bold]{name} batches[/bold]: sizes {run['batch_sizes']}, ONE inference per batch, "
                           f"p50 {run['inference_ms_p50']} ms")
-    console.print("[bold]metrics (EMF, summed)[/bold]: " + ", ".join(f"{k}={v:g}" for k, v in sorted(data["metrics"].items())))
+    console.print("[bold]metrics (EMF counts, summed)[/bold]: " + ", ".join(
+        f"{k}={v:g}" for k, v in sorted(data["metrics"].items()) if not k.endswith("Ms")))
 
+    if data["flows"]:
+        console.print(_flows_table(data))
     for name, kind in report.kinds.items():
         if len(kind.latencies_ms) >= HISTOGRAM_MIN_RESULTS:
             console.print(f"[bold]latency, submitted → result: {name}[/bold] (events per bin)")
-            for row in latency_histogram(kind.latencies_ms):
+            for row in latency_histogram(kind.latencies_ms, width=min(40, max(10, console.width - 34))):
                 console.print(row, highlight=False)
     for title, entries in (("not run locally (cloud-only)", report.cloud_only), ("run locally, with limits", report.partly_local)):
         grouped = Counter((resource_type, why) for _, resource_type, why in entries)
         console.print(f"[bold]{title}[/bold]")
         for (resource_type, why), count in sorted(grouped.items()):
-            console.print(f"  {resource_type} ×{count}: {why}")
+            console.print(f"  {resource_type} ×{count}: {why}", highlight=False)
+    replay = data["replay"]
+    if replay is not None:
+        verdict = "[green]nothing processed twice[/green]" if replay["safe"] else "[red]WORK DONE TWICE[/red]"
+        console.print(f"[bold]replay[/bold] {replay['replay']}: {replay['replayed']} archived events replayed; "
+                      f"{verdict}: consumers skipped {replay['duplicates_skipped']} as duplicates, workflows ended "
+                      f"{replay['workflow_duplicates']} executions as Duplicate; {replay['rerejected']} inputs refused "
+                      f"again (same ids and reasons); new results: {len(replay['new_results'])}")
+        for problem in replay["new_results"]:
+            console.print(f"  [red]{problem}[/red]")
+    console.print(DEPLOY_HINT, highlight=False)

@@ -1,12 +1,13 @@
 """Deliver a rule's events to a state machine target, which moto's EventBridge cannot.
 
-moto 5.2.5 raises ``NotImplementedError`` when a rule's target is a state machine, so
-provisioning puts a local-only bridge queue in its place (:class:`~.provision.BridgeSpec`)
-and this dispatcher starts one execution per event on it, as EventBridge would:
+moto 5.2.5 raises ``NotImplementedError`` when a rule's target is a state machine; the
+patched moto (:mod:`.moto_patches`) hands each matched event for such a target to its bridge
+(:meth:`StateMachineBridge.offer`, in-process, no queue between), and the bridge starts one
+execution per event, as EventBridge would:
 
 - the input is the whole event as EventBridge delivers it (or the target's ``Input`` /
-  ``InputPath``, applied here because moto ignores both). moto's delivered event lacks
-  the ``account`` field; it is put back here (:func:`as_delivered`);
+  ``InputPath``, applied here because moto ignores both), fields in EventBridge's order
+  (:func:`as_delivered`);
 - the execution name comes from the event id and the rule target, so a redelivered event
   starts nothing new (Standard's name idempotency; EventBridge's own retries do the same);
 - a start that fails goes to the target's dead-letter queue, with the attributes
@@ -19,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +29,6 @@ from botocore.exceptions import ClientError
 
 from .provision import SIMPLE_PATH
 from .specs import BridgeSpec, UnsupportedTemplateError
-from .queue_ops import delete_messages, receive_all
 
 MAX_EXECUTION_NAME = 80
 NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -54,9 +56,8 @@ def execution_name(event_id: str, bridge: BridgeSpec) -> str:
 
     Examples
     --------
-    >>> from inferbus.runtime.specs import BridgeSpec, QueueInfo
-    >>> queue = QueueInfo("q", "q", "url", "arn", 30, None, None)
-    >>> bridge = BridgeSpec("Rule", "rule", "arn:rule", "Target0", "arn:sm", queue, None, None, None)
+    >>> from inferbus.runtime.specs import BridgeSpec
+    >>> bridge = BridgeSpec("Rule", "rule", "arn:rule", "Target0", "arn:sm", None, None, None)
     >>> execution_name("6a7e8feb-b491-4cf7-a9f1-bf3703467718", bridge)
     '6a7e8feb-b491-4cf7-a9f1-bf3703467718_e43afc4a58'
     """
@@ -93,7 +94,7 @@ class BridgeCounts:
 
 
 class StateMachineBridge:
-    """Starts executions for the events on one bridge queue.
+    """Starts executions for the events a rule delivers to one state machine target.
 
     Parameters
     ----------
@@ -112,14 +113,31 @@ class StateMachineBridge:
         self.dead_letter_url = dead_letter_url
         self.counts = BridgeCounts()
         self._started: set[str] = set()
+        self._waiting: deque[dict[str, Any]] = deque()
+        self._starting = 0  # taken off the deque, execution not yet started: still "waiting" for drain
+        self._lock = threading.Lock()  # one dispatcher at a time: the duplicate check and the start go together
+
+    def offer(self, event: dict[str, Any]) -> None:
+        """Take one matched event (called inside the PutEvents request: it only queues it)."""
+        self._waiting.append(event)
+
+    @property
+    def waiting(self) -> int:
+        """Events taken and not yet started."""
+        return len(self._waiting) + self._starting
 
     def dispatch(self) -> int:
-        """Start an execution for every event waiting on the bridge; return how many events were taken."""
-        messages = receive_all(self.sqs, self.spec.queue.url)
-        for message in messages:
-            self._start(message["Body"])
-        delete_messages(self.sqs, self.spec.queue.url, messages)
-        return len(messages)
+        """Start an execution for every event waiting; return how many events were taken."""
+        taken = 0
+        with self._lock:
+            while self._waiting:
+                self._starting = 1
+                try:
+                    self._start(self._waiting.popleft())
+                finally:
+                    self._starting = 0
+                taken += 1
+        return taken
 
     def _input(self, event: dict[str, Any]) -> str:
         if self.spec.input is not None:
@@ -128,8 +146,8 @@ class StateMachineBridge:
             return json.dumps(select_path(event, self.spec.input_path))
         return json.dumps(event)
 
-    def _start(self, body: str) -> None:
-        event = as_delivered(json.loads(body), self.spec.rule_arn)
+    def _start(self, delivered: dict[str, Any]) -> None:
+        event = as_delivered(delivered, self.spec.rule_arn)
         name = execution_name(event["id"], self.spec)
         if name in self._started:
             # The same event again. Asking would not tell: StartExecution answers a running

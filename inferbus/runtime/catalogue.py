@@ -7,6 +7,8 @@ and every summary lists them: nothing is skipped silently. A tool may add notes 
 
 from __future__ import annotations
 
+from .lambda_host import DEFAULT_MAX_ENVIRONMENTS
+
 # What the runtime does not run, and why (listed in every summary, never silently skipped).
 CLOUD_ONLY = {
     "AWS::IAM::Role": "IAM is not enforced locally: handlers and state machines run with the runtime's credentials "
@@ -22,18 +24,32 @@ CLOUD_ONLY = {
     "AWS::FIS::ExperimentTemplate": "fault injection experiments run only in AWS",
     "AWS::S3::Bucket": "S3 is not provisioned locally (buckets get a synthetic name and ARN)",
     "AWS::S3::BucketPolicy": "S3 is not provisioned locally",
+    "AWS::IAM::ManagedPolicy": "IAM is not enforced locally",
+    "AWS::Lambda::Url": "the function URL and its IAM (SigV4) auth exist only in AWS; locally the function behind it is "
+    "invoked directly with the request a function URL would send",
+    "AWS::EventSchemas::Registry": "the schema registry exists only in AWS (the same schemas are in docs/schemas/)",
+    "AWS::EventSchemas::Schema": "the schema registry exists only in AWS (the same schemas are in docs/schemas/)",
+    "AWS::KinesisFirehose::DeliveryStream": "Firehose delivery to S3 (the cold tier) runs only in AWS; locally rules "
+    "with a Firehose target deliver to their other targets only",
+    "AWS::Logs::LogStream": "not created: log streams exist only in the cloud",
 }
 PARTLY_LOCAL = {
     "AWS::Events::EventBus": "the bus is created in moto without its resource policy: moto does not enforce bus "
     "policies, so locally any caller may put any source (account-only PutEvents and each internal source reserved to "
     "its producer's role hold only in AWS)",
     "AWS::SQS::QueuePolicy": "policy stored on the queue, not enforced (TLS-only, SourceArn)",
-    "AWS::Events::Rule": "target DeadLetterConfig and RetryPolicy are not applied by moto",
-    "AWS::Lambda::Function": "runs in-process from the source tree; memory, architecture, tracing and reserved "
-    "concurrency are cloud-only (handlers run one at a time); "
-    "a container image is not built: its ImageConfig.Command handler runs from the source tree",
-    "AWS::Lambda::EventSourceMapping": "local poller: one invocation at a time (MaximumConcurrency is cloud-only)",
+    "AWS::Events::Rule": "patterns matched with AWS's documented semantics; target DeadLetterConfig and RetryPolicy "
+    "are not applied by moto",
+    "AWS::Lambda::Function": "runs in-process from the source tree, invocations concurrently, each in an execution "
+    f"environment of its own (at most {DEFAULT_MAX_ENVIRONMENTS} per function locally; reserved concurrency applied); "
+    "memory, architecture and "
+    "tracing are cloud-only; functions share one process, so a library's process-wide state (a logger by name) is "
+    "shared; a container image is not built: its ImageConfig.Command handler runs from the source tree",
+    "AWS::Lambda::EventSourceMapping": "local poller: batch size, window, partial batch response and "
+    "MaximumConcurrency applied; a failed record is visible again at once (not after the visibility timeout)",
     "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
+    "AWS::Events::Archive": "moto archives every event; a replay sends every archived event to every rule (moto "
+    "applies neither the replay's time window nor its FilterArns)",
     "AWS::StepFunctions::StateMachine": "the ASL runs on moto's interpreter, Lambda tasks in-process; logging to "
     "CloudWatch Logs and X-Ray tracing are cloud-only; Retry intervals and Wait states take real time; moto applies "
     "execution-name idempotency to EXPRESS machines too (AWS only to STANDARD); SendTaskFailure drops the cause",

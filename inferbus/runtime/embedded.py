@@ -1,9 +1,16 @@
 """The embedded pipeline: a synthesized template provisioned on moto, its handlers run in-process.
 
 Step Functions executions run for real on moto's ASL interpreter, on its worker threads;
-their Lambda tasks run the template's handlers in-process (:mod:`.lambda_adapter`). A
-rule whose target is a state machine delivers through a local bridge queue
-(:mod:`.bridge`). :meth:`EmbeddedPipeline.drain` runs everything until nothing moves.
+their Lambda tasks run the template's handlers in-process (:mod:`.lambda_adapter`),
+concurrently (:mod:`.lambda_host`). A rule whose target is a state machine delivers through
+an in-process bridge (:mod:`.bridge`). Every change to moto is in :mod:`.moto_patches`.
+
+Started (:meth:`EmbeddedPipeline.start`, as ``inferbus serve`` and the demo run it), the
+pipeline moves by itself: each event source polls on its own thread and invokes up to its
+``MaximumConcurrency`` batches at once, and bridged events start their executions as they
+arrive, all woken by events, not by polling sleeps. Not started, nothing moves until
+:meth:`EmbeddedPipeline.pump` (one step, on the caller's thread: for a test that steps through
+deliveries) or :meth:`EmbeddedPipeline.drain` (starts it, waits until nothing moves, stops it).
 
 The runtime knows AWS, not the application: it reads the template and resolves its
 ``Outputs`` as CloudFormation would, and finds resources by those values (a queue by URL,
@@ -21,24 +28,26 @@ Example
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
+import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import moto_patches
+from .activity import Activity
 from .bridge import StateMachineBridge
 from .event_source import AfterFailure, LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
-from .lambda_host import CodeRoot, HostConfig, LocalFunction, remove_added_environment
+from .lambda_host import CodeRoot, HostConfig, LocalFunction, install_routing, uninstall_routing
 from .provision import provision
-from .queue_ops import delete_messages, peek_messages, receive_all
+from .queue_ops import peek_messages
 from .resources import ACCOUNT, REGION
-from .specs import Deployment, QueueInfo, StateMachineInfo
+from .specs import BridgeSpec, Deployment, QueueInfo, StateMachineInfo
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -50,21 +59,15 @@ FAKE_CREDENTIALS = {
 }
 TAP_NAME = "local-tap"
 PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
-MAX_DRAIN_ROUNDS = 10_000
 DRAIN_TIMEOUT_S = 300.0
-IDLE_POLL_S = 0.02  # how long drain sleeps when only executions on other threads are busy
+IDLE_POLL_S = 0.05  # drain re-checks this often when nothing signals (an execution parking on a token)
+CHECK_EVERY_S = 0.02  # and, while things move, at most this often
+TAP_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:local-tap"  # a local-only target: what the tap rule delivers to
 # Step Functions executes ASL only with this (moto's default stores definitions and runs nothing).
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 # moto's interpreter logs every failed execution as an ERROR with its parse tree; the failure
 # is reported where it belongs, in executions() (error, cause), so only CRITICAL gets through.
 MOTO_INTERPRETER_LOGGER = "moto.stepfunctions.parser"
-
-
-def _detail_is_object(detail: Any) -> bool:
-    try:
-        return isinstance(json.loads(detail), dict)
-    except (TypeError, ValueError, RecursionError):
-        return False
 
 
 class EmbeddedPipeline:
@@ -79,8 +82,9 @@ class EmbeddedPipeline:
     host
         Where the functions' code is, and what the caller adds to their invocations.
     after_failure
-        Run after every event-source invocation that failed as a whole, with its function;
-        returns how many leases it expired (see :mod:`.event_source`).
+        ``after_failure(function, messages, failed_at_ms)``: run when records an event source's
+        invocation failed are about to be visible again; returns how many leases it expired
+        (see :mod:`.event_source`).
     tap
         Also route every event on the bus to a local-only queue, so what the
         pipeline publishes can be read back (:meth:`tapped_events`). Default True.
@@ -99,6 +103,10 @@ class EmbeddedPipeline:
         changes the environment of its later invocations (e.g. to switch on fault injection).
     event_sources, bridges
         The local SQS pollers and the state machine rule-target bridges.
+    activity
+        Signalled whenever something may have moved (:class:`~.activity.Activity`).
+    on_execution_end
+        Called with an execution's ARN when it ends (on the execution's thread).
     state_machines
         Each state machine by logical id (name, ARN, type, definition as substituted).
 
@@ -116,11 +124,16 @@ class EmbeddedPipeline:
         self.functions: dict[str, LocalFunction] = {}
         self.event_sources: list[LocalEventSource] = []
         self.bridges: list[StateMachineBridge] = []
-        self._tap_url: str | None = None
+        self.activity = Activity()
+        self._bridge_of: dict[tuple[str, str], StateMachineBridge] = {}
         self._tapped: list[dict[str, Any]] = []
-        self._jsonpath_parse: Any = None
+        self._tapping = False
         self._adapter: LambdaAdapter | None = None
         self._tracker: ExecutionTracker | None = None
+        self._dispatcher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._mock: Any = None
+        self.on_execution_end: Callable[[str], None] | None = None
 
     def __enter__(self) -> EmbeddedPipeline:
         # Credentials first: no client may be made outside the mock.
@@ -130,7 +143,8 @@ class EmbeddedPipeline:
 
         self._mock = mock_aws(config=MOTO_CONFIG)
         self._mock.start()
-        self._memoize_jsonpath()
+        moto_patches.install(changed=self._changed, deliver=self._deliver)
+        install_routing()
         # An invocation that fails before it measures anything (an injected fault, a crash)
         # makes Powertools warn that it flushed no metrics: expected here, noise on a terminal.
         warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
@@ -143,15 +157,6 @@ class EmbeddedPipeline:
             self.__exit__()
             raise
         return self
-
-    def _memoize_jsonpath(self) -> None:
-        """Speed only: moto's EventBridge re-parses its default input template's JSONPath
-        expressions for every target of every event (about 15 ms per delivery, most of a
-        demo's time). Parsing is pure, so the parsed expressions are cached while we run."""
-        import jsonpath_ng.ext
-
-        self._jsonpath_parse = jsonpath_ng.ext.parse
-        jsonpath_ng.ext.parse = functools.lru_cache(maxsize=1024)(self._jsonpath_parse)
 
     def _start(self) -> None:
         import boto3
@@ -166,10 +171,9 @@ class EmbeddedPipeline:
         for source in self.deployment.event_sources:
             queue = self.deployment.queue_by_arn(source.queue_arn)
             self.event_sources.append(LocalEventSource(source, queue, self.functions[source.function_logical_id], self.sqs,
-                                                       self.after_failure))
+                                                       self.after_failure, self.activity))
         for bridge in self.deployment.bridges:
-            dead_letter = self.deployment.queue_by_arn(bridge.dead_letter_arn).url if bridge.dead_letter_arn else None
-            self.bridges.append(StateMachineBridge(bridge, self.sqs, self.stepfunctions, dead_letter))
+            self._add_bridge(bridge)
         self._tracker = ExecutionTracker(self.stepfunctions, self.deployment.state_machines)
         # Before any handler is imported: handlers make their clients from the default session.
         self._adapter = LambdaAdapter(self.functions)
@@ -179,20 +183,47 @@ class EmbeddedPipeline:
         if self.tap:
             self._add_tap()
 
+    def _add_bridge(self, spec: BridgeSpec) -> StateMachineBridge:
+        assert self.deployment is not None
+        dead_letter = self.deployment.queue_by_arn(spec.dead_letter_arn).url if spec.dead_letter_arn else None
+        bridge = StateMachineBridge(spec, self.sqs, self.stepfunctions, dead_letter)
+        self.bridges.append(bridge)
+        self._bridge_of[(spec.rule_arn, spec.target_id)] = bridge
+        return bridge
+
+    def _changed(self, kind: str, arn: str) -> None:
+        self.activity.changed()
+        if kind == "execution" and self.on_execution_end is not None:
+            self.on_execution_end(arn)
+
+    def _deliver(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any]) -> bool:
+        """Take a rule's delivery to a target moto cannot deliver to (called inside PutEvents: only queue it)."""
+        if target["Arn"] == TAP_ARN:
+            self._tapped.append(event)
+            return True
+        if ":states:" not in target["Arn"]:
+            return False
+        bridge = self._bridge_of.get((rule_arn, target["Id"]))
+        if bridge is None:  # a rule a client added (inferbus serve): deliver the whole event, as AWS does
+            bridge = self._add_bridge(BridgeSpec("", rule_arn.rsplit("/", 1)[-1], rule_arn, target["Id"], target["Arn"],
+                                                 target.get("Input"), None, None))
+        bridge.offer(event)
+        self.activity.changed()
+        return True
+
     def __exit__(self, *exc: object) -> None:
         try:
+            self.stop()
             if self._tracker is not None:
                 self._tracker.stop_running()  # no worker thread may call AWS once the mock is gone
         finally:
             if self._adapter is not None:
                 self._adapter.uninstall()
-            self._mock.stop()
-            remove_added_environment()
+            moto_patches.uninstall()
+            if self._mock is not None:
+                self._mock.stop()
+            uninstall_routing()
             CodeRoot(self.host.code_root).uninstall()
-            if self._jsonpath_parse is not None:
-                import jsonpath_ng.ext
-
-                jsonpath_ng.ext.parse = self._jsonpath_parse
             logging.getLogger(MOTO_INTERPRETER_LOGGER).setLevel(self._saved_log_level)
         for key, value in self._saved_env.items():
             if value is None:
@@ -214,22 +245,16 @@ class EmbeddedPipeline:
         return self.deployment.outputs
 
     def _add_tap(self) -> None:
-        self._tap_url = self.sqs.create_queue(QueueName=TAP_NAME)["QueueUrl"]
-        tap_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{TAP_NAME}"
+        """A local-only rule matching every event on the bus, delivered into memory (no queue between)."""
         self.events.put_rule(Name=TAP_NAME, EventBusName=self.bus_name, EventPattern=json.dumps({"account": [ACCOUNT]}))
-        self.events.put_targets(Rule=TAP_NAME, EventBusName=self.bus_name, Targets=[{"Id": "tap", "Arn": tap_arn}])
+        self.events.put_targets(Rule=TAP_NAME, EventBusName=self.bus_name, Targets=[{"Id": "tap", "Arn": TAP_ARN}])
+        self._tapping = True
 
     def put_events(self, entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Send entries as a producer would (10 per PutEvents request); return those not accepted.
-
-        An entry whose ``Detail`` is not a JSON object is refused here, as AWS documents PutEvents
-        ("Detail: a valid JSON object"): moto accepts some (``[]``, ``42``) and crashes on others
-        (a JSON string, ``null``) once a rule delivers them to a queue.
-        """
-        rejected = [entry for entry in entries if not _detail_is_object(entry.get("Detail"))]
-        accepted = [entry for entry in entries if _detail_is_object(entry.get("Detail"))]
-        for start in range(0, len(accepted), PUT_EVENTS_LIMIT):
-            chunk = accepted[start : start + PUT_EVENTS_LIMIT]
+        """Send entries as a producer would (10 per PutEvents request); return those not accepted."""
+        rejected = []
+        for start in range(0, len(entries), PUT_EVENTS_LIMIT):
+            chunk = entries[start : start + PUT_EVENTS_LIMIT]
             response = self.events.put_events(Entries=list(chunk))
             rejected += [entry for entry, result in zip(chunk, response["Entries"], strict=True) if result.get("ErrorCode")]
         return rejected
@@ -261,24 +286,66 @@ class EmbeddedPipeline:
         assert self.deployment is not None
         return self.deployment.state_machines
 
+    # -- moving: started in the background, or one step at a time -----------------------------
+
+    @property
+    def started(self) -> bool:
+        return self._dispatcher is not None
+
+    def start(self) -> None:
+        """Let the pipeline move by itself until :meth:`stop`: every event source polls and invokes
+        concurrently, every bridged event starts its execution as it arrives."""
+        if self._dispatcher is not None:
+            return
+        assert self._adapter is not None
+        self._adapter.install()  # again, should anything have replaced boto3's default session
+        self._stopping.clear()
+        for source in self.event_sources:
+            source.start()
+        self._dispatcher = threading.Thread(target=self._dispatch_forever, name="bridges", daemon=True)
+        self._dispatcher.start()
+
+    def stop(self) -> None:
+        """Stop moving: pollers stop (running batches finish); executions already started go on."""
+        if self._dispatcher is None:
+            return
+        self._stopping.set()
+        self.activity.changed()
+        self._dispatcher.join()
+        self._dispatcher = None
+        for source in self.event_sources:
+            source.stop()
+
+    def _dispatch_forever(self) -> None:
+        while not self._stopping.is_set():
+            seen = self.activity.generation
+            if not self._dispatch_bridges():
+                self.activity.wait(seen, 1.0)
+
     def pump(self) -> int:
-        """Let every event source invoke once if its batch is ready, and start an execution for
-        every event waiting on a bridge; return records and events handed over."""
+        """One step on this thread: every event source invokes once if its batch is ready, and every
+        bridged event starts its execution; return records and events handed over (0 when started:
+        the pipeline moves by itself)."""
+        if self.started:
+            return 0
         records = sum(invocation.records for source in self.event_sources if (invocation := source.pump()))
-        self._collect_tap()
         return records + self._dispatch_bridges()
 
     def _dispatch_bridges(self) -> int:
-        assert self._adapter is not None
-        self._adapter.install()  # again, should anything have replaced boto3's default session
         return sum(bridge.dispatch() for bridge in self.bridges)
 
-    def drain(self, *, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
-        """Run until nothing moves: every source queue and bridge empty, every execution finished
-        or parked on a ``.waitForTaskToken`` task (a parked execution does not hold drain up).
+    def _unsettled(self) -> tuple[list[str], dict[str, int], int]:
+        """Running executions not parked on a token, source queues' backlog, and batches or bridged
+        events still being handed over."""
+        assert self._tracker is not None
+        handing = sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
+        backlog = {source.queue.logical_id: n for source in self.event_sources if (n := source.backlog())}
+        return self._tracker.unsettled(), backlog, handing
 
-        Executions publish events that fill queues and bridges again, so this loops; each
-        round waits out partial batches' windows.
+    def drain(self, *, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+        """Run until nothing moves: every source queue and bridge empty, every batch done, every
+        execution finished or parked on a ``.waitForTaskToken`` task (a parked execution does not
+        hold drain up). Starts the pipeline for the time it takes if it was not started.
 
         Parameters
         ----------
@@ -288,32 +355,28 @@ class EmbeddedPipeline:
         Raises
         ------
         RuntimeError
-            Not quiescent within ``timeout_s`` or :data:`MAX_DRAIN_ROUNDS` rounds that moved
-            something (events bouncing forever); says what still moves.
+            Not quiescent within ``timeout_s``; says what still moves.
         """
         assert self._tracker is not None
         deadline = time.monotonic() + timeout_s
         self._tracker.watch_afresh()
-        busy_rounds = 0
-        while True:
-            # Executions first: one that finished has already routed what it published.
-            moving = self._tracker.unsettled()
-            busy = self._dispatch_bridges() > 0
-            for source in self.event_sources:
-                busy |= source.pump(wait=True) is not None
-            self._collect_tap()
-            backlog = {source.queue.logical_id: n for source in self.event_sources if (n := source.backlog())}
-            if not busy and not moving and not backlog:
-                return
-            busy_rounds += busy
-            if time.monotonic() > deadline or busy_rounds > MAX_DRAIN_ROUNDS:
-                limit = f"{timeout_s:g} s" if busy_rounds <= MAX_DRAIN_ROUNDS else f"{MAX_DRAIN_ROUNDS} busy rounds"
-                raise RuntimeError(f"not quiescent after {limit}: executions still running {moving}, "
-                                   f"messages left in {backlog}")
-            if busy:
-                self._tracker.watch_afresh()  # a handler that ran may have answered a task token
-            else:
-                time.sleep(IDLE_POLL_S)
+        started_here = not self.started
+        self.start()
+        try:
+            while True:
+                seen = self.activity.generation
+                moving, backlog, handing = self._unsettled()
+                if not moving and not backlog and not handing:
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"not quiescent after {timeout_s:g} s: executions still running {moving}, "
+                                       f"messages left in {backlog}, {handing} batches or events being handed over")
+                if self.activity.wait(seen, IDLE_POLL_S):
+                    self._tracker.watch_afresh()  # a handler that ran may have answered a task token
+                    time.sleep(CHECK_EVERY_S)  # the check reads every running execution's history: not at every change
+        finally:
+            if started_here:
+                self.stop()
 
     def executions(self, logical_id: str | None = None) -> list[ExecutionInfo]:
         """A snapshot of every execution (of one state machine, by logical id), oldest first.
@@ -325,19 +388,11 @@ class EmbeddedPipeline:
         assert self._tracker is not None
         return self._tracker.snapshot(logical_id)
 
-    def _collect_tap(self) -> None:
-        """Move what the tap queue holds into memory: moto's SQS slows down as a queue grows."""
-        if self._tap_url is not None:
-            messages = receive_all(self.sqs, self._tap_url)
-            delete_messages(self.sqs, self._tap_url, messages)
-            self._tapped += [json.loads(message["Body"]) for message in messages]
-
     def tapped_events(self) -> list[dict[str, Any]]:
         """Every event the bus carried since the last call, as EventBridge delivered it."""
-        if self._tap_url is None:
+        if not self._tapping:
             raise RuntimeError("the pipeline was started with tap=False")
-        self._collect_tap()
-        events, self._tapped = self._tapped, []
+        events, self._tapped = self._tapped, []  # one swap: a delivery on another thread lands in one list or the other
         return events
 
     def dead_letters(self) -> dict[str, list[dict[str, Any]]]:

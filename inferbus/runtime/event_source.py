@@ -1,16 +1,26 @@
-"""A local SQS event source mapping that behaves as Lambda's does, one poller.
+"""A local SQS event source mapping that behaves as Lambda's does.
 
-It honours the template's ``BatchSize``, ``MaximumBatchingWindowInSeconds`` and
-``ReportBatchItemFailures``; the queue's visibility timeout and redrive policy are the
-template's and moto applies them. Received messages are held (in flight, invisible)
-while a batch fills, as Lambda's poller holds them.
+It honours the template's ``BatchSize``, ``MaximumBatchingWindowInSeconds``,
+``ReportBatchItemFailures`` and ``ScalingConfig.MaximumConcurrency``; the queue's visibility
+timeout and redrive policy are the template's and moto applies them. Received messages are
+held (in flight, invisible) while a batch fills, as Lambda's poller holds them.
 
-One difference, on purpose: a failed record is made visible again at once instead of
-after ``VisibilityTimeout`` seconds, so a local run does not wait minutes per retry. The
-number of deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
+Started (:meth:`LocalEventSource.start`), a poller thread fills batches as messages arrive
+(woken by the patched moto, :mod:`.moto_patches`, not by polling) and hands each to a worker:
+at most ``MaximumConcurrency`` batches run at once (and no more than the function's
+reserved concurrency and local environments). Stopped, :meth:`LocalEventSource.pump` invokes
+one batch on the caller's thread, for a test that steps through deliveries.
+
+One difference, on purpose: a failed record is made visible again as soon as every other
+invocation of the function that was running when it failed has ended, instead of after
+``VisibilityTimeout`` seconds, so a local run does not wait minutes per retry. (The timeout,
+six times the function's, always outlasts those invocations; a record that failed because
+another invocation held its claim is retried after that one ended, as in AWS.) The number of
+deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
 Whatever else the timeout would have let expire (an application's own leases, such as
-idempotency claims an invocation left in progress) is the caller's to expire at once: the
-``after_failure`` hook runs after every invocation that failed as a whole.
+idempotency claims an invocation left in progress) is the caller's to expire at that moment:
+the ``after_failure`` hook runs when failed records are about to be visible again, with
+their messages and the moment they failed.
 
 For chaos experiments the source can also deliver records twice, as SQS's at-least-once
 delivery may: ``duplicate_rate`` is the share of successfully processed records that are
@@ -21,17 +31,22 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .activity import Activity
 from .lambda_host import Invocation, LocalFunction
 from .queue_ops import SQS_BATCH_LIMIT, delete_messages, release_messages
 from .resources import REGION
 from .specs import EventSourceSpec, QueueInfo
 
 DUPLICATE_MARK = "local-duplicate"  # a message attribute on the copies the source delivers again
-AfterFailure = Callable[[LocalFunction], int]
+AfterFailure = Callable[[LocalFunction, list[dict[str, Any]], int], int]
+LAMBDA_DEFAULT_CONCURRENCY = 1000  # an SQS mapping without MaximumConcurrency scales to the account's limit
+IDLE_WAIT_S = 1.0  # a started poller re-checks an idle queue this often (a message may become visible by time)
 
 
 class LocalEventSource:
@@ -44,17 +59,19 @@ class LocalEventSource:
     sqs
         A boto3 SQS client inside the mock.
     after_failure
-        Called with the function after an invocation that failed as a whole; returns how many
+        ``after_failure(function, messages, failed_at_ms)``, called when records that failed (a
+        whole invocation, or items of its batch) are about to be visible again; returns how many
         leases it expired (summed in :attr:`expired_after_failures`).
     """
 
     def __init__(self, spec: EventSourceSpec, queue: QueueInfo, function: LocalFunction, sqs: Any,
-                 after_failure: AfterFailure | None = None) -> None:
+                 after_failure: AfterFailure | None = None, activity: Activity | None = None) -> None:
         self.spec = spec
         self.queue = queue
         self.function = function
         self.sqs = sqs
         self.after_failure = after_failure
+        self.activity = activity or Activity()
         self._held: list[dict[str, Any]] = []
         self._first_held_at = 0.0
         self.deliveries = 0
@@ -62,6 +79,19 @@ class LocalEventSource:
         self.duplicates_delivered = 0
         self.expired_after_failures = 0
         self._draws = random.Random()  # noqa: S311 - chaos, not crypto
+        self._counts = threading.Lock()
+        self._poller: threading.Thread | None = None
+        self._workers: ThreadPoolExecutor | None = None
+        self._stopping = threading.Event()
+        self._in_flight = 0  # batches handed to workers and not finished
+        # failed records waiting for the invocations running when they failed to end, and when they failed
+        self._failed: list[tuple[frozenset[int], list[dict[str, Any]], int]] = []
+        self.on_invocation: Callable[[LocalEventSource, Invocation], None] | None = None
+
+    @property
+    def max_concurrency(self) -> int:
+        """Batches that may run at once: ``MaximumConcurrency``, capped by the function's environments."""
+        return min(self.spec.max_concurrency or LAMBDA_DEFAULT_CONCURRENCY, self.function.max_environments)
 
     def redeliver(self, rate: float, *, seed: int | None = None) -> None:
         """Deliver ``rate`` of the successfully processed records a second time (0 switches it off)."""
@@ -71,7 +101,11 @@ class LocalEventSource:
         self._draws.seed(seed)
 
     def _receive(self) -> None:
-        while len(self._held) < self.spec.batch_size:
+        from .moto_patches import receivable
+
+        while len(self._held) < self.spec.batch_size and not self._stopping.is_set():
+            if not receivable(self.queue.arn):  # looked at in-process: a request for nothing slows every other
+                return
             wanted = min(SQS_BATCH_LIMIT, self.spec.batch_size - len(self._held))
             messages = self.sqs.receive_message(
                 QueueUrl=self.queue.url, MaxNumberOfMessages=wanted, AttributeNames=["All"], MessageAttributeNames=["All"]
@@ -90,6 +124,9 @@ class LocalEventSource:
 
         With ``wait``, a partial batch waits out the rest of its window (draining).
         """
+        if self.started:
+            raise RuntimeError("the source polls by itself while started: stop the pipeline to step through it")
+        self._release_due()
         self._receive()
         if not self._held:
             return None
@@ -101,14 +138,88 @@ class LocalEventSource:
         batch, self._held = self._held, []
         return self._invoke(batch)
 
+    # -- started: a poller thread and up to max_concurrency workers ----------------------------
+
+    @property
+    def started(self) -> bool:
+        return self._poller is not None
+
+    def start(self) -> None:
+        """Poll in the background until :meth:`stop`."""
+        if self._poller is not None:
+            return
+        self._stopping.clear()
+        self._workers = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix=f"esm-{self.queue.name[:20]}")
+        self._slots = threading.Semaphore(self.max_concurrency)
+        self._poller = threading.Thread(target=self._poll, name=f"poller-{self.queue.name[:20]}", daemon=True)
+        self._poller.start()
+
+    def stop(self) -> None:
+        """Stop polling; batches already handed over finish; what is held is released to the queue."""
+        if self._poller is None:
+            return
+        self._stopping.set()
+        self.activity.changed()
+        self._poller.join()
+        assert self._workers is not None
+        self._workers.shutdown(wait=True)
+        self._poller = self._workers = None
+        if self._held:
+            release_messages(self.sqs, self.queue.url, self._held)
+            self._held = []
+
+    @property
+    def busy(self) -> bool:
+        """A batch is held or running, or failed records wait to be made visible again."""
+        if self._failed:
+            self._release_due()
+        return bool(self._held) or self._in_flight > 0 or bool(self._failed)
+
+    def _poll(self) -> None:
+        while not self._stopping.is_set():
+            if not self._slots.acquire(timeout=IDLE_WAIT_S):
+                continue
+            batch = self._next_batch()
+            if batch is None:
+                self._slots.release()
+                continue
+            with self._counts:
+                self._in_flight += 1
+            assert self._workers is not None
+            self._workers.submit(self._work, batch)
+
+    def _next_batch(self) -> list[dict[str, Any]] | None:
+        """Wait for a batch: full, or its window passed (None when stopping)."""
+        while not self._stopping.is_set():
+            seen = self.activity.generation
+            self._release_due()
+            self._receive()
+            if self._held and (len(self._held) >= self.spec.batch_size or not self._window_open()):
+                batch, self._held = self._held, []
+                return batch
+            window_left = self.spec.max_batching_window_s - (time.monotonic() - self._first_held_at)
+            self.activity.wait(seen, window_left if self._held else IDLE_WAIT_S)
+        return None
+
+    def _work(self, batch: list[dict[str, Any]]) -> None:
+        try:
+            invocation = self._invoke(batch)
+            if self.on_invocation is not None:
+                self.on_invocation(self, invocation)
+        finally:
+            with self._counts:
+                self._in_flight -= 1
+            self._slots.release()
+            self.activity.changed()
+
     def _invoke(self, messages: list[dict[str, Any]]) -> Invocation:
-        self.deliveries += len(messages)
+        with self._counts:
+            self.deliveries += len(messages)
         records = [self._record(message) for message in messages]
         response, invocation = self.function.invoke({"Records": records})
+        failed_at_ms = int(time.time() * 1000)
         if invocation.error is not None:
             failed = {message["MessageId"] for message in messages}
-            if self.after_failure is not None:
-                self.expired_after_failures += self.after_failure(self.function)
         elif self.spec.report_batch_item_failures:
             failed = set(invocation.failed_ids)
         else:
@@ -116,13 +227,32 @@ class LocalEventSource:
         done = [message for message in messages if message["MessageId"] not in failed]
         for message in done:
             is_copy = DUPLICATE_MARK in message.get("MessageAttributes", {})
-            if self.duplicate_rate and not is_copy and self._draws.random() < self.duplicate_rate:
+            with self._counts:
+                twice = bool(self.duplicate_rate) and not is_copy and self._draws.random() < self.duplicate_rate
+                self.duplicates_delivered += twice
+            if twice:
                 self.sqs.send_message(QueueUrl=self.queue.url, MessageBody=message["Body"],
                                       MessageAttributes={DUPLICATE_MARK: {"DataType": "String", "StringValue": "true"}})
-                self.duplicates_delivered += 1
         delete_messages(self.sqs, self.queue.url, done)
-        release_messages(self.sqs, self.queue.url, [message for message in messages if message["MessageId"] in failed])
+        retry = [message for message in messages if message["MessageId"] in failed]
+        if retry:
+            with self._counts:
+                self._failed.append((self.function.running_ids(), retry, failed_at_ms))
+        self._release_due()
         return invocation
+
+    def _release_due(self) -> None:
+        """Make failed records visible again once the invocations running when they failed have ended."""
+        running = self.function.running_ids()
+        with self._counts:
+            due = [(messages, failed_at) for waiting_for, messages, failed_at in self._failed if not waiting_for & running]
+            self._failed = [pending for pending in self._failed if pending[0] & running]
+        for messages, failed_at_ms in due:
+            if self.after_failure is not None:  # the time the visibility timeout stands for has passed for them
+                expired = self.after_failure(self.function, messages, failed_at_ms)
+                with self._counts:
+                    self.expired_after_failures += expired
+            release_messages(self.sqs, self.queue.url, messages)
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -139,7 +269,6 @@ class LocalEventSource:
 
     def backlog(self) -> int:
         """Messages still to deliver: visible, or in flight (which includes those this poller holds)."""
-        attributes = self.sqs.get_queue_attributes(
-            QueueUrl=self.queue.url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-        )["Attributes"]
-        return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+        from .moto_patches import queue_depth
+
+        return queue_depth(self.queue.arn)

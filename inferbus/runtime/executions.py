@@ -1,8 +1,10 @@
-"""What the state machines' executions did, read back through the public API.
+"""What the state machines' executions did, read back through the public API and moto's own records.
 
-Everything here comes from ``list_executions``, ``describe_execution`` and
-``get_execution_history`` (moto 5.2.5 returns every history event with a millisecond
-timestamp and ``previousEventId``, for EXPRESS machines too, which AWS would not).
+Executions come from ``list_executions`` and ``describe_execution``; histories are read
+in-process (:func:`.moto_patches.execution_history`, in ``get_execution_history``'s shape:
+drain reads them at every wait), and which executions run too (moto 5.2.5 records every
+history event with a millisecond timestamp and ``previousEventId``, for EXPRESS machines
+too, which AWS would not).
 
 An execution is *settled* when it has finished, or when all it still does is wait for a
 task token (``.waitForTaskToken``): a human review may wait for days, so it must not hold
@@ -28,9 +30,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .moto_patches import execution_history, running_executions
 from .specs import StateMachineInfo
 
-PARK_SETTLE_S = 0.2
+PARK_SETTLE_S = 0.1
 CONTAINER_STATES = ("Parallel", "Map")
 CALLBACK_ANSWERS = {"TaskSucceeded", "TaskFailed", "TaskTimedOut"}
 
@@ -137,6 +140,9 @@ class ExecutionTracker:
             raise
 
     def _history(self, arn: str) -> list[dict[str, Any]]:
+        history = execution_history(arn)  # read in-process: drain reads it at every wait
+        if history is not None:
+            return history
         paginator = self.stepfunctions.get_paginator("get_execution_history")
         return [event for page in paginator.paginate(executionArn=arn) for event in page["events"]]
 
@@ -180,20 +186,19 @@ class ExecutionTracker:
         """Names of running executions that are not (yet, steadily) parked on a task token."""
         moving = []
         now = time.monotonic()
-        for machine in self.machines.values():
-            for item in self._list(machine, statusFilter="RUNNING"):
-                arn = item["executionArn"]
-                events = self._history(arn)
-                if not waiting_for_task_token(events):
-                    self._quiet_since.pop(arn, None)
-                    moving.append(item["name"])
-                    continue
-                count, since = self._quiet_since.get(arn, (-1, now))
-                if count != len(events):
-                    self._quiet_since[arn] = (len(events), now)
-                    moving.append(item["name"])
-                elif now - since < PARK_SETTLE_S:
-                    moving.append(item["name"])
+        for arn in running_executions():
+            name = arn.rsplit(":", 1)[-1]
+            events = self._history(arn)
+            if not waiting_for_task_token(events):
+                self._quiet_since.pop(arn, None)
+                moving.append(name)
+                continue
+            count, since = self._quiet_since.get(arn, (-1, now))
+            if count != len(events):
+                self._quiet_since[arn] = (len(events), now)
+                moving.append(name)
+            elif now - since < PARK_SETTLE_S:
+                moving.append(name)
         return moving
 
     def stop_running(self) -> None:

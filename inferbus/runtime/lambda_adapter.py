@@ -33,7 +33,7 @@ from urllib.parse import unquote
 import boto3
 from botocore.awsrequest import AWSResponse
 
-from .lambda_host import Invocation, LocalFunction
+from .lambda_host import Invocation, LocalFunction, ThrottledError
 
 EVENT_NAME = "before-call.lambda.Invoke"
 UNIQUE_ID = "inferbus-local-lambda-adapter"
@@ -107,7 +107,12 @@ class LambdaAdapter:
             return AWSResponse(params["url"], 204, {}, None), {"StatusCode": 204}
         body = params.get("body") or b"{}"
         event = json.loads(body.decode() if isinstance(body, bytes) else body)
-        response, invocation = function.invoke(event, trigger="invoke")
+        try:
+            response, invocation = function.invoke(event, trigger="invoke")
+        except ThrottledError as throttled:  # as Lambda answers beyond reserved concurrency
+            error = {"Code": "TooManyRequestsException", "Message": str(throttled)}
+            return AWSResponse(params["url"], 429, {}, None), {"Error": error, "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded",
+                                                               "ResponseMetadata": {"HTTPStatusCode": 429}}
         if invocation_type == "Event":
             return AWSResponse(params["url"], 202, {}, None), {"StatusCode": 202, "Payload": io.BytesIO(b"")}
         return AWSResponse(params["url"], 200, {}, None), lambda_response(response, invocation)

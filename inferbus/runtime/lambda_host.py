@@ -1,21 +1,25 @@
-"""Run a template's Lambda function in-process, from the source tree.
+"""Run a template's Lambda functions in-process, from the source tree, many at once.
 
 The handler is imported by the template's ``Handler`` property from the code root (what the
 bundle's root is on Lambda: :class:`CodeRoot` makes its top-level packages importable) and
 runs with ``LAMBDA_TASK_ROOT`` set to the task root (where its data files sit, as in the
 bundle). Its environment is the template's, plus what the caller adds (:class:`HostConfig`).
-What it prints (JSON logs and EMF metrics) is captured per function.
 
-Handlers run one at a time in the whole process (:data:`INVOCATION_LOCK`): an event
-source invokes on the caller's thread while Step Functions executions invoke on moto's
-worker threads, and a running handler owns ``os.environ`` and ``sys.stdout``. The lock is
-re-entrant, so a handler that invokes another function in-process does not deadlock; no
-code that holds it may wait for another thread that needs it (nothing here does: a
-handler's ``put_events`` only enqueues, executions are started and polled outside it).
+Invocations run concurrently, each in an *execution environment* of its own function, as on
+Lambda: an environment is one import of the handler module (its cold start), runs one
+invocation at a time, and stays warm for the next. A function has at most its
+``ReservedConcurrentExecutions`` environments (an ``Invoke`` beyond that is throttled, as
+Lambda throttles it) and, locally, at most :attr:`HostConfig.max_environments` (an invocation
+beyond that waits for one: ``Invocation.waited_ms``). Each invocation sees its own
+environment variables and has its own captured output, while others run: ``os.environ`` and
+``sys.stdout`` are routed per invocation (:class:`InvocationEnviron`, :class:`_StdoutRouter`);
+nothing is swapped for the whole process and there is no global lock. What a library keeps
+process-wide (a ``logging.Logger`` by name) is shared by the functions in this process.
 """
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -27,24 +31,24 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .specs import FunctionSpec
 
-# Keys a handler's environment added to os.environ. They stay (with their last value) until
-# the pipeline stops: botocore clients made on Step Functions' threads iterate os.environ
-# (urllib's proxy lookup), and a key removed during that iteration makes it raise KeyError.
-# Every key a handler reads is in its own environment, so a value left over is never read.
-ADDED_TO_ENVIRONMENT: set[str] = set()
 # What Lambda reports when it ends an invocation itself (HostConfig.service_failures maps
 # exceptions that stand for these to them).
 TIMED_OUT = ("Sandbox.Timedout", "Task timed out after {timeout_s}.00 seconds")
 RUNTIME_EXITED = ("Runtime.ExitError", "Runtime exited unexpectedly")
-# One handler at a time in the whole process: see the module docstring.
-INVOCATION_LOCK = threading.RLock()
+DEFAULT_MAX_ENVIRONMENTS = 4  # per function, locally: each holds its own models in memory
+# Imports are not safe to run on two threads for one module name: cold starts take turns.
+INIT_LOCK = threading.RLock()
+
+
+class ThrottledError(RuntimeError):
+    """An ``Invoke`` beyond the function's reserved concurrency (Lambda's ``TooManyRequestsException``)."""
 
 
 @dataclass(frozen=True)
@@ -63,12 +67,16 @@ class HostConfig:
         Exception class name -> ``(errorType, errorMessage)``: exceptions that stand for the
         Lambda service ending an invocation (a timeout, a dead runtime), reported as Lambda
         reports those (``{timeout_s}`` in the message is the function's timeout).
+    max_environments
+        Most execution environments of one function locally (each a cold start holding its own
+        models); Lambda would start more. Default 4.
     """
 
     code_root: Path
     task_root: Path
     environment: Mapping[str, str] = field(default_factory=dict)
     service_failures: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    max_environments: int = DEFAULT_MAX_ENVIRONMENTS
 
 
 class CodeRoot(importlib.abc.MetaPathFinder):
@@ -112,7 +120,7 @@ class LocalContext:
 
 
 class OutputSink(io.TextIOBase):
-    """Stands in for ``sys.stdout`` while handlers run; keeps each JSON line it is given."""
+    """What one invocation prints; keeps each JSON line it is given."""
 
     def __init__(self) -> None:
         self.lines: list[dict[str, Any]] = []
@@ -134,8 +142,9 @@ class OutputSink(io.TextIOBase):
 class Invocation:
     """One call of a handler. ``error`` is ``"Type: message"`` of an unhandled exception;
     ``trigger`` is ``"sqs"`` (an event source mapping) or ``"invoke"`` (the Invoke API:
-    Step Functions tasks); ``waited_ms`` is how long it queued for :data:`INVOCATION_LOCK`
-    (locally one handler runs at a time, so a Task's time in its state includes this)."""
+    Step Functions tasks); ``waited_ms`` is how long it waited for an execution environment
+    (locally a function has at most :attr:`HostConfig.max_environments`); ``logs`` is what it
+    printed (JSON lines)."""
 
     request_id: str
     records: int
@@ -147,16 +156,34 @@ class Invocation:
     error_message: str | None = None
     stack_trace: list[str] = field(default_factory=list)
     waited_ms: float = 0.0
+    logs: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass
 class LocalFunction:
-    spec: FunctionSpec
-    host: HostConfig
-    sink: OutputSink = field(default_factory=OutputSink)
-    invocations: list[Invocation] = field(default_factory=list)
-    overrides: dict[str, str] = field(default_factory=dict)
-    _handler: Any = None
+    """One function of the template: its execution environments, invocations, logs and metrics.
+
+    Parameters
+    ----------
+    spec
+        The function, as provisioned.
+    host
+        Where its code is and what the caller adds.
+    """
+
+    def __init__(self, spec: FunctionSpec, host: HostConfig) -> None:
+        self.spec = spec
+        self.host = host
+        self.invocations: list[Invocation] = []
+        self.overrides: dict[str, str] = {}
+        self._lines: list[dict[str, Any]] = []
+        self._idle: list[Any] = []  # warm environments' handlers, the most recently used last
+        self._environments = 0
+        self._running = 0
+        self._started = 0  # invocations started so far: the id of the next one
+        self._running_ids: set[int] = set()
+        self._changed = threading.Condition()
+        reserved = spec.reserved_concurrency
+        self.max_environments = min(host.max_environments, reserved) if reserved else host.max_environments
 
     @property
     def environment(self) -> dict[str, str]:
@@ -167,8 +194,19 @@ class LocalFunction:
 
     @property
     def handler(self) -> Any:
-        """The handler object, as imported (``None`` before the first load)."""
-        return self._handler
+        """The handler of the warm environment used next (``None`` before the first cold start)."""
+        with self._changed:
+            return self._idle[-1] if self._idle else None
+
+    @property
+    def running(self) -> int:
+        """Invocations running now."""
+        return self._running
+
+    def running_ids(self) -> frozenset[int]:
+        """The ids of the invocations running now (ids count up from 0 as invocations start)."""
+        with self._changed:
+            return frozenset(self._running_ids)
 
     def set_environment(self, **variables: str) -> None:
         """Override environment variables for every later invocation (the template is unchanged).
@@ -180,22 +218,62 @@ class LocalFunction:
         --------
         >>> pipeline.functions["ScoreFunction"].set_environment(FAULT_INJECTION="timeout")  # doctest: +SKIP
         """
-        with INVOCATION_LOCK:  # never change it under a running handler
-            self.overrides.update({key: str(value) for key, value in variables.items()})
+        self.overrides = {**self.overrides, **{key: str(value) for key, value in variables.items()}}
 
-    def _with_environment(self):  # noqa: ANN202
-        return _EnvAndStdout(self.environment, self.sink)
-
-    def load(self) -> None:
-        """Import the handler fresh (a cold start), inside its environment."""
+    def _cold_start(self) -> Any:
         module_name, _, attribute = self.spec.handler.rpartition(".")
         CodeRoot(self.host.code_root).install()
-        with INVOCATION_LOCK, self._with_environment():
+        with INIT_LOCK, invocation_context(self.environment, OutputSink()) as sink:
             sys.modules.pop(module_name, None)
-            self._handler = getattr(importlib.import_module(module_name), attribute)
+            handler = getattr(importlib.import_module(module_name), attribute)
+        self._keep(sink.lines)
+        return handler
+
+    def load(self) -> None:
+        """A cold start now: a fresh import of the handler replaces every warm environment."""
+        handler = self._cold_start()
+        with self._changed:
+            self._environments -= len(self._idle)
+            self._idle = [handler]
+            self._environments += 1
+
+    def _take_environment(self, trigger: str) -> tuple[Any, float, int]:
+        queued = time.perf_counter()
+        with self._changed:
+            reserved = self.spec.reserved_concurrency
+            if trigger == "invoke" and reserved is not None and self._running >= reserved:
+                raise ThrottledError(f"Rate Exceeded: {self.spec.name} runs its {reserved} reserved concurrent executions")
+            while not self._idle and self._environments >= self.max_environments:
+                self._changed.wait()
+            invocation_id, self._started = self._started, self._started + 1
+            self._running += 1
+            self._running_ids.add(invocation_id)
+            if self._idle:
+                return self._idle.pop(), (time.perf_counter() - queued) * 1000, invocation_id
+            self._environments += 1
+        try:
+            return self._cold_start(), (time.perf_counter() - queued) * 1000, invocation_id
+        except BaseException:
+            with self._changed:
+                self._running -= 1
+                self._running_ids.discard(invocation_id)
+                self._environments -= 1
+                self._changed.notify()
+            raise
+
+    def _release(self, handler: Any, invocation_id: int) -> None:
+        with self._changed:
+            self._idle.append(handler)
+            self._running -= 1
+            self._running_ids.discard(invocation_id)
+            self._changed.notify()
+
+    def _keep(self, lines: list[dict[str, Any]]) -> None:
+        with self._changed:
+            self._lines += lines
 
     def invoke(self, event: Any, *, trigger: str = "sqs") -> tuple[Any, Invocation]:
-        """Call the handler; an exception is the invocation's error, as Lambda reports it.
+        """Call the handler in a free execution environment; an exception is the invocation's error.
 
         Parameters
         ----------
@@ -208,21 +286,25 @@ class LocalFunction:
         -------
         tuple
             The handler's return value (``None`` on error) and the :class:`Invocation`.
-        """
-        queued = time.perf_counter()
-        with INVOCATION_LOCK:
-            waited_ms = (time.perf_counter() - queued) * 1000
-            if self._handler is None:
-                self.load()
-            return self._invoke_locked(event, trigger, waited_ms)
 
-    def _invoke_locked(self, event: Any, trigger: str, waited_ms: float) -> tuple[Any, Invocation]:
+        Raises
+        ------
+        ThrottledError
+            An ``invoke`` while the function runs its reserved concurrency.
+        """
+        handler, waited_ms, invocation_id = self._take_environment(trigger)
+        try:
+            return self._invoke_in(handler, event, trigger, waited_ms)
+        finally:
+            self._release(handler, invocation_id)
+
+    def _invoke_in(self, handler: Any, event: Any, trigger: str, waited_ms: float) -> tuple[Any, Invocation]:
         context = LocalContext(self.spec)
         started = time.perf_counter()
         response, error, error_type, error_message, stack = None, None, None, None, []
-        with self._with_environment():
+        with invocation_context(self.environment, OutputSink()) as sink:
             try:
-                response = self._handler(event, context)
+                response = handler(event, context)
             except BaseException as exc:  # a handler error fails the invocation, as on Lambda
                 service_failure = self.host.service_failures.get(type(exc).__name__)
                 if service_failure is None and not isinstance(exc, Exception):
@@ -234,21 +316,29 @@ class LocalFunction:
                 error = f"{error_type}: {error_message}"
                 stack = traceback.format_exc().splitlines()
                 # What the Lambda runtime logs for an unhandled error.
-                self.sink.lines.append({"level": "ERROR", "errorType": error_type, "errorMessage": error_message,
-                                        "stackTrace": stack, "requestId": context.aws_request_id})
+                sink.lines.append({"level": "ERROR", "errorType": error_type, "errorMessage": error_message,
+                                   "stackTrace": stack, "requestId": context.aws_request_id})
         records = event.get("Records", []) if isinstance(event, dict) else []
         failures = response.get("batchItemFailures", []) if isinstance(response, dict) else []
         failed = [item["itemIdentifier"] for item in failures]
         invocation = Invocation(context.aws_request_id, len(records), failed, error, (time.perf_counter() - started) * 1000,
-                                trigger, error_type, error_message, stack, waited_ms)
-        self.invocations.append(invocation)
+                                trigger, error_type, error_message, stack, waited_ms, sink.lines)
+        with self._changed:
+            self._lines += sink.lines
+            self.invocations.append(invocation)
         return response, invocation
+
+    @property
+    def lines(self) -> list[dict[str, Any]]:
+        """Every JSON line the function printed, invocation after invocation."""
+        with self._changed:
+            return list(self._lines)
 
     @property
     def metrics(self) -> dict[str, list[float]]:
         """Every EMF metric value the function emitted, by metric name."""
         values: dict[str, list[float]] = {}
-        for line in self.sink.lines:
+        for line in self.lines:
             aws = line.get("_aws")
             if not aws:
                 continue
@@ -260,58 +350,111 @@ class LocalFunction:
 
     @property
     def logs(self) -> list[dict[str, Any]]:
-        return [line for line in self.sink.lines if "_aws" not in line]
+        return [line for line in self.lines if "_aws" not in line]
 
 
-class _StdoutProxy(io.TextIOBase):
-    """Process-wide stand-in for stdout. Powertools' Logger keeps the stream it saw at import,
-    so handlers imported once keep writing here, and here forwards to the running function's sink.
+@dataclass
+class _Sandbox:
+    """What one running invocation sees: its environment and where its output goes."""
 
-    Only the thread running the handler writes to its sink: while an execution thread runs
-    a handler, what another thread prints goes where stdout went before (``fallback``)."""
+    environ: dict[str, str]
+    sink: OutputSink
 
-    target: OutputSink | None = None
-    owner: int | None = None
-    fallback: Any = None
+
+_SANDBOX: contextvars.ContextVar[_Sandbox | None] = contextvars.ContextVar("inferbus_sandbox", default=None)
+
+
+class InvocationEnviron(MutableMapping[str, str]):
+    """Stands in for ``os.environ``: inside an invocation, that invocation's environment (the
+    process's plus the function's); outside, the process's own."""
+
+    def __init__(self, process: MutableMapping[str, str]) -> None:
+        self.process = process
+
+    def _target(self) -> MutableMapping[str, str]:
+        sandbox = _SANDBOX.get()
+        return sandbox.environ if sandbox is not None else self.process
+
+    def __getitem__(self, key: str) -> str:
+        return self._target()[key]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._target()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._target()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._target()))
+
+    def __len__(self) -> int:
+        return len(self._target())
+
+    def copy(self) -> dict[str, str]:
+        return dict(self._target())
+
+
+class _StdoutRouter(io.TextIOBase):
+    """Stands in for ``sys.stdout``: inside an invocation, its sink; outside, the real stdout.
+    Powertools' Logger keeps the stream it saw at import, so handlers write here for good."""
+
+    def __init__(self, fallback: Any) -> None:
+        self.fallback = fallback
 
     def write(self, text: str) -> int:
-        if self.target is not None and threading.get_ident() == self.owner:
-            return self.target.write(text)
-        return (self.fallback or sys.__stdout__).write(text)
+        sandbox = _SANDBOX.get()
+        if sandbox is not None:
+            return sandbox.sink.write(text)
+        return self.fallback.write(text)
+
+    def flush(self) -> None:
+        if _SANDBOX.get() is None:
+            self.fallback.flush()
 
 
-STDOUT_PROXY = _StdoutProxy()
+class _Routing:
+    """Installs the routers for as long as any pipeline runs (counted: nested uses share them)."""
+
+    users = 0
+    saved: tuple[Any, Any] | None = None
+    lock = threading.Lock()
 
 
-class _EnvAndStdout:
-    """Set the function's environment and route stdout to its sink, then restore both."""
+def install_routing() -> None:
+    """Route ``os.environ`` and ``sys.stdout`` per invocation (call :func:`uninstall_routing` after)."""
+    with _Routing.lock:
+        _Routing.users += 1
+        if _Routing.users == 1:
+            _Routing.saved = (os.environ, sys.stdout)
+            os.environ = InvocationEnviron(os.environ)  # type: ignore[assignment]
+            sys.stdout = _StdoutRouter(sys.stdout)
 
-    def __init__(self, environment: dict[str, str], sink: OutputSink) -> None:
-        self.environment = environment
-        self.sink = sink
 
-    def __enter__(self) -> None:
-        self._saved_env = {key: os.environ.get(key) for key in self.environment}
-        os.environ.update(self.environment)
-        self._saved_stdout = sys.stdout
-        self._saved_proxy = (STDOUT_PROXY.target, STDOUT_PROXY.owner, STDOUT_PROXY.fallback)
-        if sys.stdout is not STDOUT_PROXY:
-            STDOUT_PROXY.fallback = sys.stdout
-        STDOUT_PROXY.target, STDOUT_PROXY.owner = self.sink, threading.get_ident()
-        sys.stdout = STDOUT_PROXY
+def uninstall_routing() -> None:
+    with _Routing.lock:
+        _Routing.users -= 1
+        if _Routing.users == 0 and _Routing.saved is not None:
+            os.environ = _Routing.saved[0]  # type: ignore[assignment]
+            if isinstance(sys.stdout, _StdoutRouter):
+                sys.stdout = sys.stdout.fallback
+            _Routing.saved = None
+
+
+class invocation_context:  # noqa: N801 - used as a context manager
+    """Run the block as one invocation: ``os.environ`` reads ``environment`` over the process's,
+    and what it prints goes to ``sink`` (nested uses, a handler invoking another, stack)."""
+
+    def __init__(self, environment: Mapping[str, str], sink: OutputSink) -> None:
+        process = os.environ.process if isinstance(os.environ, InvocationEnviron) else os.environ
+        self.sandbox = _Sandbox({**process, **environment}, sink)
+
+    def __enter__(self) -> OutputSink:
+        if not isinstance(os.environ, InvocationEnviron):
+            raise RuntimeError("invocations need install_routing() first (EmbeddedPipeline does it)")
+        if not isinstance(sys.stdout, _StdoutRouter):  # replaced since (a test runner's capture): route it too
+            sys.stdout = _StdoutRouter(sys.stdout)
+        self._token = _SANDBOX.set(self.sandbox)
+        return self.sandbox.sink
 
     def __exit__(self, *exc: object) -> None:
-        sys.stdout = self._saved_stdout
-        STDOUT_PROXY.target, STDOUT_PROXY.owner, STDOUT_PROXY.fallback = self._saved_proxy
-        for key, value in self._saved_env.items():
-            if value is None:
-                ADDED_TO_ENVIRONMENT.add(key)  # left in place: see ADDED_TO_ENVIRONMENT
-            else:
-                os.environ[key] = value
-
-
-def remove_added_environment() -> None:
-    """Remove what handlers' environments added; call once no other thread may run."""
-    for key in ADDED_TO_ENVIRONMENT:
-        os.environ.pop(key, None)
-    ADDED_TO_ENVIRONMENT.clear()
+        _SANDBOX.reset(self._token)

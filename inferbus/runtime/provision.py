@@ -29,7 +29,6 @@ from .specs import (
     UnsupportedTemplateError,
 )
 
-BRIDGE_PREFIX = "local-bridge-"
 # The InputPath forms the bridge applies: $ and $.field.field (no filters, wildcards, indexes).
 SIMPLE_PATH = re.compile(r"\$(\.[A-Za-z0-9_-]+)*")
 
@@ -72,7 +71,7 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
     _name_roles_and_log_groups(resources, deployment.resolver)
     _name_functions(resources, deployment.resolver)
     _provision_state_machines(resources, deployment, clients["stepfunctions"])
-    _provision_rules(resources, deployment, clients["events"], clients["sqs"], notes)
+    _provision_rules(resources, deployment, clients["events"], notes)
     # Queue policies name the rules that may send to them.
     for _, props in _of_type(resources, "AWS::SQS::QueuePolicy"):
         for queue_url in deployment.resolver.resolve(props["Queues"]):
@@ -107,8 +106,10 @@ def _provision_buses(resources: dict[str, Any], deployment: Deployment, events: 
         deployment.bus_names[logical_id] = name
 
     for logical_id, props in _of_type(resources, "AWS::Events::Archive"):
+        archive_name = props.get("ArchiveName") or resolver.physical_name(logical_id, 48)
+        resolver.refs[logical_id] = archive_name
         events.create_archive(
-            ArchiveName=resolver.physical_name(logical_id, 48),
+            ArchiveName=archive_name,
             EventSourceArn=resolver.resolve(props["SourceArn"]),
             EventPattern=json.dumps(resolver.resolve(props.get("EventPattern", {}))),
             RetentionDays=props.get("RetentionDays", 0),
@@ -171,9 +172,10 @@ def _provision_tables(resources: dict[str, Any], deployment: Deployment, dynamod
 
 
 def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) -> None:
-    """Synthetic names and ARNs only: IAM is not enforced, logs are captured elsewhere and
-    topics are not notified locally, but state machines, functions and outputs name them
-    (``RoleArn``, ``LogGroupArn``, a bucket in a function's environment, a topic's ARN)."""
+    """Synthetic names and ARNs only: IAM is not enforced, logs are captured elsewhere, topics are
+    not notified and Firehose does not deliver locally, but state machines, functions, rules and
+    outputs name them (``RoleArn``, ``LogGroupArn``, a bucket in a function's environment, a
+    topic's ARN, a rule's Firehose target)."""
     for logical_id, props in _of_type(resources, "AWS::IAM::Role"):
         name = props.get("RoleName") or resolver.physical_name(logical_id)
         resolver.refs[logical_id] = name
@@ -188,6 +190,10 @@ def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) ->
         name = props.get("TopicName") or resolver.physical_name(logical_id, 256)
         resolver.refs[logical_id] = f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}"
         resolver.attributes[(logical_id, "TopicName")] = name
+    for logical_id, props in _of_type(resources, "AWS::KinesisFirehose::DeliveryStream"):  # a rule may target one
+        name = props.get("DeliveryStreamName") or resolver.physical_name(logical_id)
+        resolver.refs[logical_id] = name
+        resolver.attributes[(logical_id, "Arn")] = f"arn:{PARTITION}:firehose:{REGION}:{ACCOUNT}:deliverystream/{name}"
     for logical_id, props in _of_type(resources, "AWS::S3::Bucket"):
         name = props.get("BucketName") or resolver.physical_name(logical_id, 63).lower()
         resolver.refs[logical_id] = name
@@ -258,7 +264,7 @@ def _logging_configuration(config: dict[str, Any]) -> dict[str, Any]:
             "destinations": destinations}
 
 
-def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: Any, sqs: Any,
+def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: Any,
                      notes: dict[str, list[str]]) -> None:
     resolver = deployment.resolver
     for logical_id, props in _of_type(resources, "AWS::Events::Rule"):
@@ -275,15 +281,19 @@ def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: 
                 deployment.target_dead_letter_arns.add(resolved["DeadLetterConfig"]["Arn"])
             service = resolved["Arn"].split(":")[2]
             if service == "states":
-                bridge = _bridge(logical_id, name, rule_arn, resolved, sqs)
+                bridge = _bridge(logical_id, name, rule_arn, resolved)
                 deployment.bridges.append(bridge)
-                targets.append({"Id": resolved["Id"], "Arn": bridge.queue.arn})
+                targets.append({"Id": resolved["Id"], "Arn": bridge.state_machine_arn})
                 machine = deployment.state_machine_by_arn(bridge.state_machine_arn)
                 notes.setdefault(logical_id, []).append(
-                    f"target {resolved['Id']} (state machine {machine.logical_id}) is reached through the local bridge "
-                    f"queue {bridge.queue.name}: moto cannot deliver to state machines, so the runtime starts one "
-                    "execution per event (Input/InputPath applied, RetryPolicy not; a failed start goes to the "
-                    "target's DLQ)"
+                    f"target {resolved['Id']} (state machine {machine.logical_id}) is reached through an in-process "
+                    "bridge: moto cannot deliver to state machines, so the runtime starts one execution per event "
+                    "(Input/InputPath applied, RetryPolicy not; a failed start goes to the target's DLQ)"
+                )
+            elif service == "firehose":
+                notes.setdefault(logical_id, []).append(
+                    f"target {resolved['Id']} (a Firehose stream) is cloud-only: moto cannot deliver to Firehose, so "
+                    "locally the rule delivers nothing there"
                 )
             elif service == "lambda":
                 raise UnsupportedTemplateError(
@@ -298,13 +308,14 @@ def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: 
                     )
                 kept = ("Id", "Arn", "InputTransformer")
                 targets.append({key: resolved[key] for key in kept if key in resolved})
-        events.put_targets(Rule=name, EventBusName=bus, Targets=targets)
+        if targets:
+            events.put_targets(Rule=name, EventBusName=bus, Targets=targets)
         resolver.refs[logical_id] = name
         deployment.rules[logical_id] = name
 
 
-def _bridge(rule_logical_id: str, rule_name: str, rule_arn: str, target: dict[str, Any], sqs: Any) -> BridgeSpec:
-    """A local-only queue that stands in for a state machine target (moto raises on those)."""
+def _bridge(rule_logical_id: str, rule_name: str, rule_arn: str, target: dict[str, Any]) -> BridgeSpec:
+    """What the runtime's bridge needs to deliver to a state machine target (moto raises on those)."""
     if "InputTransformer" in target:
         raise UnsupportedTemplateError(
             f"rule {rule_logical_id}: target {target['Id']} is a state machine with an InputTransformer, which the "
@@ -315,16 +326,12 @@ def _bridge(rule_logical_id: str, rule_name: str, rule_arn: str, target: dict[st
             f"rule {rule_logical_id}: target {target['Id']} has InputPath {target['InputPath']!r}; "
             "only $ and $.field.field paths are applied locally"
         )
-    digest = hashlib.sha1(f"{rule_name}/{target['Id']}".encode()).hexdigest()[:12]  # noqa: S324 - a name, not a secret
-    name = BRIDGE_PREFIX + digest
-    queue = _create_queue(sqs, f"{rule_logical_id}/{target['Id']}", name, {"VisibilityTimeout": "30"}, None)
     return BridgeSpec(
         rule_logical_id,
         rule_name,
         rule_arn,
         target["Id"],
         target["Arn"],
-        queue,
         target.get("Input"),
         target.get("InputPath"),
         target.get("DeadLetterConfig", {}).get("Arn"),

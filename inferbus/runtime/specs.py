@@ -61,7 +61,7 @@ class StateMachineInfo:
 
 @dataclass(frozen=True)
 class BridgeSpec:
-    """A rule target that is a state machine, reached locally through a bridge queue.
+    """A rule target that is a state machine, reached locally through an in-process bridge.
 
     ``input``/``input_path`` are the target's ``Input``/``InputPath`` (at most one is set).
     """
@@ -71,7 +71,6 @@ class BridgeSpec:
     rule_arn: str
     target_id: str
     state_machine_arn: str
-    queue: QueueInfo
     input: str | None
     input_path: str | None
     dead_letter_arn: str | None

@@ -1,4 +1,9 @@
-"""Alarms and dashboard widgets for a queue consumer (latency, consumption rate, errors, DLQ depth) and a routed queue.
+"""Alarms and dashboard widgets for a queue consumer and for a routed queue.
+
+A consumer is watched in the four dimensions: latency (event latency, processing latency, the
+oldest queued message), rate (records consumed per minute), errors (error rate in percent, failed
+invocations and records, PutEvents failed entries, the DLQs) and resource use (throttles,
+concurrency against its ``max_concurrency`` and, with Lambda Insights, memory and CPU).
 
 Secure defaults
 ---------------
@@ -12,9 +17,42 @@ from __future__ import annotations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
+from inferbus_lambda.metric_names import (
+    BATCH_SIZE,
+    EVENT_LATENCY_MS,
+    EVENTS_ROUTED,
+    EVENTS_UNROUTED,
+    INFERENCE_MS,
+    PROCESSING_MS,
+    PUT_EVENTS_FAILED_ENTRIES,
+    RECORDS_DEAD_LETTERED,
+    RECORDS_FAILED,
+    RECORDS_PUBLISHED,
+    RECORDS_REJECTED,
+    RESULT_EVENTS,
+)
 
-from .alarms import PERIOD, add_alarm
+from .alarms import (
+    PERIOD,
+    Level,
+    Thresholds,
+    add_alarm,
+    add_alarms,
+    emf_metric,
+    error_rate,
+    function_metrics,
+    resource_widget,
+)
 from .queue_consumer import QueueConsumer, RoutedQueue
+
+# Every consumer's alarms, by construct id (Memory only with Lambda Insights).
+CONSUMER_ALARMS = ("DeadLetters", "UndeliveredEvents", "Latency", "FunctionErrors", "RecordFailures", "ErrorRate",
+                   "EventLatency", "ProcessingLatency", "Throttles", "Concurrency", "PutEventsFailedEntries")
+INSIGHTS_ALARMS = ("Memory",)
+ROUTE_ALARMS = ("DeadLetters", "UndeliveredEvents")
+# The unrouted-events check's alarms (Memory too with Lambda Insights).
+UNROUTED_CHECK_ALARMS = ("DeadLetters", "UndeliveredEvents", "Latency", "FunctionErrors", "RecordFailures", "Throttles",
+                         "Unrouted")
 
 
 class ConsumerMonitoring(Construct):
@@ -26,8 +64,10 @@ class ConsumerMonitoring(Construct):
         Where alarms notify.
     metrics_namespace, service
         Where the handler's EMF metrics go (Powertools adds the ``service`` dimension).
-    max_message_age_s
-        Oldest message age that raises the latency alarm, 1 s or more.
+    thresholds
+        Alarm levels (from the settings).
+    max_concurrency
+        The consumer's event source cap: the saturation alarm fires at ``concurrency_percent`` of it.
     dashboard
         The dashboard to add this consumer's row of widgets to.
     """
@@ -41,43 +81,68 @@ class ConsumerMonitoring(Construct):
         alarm_topic: sns.ITopic,
         metrics_namespace: str,
         service: str,
-        max_message_age_s: int,
+        thresholds: Thresholds,
+        max_concurrency: int,
         dashboard: cloudwatch.Dashboard,
     ) -> None:
         super().__init__(scope, construct_id)
-        if max_message_age_s < 1:
-            raise ValueError(f"max_message_age_s must be 1 or more, got {max_message_age_s}")
+        if thresholds.max_message_age_s < 1:
+            raise ValueError(f"max_message_age_s must be 1 or more, got {thresholds.max_message_age_s}")
 
-        def handler_metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
-            return cloudwatch.Metric(namespace=metrics_namespace, metric_name=name, dimensions_map={"service": service},
-                                     statistic=statistic, period=PERIOD)
+        def handler_metric(name: str, statistic: str = "Sum", label: str | None = None) -> cloudwatch.Metric:
+            return emf_metric(metrics_namespace, name, {"service": service}, statistic, label)
 
         oldest = consumer.queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum")
         dlq_depth = consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
         target_dlq_depth = consumer.target_dead_letter_queue.metric_approximate_number_of_messages_visible(
             period=PERIOD, statistic="Maximum"
         )
-        published, failed = handler_metric("RecordsPublished"), handler_metric("RecordsFailed")
+        name = consumer.node.id
+        published = handler_metric(RECORDS_PUBLISHED, label="records consumed per minute")
+        failed = handler_metric(RECORDS_FAILED, label="records failed per minute")
+        rejected = handler_metric(RECORDS_REJECTED, label="records rejected per minute")
+        dead_lettered = handler_metric(RECORDS_DEAD_LETTERED, label="records dead-lettered per minute (with the reason)")
+        records = handler_metric(BATCH_SIZE, label="records received per minute")
+        event_latency = handler_metric(EVENT_LATENCY_MS, "p95", "event latency p95 (ms)")
+        processing = handler_metric(PROCESSING_MS, "p95", "batch processing p95 (ms)")
+        put_failed = handler_metric(PUT_EVENTS_FAILED_ENTRIES, label="PutEvents failed entries")
+        rate = error_rate({"failed": failed}, records, "error rate (% of records)")
         function_errors = consumer.function.metric_errors(period=PERIOD, statistic="Sum")
+        resources = function_metrics(consumer.function, thresholds.insights)
 
-        self.alarms = [
-            add_alarm(self, name, metric, threshold, f"{construct_id}: {what}", alarm_topic)
-            for name, metric, threshold, what in (
-                ("DeadLetters", dlq_depth, 1, "records in the DLQ (they failed max_receive_count times)"),
-                ("UndeliveredEvents", target_dlq_depth, 1, "events EventBridge could not deliver to the queue"),
-                ("Latency", oldest, max_message_age_s, f"oldest message waited {max_message_age_s} s or more"),
-                ("FunctionErrors", function_errors, 1, "invocations that failed as a whole"),
-                ("RecordFailures", failed, 1, "records reported as batch item failures"),
-            )
+        levels: list[Level] = [
+            ("DeadLetters", dlq_depth, 1, "records in the DLQ (they failed max_receive_count times)"),
+            ("UndeliveredEvents", target_dlq_depth, 1, "events EventBridge could not deliver to the queue"),
+            ("Latency", oldest, thresholds.max_message_age_s,
+             f"oldest message waited {thresholds.max_message_age_s} s or more"),
+            ("FunctionErrors", function_errors, 1, "invocations that failed as a whole"),
+            ("RecordFailures", failed, 1, "records reported as batch item failures"),
+            ("ErrorRate", rate, thresholds.error_rate_percent,
+             f"{thresholds.error_rate_percent:g} % or more of the records of a minute failed"),
+            ("EventLatency", event_latency, thresholds.event_latency_ms,
+             f"p95 event latency (now minus the event's time) reached {thresholds.event_latency_ms} ms"),
+            ("ProcessingLatency", processing, thresholds.processing_latency_ms,
+             f"p95 batch processing time reached {thresholds.processing_latency_ms} ms"),
+            ("Throttles", resources.throttles, 1, "invocations throttled (account or function concurrency exhausted)"),
+            ("Concurrency", resources.concurrency, max(1.0, max_concurrency * thresholds.concurrency_percent / 100),
+             f"concurrent executions reached {thresholds.concurrency_percent:g} % of max_concurrency={max_concurrency}: "
+             "the backpressure valve is nearly shut, messages will wait"),
+            ("PutEventsFailedEntries", put_failed, 1, "result events PutEvents refused after the retries"),
         ]
+        if resources.memory_percent is not None:
+            levels.append(("Memory", resources.memory_percent, thresholds.memory_percent,
+                           f"memory use reached {thresholds.memory_percent:g} % (Lambda Insights)"))
+        self.alarms = add_alarms(self, levels, construct_id, alarm_topic)
 
         dashboard.add_widgets(
-            cloudwatch.GraphWidget(title=f"{construct_id}: consumption rate (records/min)", left=[published, failed]),
-            cloudwatch.GraphWidget(title=f"{construct_id}: latency", left=[oldest],
-                                   right=[consumer.function.metric_duration(period=PERIOD, statistic="p95"),
-                                          handler_metric("InferenceMs", "p95")]),
-            cloudwatch.GraphWidget(title=f"{construct_id}: errors", left=[function_errors, failed]),
-            cloudwatch.GraphWidget(title=f"{construct_id}: DLQ depth", left=[dlq_depth, target_dlq_depth]),
+            cloudwatch.GraphWidget(title=f"{name}: consumption rate (records/min)",
+                                   left=[published, failed, rejected, dead_lettered]),
+            cloudwatch.GraphWidget(title=f"{name}: latency (ms; oldest message s)", left=[event_latency, processing,
+                                   handler_metric(INFERENCE_MS, "p95", "inference p95 (ms)")], right=[oldest]),
+            cloudwatch.GraphWidget(title=f"{name}: errors (error rate %)", left=[rate],
+                                   right=[function_errors, failed, put_failed]),
+            resource_widget(f"{name}: resource use (throttles, concurrency, memory %, CPU ms)", [resources]),
+            cloudwatch.GraphWidget(title=f"{name}: DLQ depth", left=[dlq_depth, target_dlq_depth]),
         )
 
 
@@ -110,3 +175,61 @@ class RouteMonitoring(Construct):
             title=f"{name}: queue depth and DLQ depth",
             left=[route.queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
                   dlq_depth, undelivered]))
+
+
+class UnroutedCheckMonitoring(Construct):
+    """Alarms and widgets for the unrouted-events check: its queue and function like a consumer's, and
+    an alarm when it keeps an event that no rule takes (a producer sends what the pipeline does not handle).
+
+    Parameters
+    ----------
+    check
+        The check's queue, function and DLQs.
+    alarm_topic
+        Where alarms notify.
+    metrics_namespace, service
+        Where the check's EMF metrics go.
+    thresholds
+        Alarm levels (from the settings).
+    dashboard
+        The dashboard to add its row to.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, check: QueueConsumer, alarm_topic: sns.ITopic,
+                 metrics_namespace: str, service: str, thresholds: Thresholds, dashboard: cloudwatch.Dashboard) -> None:
+        super().__init__(scope, construct_id)
+
+        def handler_metric(name: str, label: str) -> cloudwatch.Metric:
+            return emf_metric(metrics_namespace, name, {"service": service}, "Sum", label)
+
+        oldest = check.queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum")
+        dlq_depth = check.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
+        target_dlq_depth = check.target_dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=PERIOD, statistic="Maximum")
+        unrouted = handler_metric(EVENTS_UNROUTED, "events no rule takes, kept with the reason")
+        failed = handler_metric(RECORDS_FAILED, "records whose rejection could not be sent")
+        function_errors = check.function.metric_errors(period=PERIOD, statistic="Sum")
+        resources = function_metrics(check.function, thresholds.insights)
+        name = check.node.id
+        levels: list[Level] = [
+            ("DeadLetters", dlq_depth, 1, "events the check failed max_receive_count times (not checked)"),
+            ("UndeliveredEvents", target_dlq_depth, 1, "events EventBridge could not deliver to the check's queue"),
+            ("Latency", oldest, thresholds.max_message_age_s,
+             f"oldest event waited {thresholds.max_message_age_s} s or more to be checked"),
+            ("FunctionErrors", function_errors, 1, "invocations that failed as a whole"),
+            ("RecordFailures", failed, 1, "unrouted events whose rejection could not be sent (retried)"),
+            ("Throttles", resources.throttles, 1, "invocations throttled"),
+            ("Unrouted", unrouted, 1, "events that no rule takes were kept in the invalid-events queue with the reason"),
+        ]
+        if resources.memory_percent is not None:
+            levels.append(("Memory", resources.memory_percent, thresholds.memory_percent,
+                           f"memory use reached {thresholds.memory_percent:g} % (Lambda Insights)"))
+        self.alarms = add_alarms(self, levels, construct_id, alarm_topic)
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title=f"{name}: every event on the bus, by verdict (per min)", left=[
+                handler_metric(RESULT_EVENTS, "results"), handler_metric(EVENTS_ROUTED, "taken by a rule"), unrouted]),
+            cloudwatch.GraphWidget(title=f"{name}: latency and errors (oldest message s)", left=[oldest],
+                                   right=[function_errors, failed]),
+            resource_widget(f"{name}: resource use (throttles, concurrency, memory %, CPU ms)", [resources]),
+            cloudwatch.GraphWidget(title=f"{name}: DLQ depth", left=[dlq_depth, target_dlq_depth]),
+        )

@@ -4,8 +4,10 @@ Secure defaults
 ---------------
 - Each function has a role of its own that may only write to its own log group and send
   X-Ray segments; callers add grants for what the function calls.
-- Active tracing; logs kept ``log_retention``.
-- Code is either the shared zip bundle or a container image (``lambda_.DockerImageCode``).
+- Active tracing; logs kept ``log_retention``; Lambda Insights (CPU, memory) when ``insights``
+  (its extension layer and the AWS managed policy it needs).
+- Code is either the function's own zip asset (``bundling.py``: only what it imports) or a
+  container image (``lambda_.DockerImageCode``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ..nag import acknowledge_tracing_wildcard
+from ..nag import acknowledge_insights_policy, acknowledge_tracing_wildcard
+
+# The Lambda Insights extension; CDK picks the layer for the region and architecture at deploy.
+INSIGHTS_VERSION = lambda_.LambdaInsightsVersion.VERSION_1_0_498_0
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,7 @@ class FunctionCode:
         ``module.function``, as the zip bundle's root sees it. An image function runs the
         same handler (its ``ImageConfig.Command``, which the embedded runtime reads too).
     zip_code, runtime
-        The shared bundle and the Python runtime, for a zip function.
+        The function's zip asset and the Python runtime, for a zip function.
     image_code
         A container image, for an image function (``zip_code`` must then be ``None``).
     """
@@ -60,6 +65,7 @@ class FunctionSpec:
     log_retention: logs.RetentionDays
     description: str = ""
     reserved_concurrency: int | None = None  # None: bounded by its event source's MaximumConcurrency instead
+    insights: bool = False
 
 
 def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function, iam.Role, logs.LogGroup]:
@@ -83,6 +89,7 @@ def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function
         tracing=lambda_.Tracing.ACTIVE,
         description=spec.description,
         reserved_concurrent_executions=spec.reserved_concurrency,
+        insights_version=INSIGHTS_VERSION if spec.insights else None,
     )
     if spec.code.image_code is not None:
         function: lambda_.Function = lambda_.DockerImageFunction(
@@ -94,6 +101,8 @@ def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function
             environment=spec.environment, **common,
         )
     acknowledge_tracing_wildcard(role)
+    if spec.insights:
+        acknowledge_insights_policy(role)
     return function, role, log_group
 
 

@@ -23,14 +23,19 @@ def small_batches():
     return synthesize(overrides=overrides)
 
 
-def test_a_consumers_ledger_balances_under_errors_timeouts_crashes_and_duplicates(small_batches):
-    rates = FaultRates(record_error_rate=0.2, timeout_rate=0.08, crash_after_publish_rate=0.05, duplicate_rate=0.1)
+def test_a_consumers_ledger_balances_under_errors_timeouts_crashes_throttling_and_duplicates(small_batches):
+    rates = FaultRates(record_error_rate=0.2, timeout_rate=0.08, crash_after_publish_rate=0.05,
+                       crash_before_complete_rate=0.05, claim_throttle_rate=0.3, complete_throttle_rate=0.3,
+                       put_events_throttle_rate=0.1, duplicate_rate=0.1)
     report = run_chaos(events=400, rates=rates, flow=CONSUMER_FLOW.name, seed=11, template=small_batches)
     flow = report.flows[CONSUMER_FLOW.name]
 
     ledger = flow.ledger
-    assert ledger.processed_once + ledger.in_dead_letter_queue == 400
-    assert ledger.processed_twice == 0 and ledger.lost == 0
+    assert ledger.processed_once + ledger.processed_twice + ledger.in_dead_letter_queue == 400
+    assert ledger.lost == 0
+    # results repeat only where the faults open a window, and no more than the bound they allow
+    assert ledger.repeated_results <= flow.repeat_bound
+    assert flow.results_before_complete <= 25 * flow.crashes_before_complete
     assert report.balanced
     # every kind of fault really happened
     assert flow.injected_errors / flow.injectable >= 0.1
@@ -38,10 +43,13 @@ def test_a_consumers_ledger_balances_under_errors_timeouts_crashes_and_duplicate
     assert flow.failed_invocations.get("Runtime.ExitError", 0) >= 1
     assert flow.duplicates_delivered >= 20 and flow.duplicates_skipped >= flow.duplicates_delivered
     assert flow.claims_expired >= 1  # a failed invocation's claims were released for its redelivery
-    # with the faults off, a redrive finishes the job: each event processed exactly once
+    assert flow.crashes_before_complete >= 1 and flow.results_before_complete >= 1
+    assert flow.records_failed_by_claim_throttling >= 1
+    # with the faults off, a redrive finishes the job: each event processed
     assert flow.redriven == ledger.in_dead_letter_queue + ledger.dead_lettered_after_processing
-    assert flow.after_redrive.processed_once == 400 and flow.after_redrive.in_dead_letter_queue == 0
-    assert flow.result_events == 400
+    final = flow.after_redrive
+    assert final.processed_once + final.processed_twice == 400 and final.in_dead_letter_queue == 0
+    assert flow.result_events == 400 + final.repeated_results
 
 
 @pytest.mark.skipif(WORKFLOW_FLOW is None, reason="no workflow takes inputs of its own")

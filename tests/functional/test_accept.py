@@ -22,7 +22,8 @@ def claims():
         boto3.client("dynamodb", region_name="us-east-1").create_table(
             TableName="claims", KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-        yield EventClaims("claims", scope="text-pipeline", client=boto3.client("dynamodb", region_name="us-east-1"))
+        yield EventClaims("claims", scope="text-pipeline", expires_after_seconds=3600,
+                          client=boto3.client("dynamodb", region_name="us-east-1"))
 
 
 def delivered(detail: dict) -> dict:
@@ -43,25 +44,25 @@ def text_detail(text: str = "The parcel arrived on time.") -> dict:
 
 def test_a_valid_event_is_accepted_once_with_derived_result_ids(claims):
     detail = text_detail()
-    answer = accept(request(detail), claims, remaining_ms=30_000)
+    answer = accept(request(detail), claims)
     assert answer["status"] == "accepted"
     assert answer["event"]["data"]["text"] == "The parcel arrived on time."
     assert answer["result_ids"] == {"TextAnalyzed": result_event_id(detail["id"], f"{SOURCE}:TextAnalyzed")}
     assert answer["failure"]["input_id"] == detail["id"] and answer["failure"]["correlationid"] == "req-9"
     json.dumps(answer)  # the answer travels through Step Functions as JSON
 
-    assert accept(request(detail, execution="arn:execution:2"), claims, remaining_ms=30_000)["status"] == "duplicate"
+    assert accept(request(detail, execution="arn:execution:2"), claims)["status"] == "duplicate"
 
 
 def test_the_owning_execution_retrying_its_accept_is_accepted_again(claims):
     detail = text_detail()
-    assert accept(request(detail), claims, remaining_ms=30_000)["status"] == "accepted"
-    assert accept(request(detail), claims, remaining_ms=30_000)["status"] == "accepted"  # same execution, retried step
+    assert accept(request(detail), claims)["status"] == "accepted"
+    assert accept(request(detail), claims)["status"] == "accepted"  # same execution, retried step
 
 
 def test_an_invalid_event_is_rejected_with_its_reason_and_usable_failure_ids(claims):
     detail = text_detail() | {"data": {"text": "   "}}
-    answer = accept(request(detail), claims, remaining_ms=30_000)
+    answer = accept(request(detail), claims)
     assert answer["status"] == "rejected" and answer["error"] == "InvalidEventError"
     assert answer["reason"].startswith("data.text: Value error, text must not be blank")
     assert answer["failure"]["input_id"] == detail["id"] and answer["failure"]["correlationid"] == "req-9"
@@ -69,7 +70,7 @@ def test_an_invalid_event_is_rejected_with_its_reason_and_usable_failure_ids(cla
 
 def test_an_unreadable_id_is_not_echoed_into_the_failure_event(claims):
     detail = text_detail() | {"id": "has spaces", "correlationid": "also bad"}
-    answer = accept(request(detail), claims, remaining_ms=30_000)
+    answer = accept(request(detail), claims)
     assert answer["status"] == "rejected"
     assert answer["failure"]["input_id"] is None
     assert answer["failure"]["correlationid"] == answer["failure"]["id"]  # the failure event starts its own trail
@@ -77,22 +78,22 @@ def test_an_unreadable_id_is_not_echoed_into_the_failure_event(claims):
 
 def test_another_workflows_event_type_is_rejected(claims):
     detail = json.loads(new_event(ImageSubmitted(pixels=[0] * 64), source="s").model_dump_json())
-    answer = accept(request(detail), claims, remaining_ms=30_000)
+    answer = accept(request(detail), claims)
     assert answer["status"] == "rejected"
     assert answer["reason"] == "type: this workflow takes TextSubmitted, not 'ImageSubmitted'"
 
 
 def test_the_same_id_with_other_data_is_a_conflict(claims):
     detail = text_detail()
-    accept(request(detail), claims, remaining_ms=30_000)
+    accept(request(detail), claims)
     forged = detail | {"data": {"text": "something else"}}
-    answer = accept(request(forged, execution="arn:execution:2"), claims, remaining_ms=30_000)
+    answer = accept(request(forged, execution="arn:execution:2"), claims)
     assert (answer["status"], answer["error"]) == ("rejected", "IdConflictError")
 
 
 def test_an_event_being_accepted_elsewhere_is_a_transient_error(claims):
     detail = text_detail()
     event = new_event(TextSubmitted(text=detail["data"]["text"]), source="x").model_copy(update={"id": detail["id"]})
-    claims.claim(event, remaining_ms=30_000)  # another execution is between claim and completion
+    claims.claim([event], remaining_ms=30_000)  # an in-progress claim, as a queue consumer holds one
     with pytest.raises(TransientError):
-        accept(request(detail), claims, remaining_ms=30_000)
+        accept(request(detail), claims)

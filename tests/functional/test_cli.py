@@ -16,10 +16,10 @@ DEMO_COMPONENTS = [c for c in PIPELINE.producers if c.demo is not None]
 def test_send_puts_one_held_out_sample_of_each_component(capsys, component):
     with mock_aws():
         boto3.client("events", region_name="us-east-1").create_event_bus(Name="inferbus")
-        assert main(["send", "--bus", "inferbus", "--sample", component.name, "--index", "3"]) == 0
-    sent = json.loads(capsys.readouterr().out)
-    assert sent["type"] == input_type(component)
-    assert sent["response"][0]["EventId"]
+        index = str(min(3, component.demo.limit - 1))
+        assert main(["send", "--bus", "inferbus", "--sample", component.name, "--index", index]) == 0
+    (sent,) = json.loads(capsys.readouterr().out)["sent"]
+    assert sent["type"] == input_type(component) and sent["id"]
 
 
 def test_demo_rejects_a_count_out_of_range_naming_it(capsys):
@@ -42,8 +42,8 @@ def test_send_puts_an_event_of_any_registered_type(capsys):
     with mock_aws():
         boto3.client("events", region_name="us-east-1").create_event_bus(Name="inferbus")
         assert main(["send", "--bus", "inferbus", "--type", "TextSubmitted", "--data", '{"text": "Lovely weather."}']) == 0
-    sent = json.loads(capsys.readouterr().out)
-    assert sent["type"] == "TextSubmitted" and sent["response"][0]["EventId"]
+    (sent,) = json.loads(capsys.readouterr().out)["sent"]
+    assert sent["type"] == "TextSubmitted" and sent["id"]
 
 
 def test_send_refuses_an_event_that_breaks_its_contract_or_an_unknown_type(capsys):
@@ -82,3 +82,31 @@ def test_reviews_list_and_approve_resume_the_waiting_workflow(template, capsys):
 
         assert main(["reviews", "reject", event.id, "--queue-url", url]) == 1  # decided already: nothing left
         assert json.loads(capsys.readouterr().out)["outcome"] == "not-found"
+
+
+RULE_EVENT = {"id": "1", "account": "123456789012", "source": "my.producer", "time": "2026-12-02T10:00:00Z",
+              "region": "us-east-1", "resources": [], "detail-type": "ImageSubmitted", "detail": {"data": {"analysis": []}}}
+
+
+def test_rules_test_answers_as_eventbridge_would(capsys, tmp_path):
+    from tests.pattern_cases import CASES
+
+    pattern = {"detail": {"data": {"$or": [{"analysis": [{"exists": False}]}, {"analysis": ["classify"]}]}}}
+    assert main(["rules", "test", json.dumps(pattern), json.dumps(RULE_EVENT)]) == 0  # [] has no leaf: AWS matches
+    assert capsys.readouterr().out.strip() == "match"
+    event_file = tmp_path / "event.json"
+    event_file.write_text(json.dumps(RULE_EVENT | {"detail": {"n": True}}))
+    assert main(["rules", "test", '{"detail": {"n": [1]}}', str(event_file), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"Result": False}
+    disputed = next(case for case in CASES if case.name == "[1] does not match true")
+    assert disputed.matches is False
+
+
+def test_rules_test_refuses_an_invalid_pattern_or_event_in_one_line(capsys):
+    assert main(["rules", "test", '{"source": []}', json.dumps(RULE_EVENT)]) == 2
+    assert capsys.readouterr().err.strip() == ("inferbus rules test: EventBridge would refuse this pattern: source: empty "
+                                               "arrays are not allowed")
+    assert main(["rules", "test", '{"source": ["a"]}', '{"detail": {}}']) == 2
+    assert "the event lacks id, account, source, time, region, resources, detail-type" in capsys.readouterr().err
+    assert main(["rules", "test", "{nope", json.dumps(RULE_EVENT)]) == 2
+    assert "not JSON" in capsys.readouterr().err

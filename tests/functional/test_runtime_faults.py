@@ -61,6 +61,37 @@ def test_a_crash_after_publishing_half_republishes_nothing(pipeline):
     assert sum(function.metrics["DuplicatesSkipped"]) == 4
 
 
+def test_a_crash_between_publishing_and_completing_repeats_at_most_one_group(pipeline):
+    function, source = pipeline.consumer("image-classifier").function, pipeline.consumer("image-classifier").source
+    function.set_environment(INFERBUS_FAULTS=json.dumps({"crash_before_complete_rate": 1.0, "seed": 2}))
+    events = send_images(pipeline, 60)
+    crashed = source.pump(wait=True)
+    assert crashed.error_type == "Runtime.ExitError"
+    before_crash = classified(pipeline)
+
+    function.set_environment(INFERBUS_FAULTS="")
+    pipeline.drain()
+    results = before_crash + classified(pipeline)  # reading the tap takes what it read
+    assert sorted(set(results)) == sorted(e.id for e in events)  # every image has its result
+    repeated = len(results) - len(set(results))
+    # only the group published right before the crash comes again: groups completed before it are skipped
+    assert 0 < repeated <= 25 and repeated == len(before_crash) - sum(function.metrics["DuplicatesSkipped"])
+
+
+def test_a_throttled_claim_fails_only_its_records_and_they_come_back(pipeline):
+    function, source = pipeline.consumer("image-classifier").function, pipeline.consumer("image-classifier").source
+    function.set_environment(INFERBUS_FAULTS=json.dumps({"claim_throttle_rate": 1.0}))
+    events = send_images(pipeline, 5)
+    throttled = source.pump(wait=True)
+    assert throttled.error is None and len(throttled.failed_ids) == 5  # reported per record; the invocation went on
+    assert {line["reason"] for line in function.logs if line.get("status") == "failed"} == {
+        "claim: the idempotency table throttled the request; retried later"}
+
+    function.set_environment(INFERBUS_FAULTS="")
+    pipeline.drain()
+    assert sorted(classified(pipeline)) == sorted(e.id for e in events)
+
+
 def test_records_delivered_twice_are_processed_once(pipeline):
     source = pipeline.consumer("image-classifier").source
     source.redeliver(1.0, seed=1)

@@ -13,7 +13,6 @@ from botocore.exceptions import ClientError
 
 from tests.runtime_fixtures import runtime
 from inferbus.runtime.lambda_adapter import function_name_of
-from inferbus.runtime.lambda_host import INVOCATION_LOCK
 from tests.runtime_fixtures import templates as t
 
 
@@ -68,29 +67,38 @@ def test_a_handler_invoking_another_function_does_not_deadlock(pipeline):
     assert result == {"called": {"echo": {"from": pipeline.functions["Echo"].spec.name}, "tag": "other"}, "tag": "echo"}
 
 
-def test_invocations_are_serialized_across_threads(pipeline, monkeypatch):
-    echo = pipeline.functions["Echo"]
-    spans: list[tuple[float, float]] = []
-    original = echo._handler
+def test_invocations_run_at_once_each_in_its_own_environment(pipeline):
+    """No global lock: four sleeping invocations of two functions overlap, and each sees its own
+    function's environment and keeps its own logs while the others run."""
+    echo, other = pipeline.functions["Echo"], pipeline.functions["Other"]
+    results: list[tuple[str, float, float, dict]] = []
 
-    def timed(event, context):
+    def call(function):
         began = time.perf_counter()
-        try:
-            return original(event, context)
-        finally:
-            spans.append((began, time.perf_counter()))
+        response, invocation = function.invoke({"sleep_s": 0.5}, trigger="invoke")
+        results.append((function.spec.name, began, time.perf_counter(), response | {"logs": invocation.logs}))
 
-    monkeypatch.setattr(echo, "_handler", timed)
-    threads = [threading.Thread(target=echo.invoke, args=({"sleep_s": 0.05},), kwargs={"trigger": "invoke"}) for _ in range(4)]
+    peak = {"all": 0}
+    done = threading.Event()
+
+    def sample() -> None:  # how many invocations run at the same moment
+        while not done.is_set():
+            peak["all"] = max(peak["all"], echo.running + other.running)
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    threads = [threading.Thread(target=call, args=(function,)) for function in (echo, other, echo, other)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    spans.sort()
-    assert len(spans) == 4
-    assert all(end <= next_began for (_, end), (next_began, _) in zip(spans, spans[1:]))  # never two at once
-    assert INVOCATION_LOCK.acquire(blocking=False)  # released afterwards
-    INVOCATION_LOCK.release()
+    done.set()
+    assert peak["all"] >= 3  # one at a time would never show more than one
+    for name, _, _, response in results:
+        assert response["tag"] == ("echo" if name == echo.spec.name else "other")
+        assert [line["function"] for line in response["logs"] if line.get("message") == "echo"] == [name]
+    assert echo.max_environments == 4 and len(echo._idle) >= 2  # two environments of Echo ran side by side
 
 
 def test_function_name_of_request_paths():

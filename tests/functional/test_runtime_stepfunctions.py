@@ -153,7 +153,7 @@ def test_a_task_token_wait_parks_without_holding_drain_up_and_resumes_on_success
         assert pipeline.put_events([entry, entry]) == []
         started = time.monotonic()
         pipeline.drain(timeout_s=10)
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 8  # well before drain would give up (10 s)
         parked = pipeline.executions()
         assert [(e.status, e.waiting_for_task_token) for e in parked] == [("RUNNING", True)] * 2
         assert parked[0].states["Review"].exited is None

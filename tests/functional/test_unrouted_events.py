@@ -12,7 +12,7 @@ import json
 import pytest
 
 from inferbus.local import LocalPipeline
-from infra.declarations import UNROUTED_CHECK_SOURCE
+from infra.declarations import FUNCTION_NAME, UNROUTED_CHECK_ID, UNROUTED_CHECK_SOURCE
 from tests.catalogue import valid_detail
 from tests.declared import PIPELINE, RESULT_SOURCES
 
@@ -75,6 +75,7 @@ def test_a_routed_event_and_a_result_nobody_takes_are_not_kept(outcome):
 
 
 def test_a_detail_that_is_not_a_json_object_is_refused_at_put_events(outcome):
+    """As AWS answers it (``MalformedDetail``): the embedded runtime's moto patch, see test_moto_patches.py."""
     _, _, refused, _, _ = outcome
     assert sorted(r["Detail"] for r in refused) == sorted(["[]", "42", '"text"', "null"])
 
@@ -83,7 +84,7 @@ def test_the_check_reads_the_stacks_rules_but_not_its_own(outcome):
     pipeline, *_ = outcome
     from inferbus_lambda.unrouted import read_rules
 
-    function = pipeline.function(pipeline.outputs["UnroutedEventsFunctionName"])
+    function = pipeline.function(pipeline.outputs[f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}"])
     environment = function.spec.environment
     rules = read_rules(pipeline.events, bus=pipeline.bus_name, name_prefix=environment["RULE_NAME_PREFIX"],
                        exclude=[environment["CATCH_ALL_RULE_NAME"]])

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferbus_lambda.contracts import CloudEvent, InvalidEventError, from_eventbridge_event
+from inferbus_lambda.contracts import CloudEvent, InvalidEventError, from_eventbridge_event, from_put_events_entry
 from inferbus_lambda.idempotency import ClaimStatus
 
 from infra.declarations import Consumer
@@ -24,7 +24,7 @@ from inferbus.local import HOST
 
 
 class MemoryClaims:
-    """``EventClaims`` in a dict: claimed, completed or conflicting, by event id."""
+    """``EventClaims`` in a dict: claimed, completed or conflicting, by event id (one batch at a time)."""
 
     def __init__(self) -> None:
         self.items: dict[str, tuple[str, str, Any]] = {}  # id -> (status, data json, result)
@@ -33,7 +33,7 @@ class MemoryClaims:
     def _data(event: CloudEvent[Any]) -> str:
         return event.data.model_dump_json()
 
-    def claim(self, event: CloudEvent[Any], *, remaining_ms: int | None) -> ClaimStatus:
+    def _claim_one(self, event: CloudEvent[Any]) -> ClaimStatus:
         known = self.items.get(event.id)
         if known is None:
             self.items[event.id] = ("INPROGRESS", self._data(event), None)
@@ -42,16 +42,24 @@ class MemoryClaims:
             return ClaimStatus.CONFLICT
         return ClaimStatus.ALREADY_DONE if known[0] == "COMPLETED" else ClaimStatus.IN_PROGRESS
 
-    def complete(self, event: CloudEvent[Any], result: dict[str, Any]) -> None:
-        self.items[event.id] = ("COMPLETED", self._data(event), result)
+    def claim(self, events: Sequence[CloudEvent[Any]], *, remaining_ms: int | None,
+              faults: Any = None) -> list[ClaimStatus]:
+        return [self._claim_one(event) for event in events]  # a second copy in the batch finds the first's claim
 
-    def release(self, event: CloudEvent[Any], error: Exception) -> None:
-        self.items.pop(event.id, None)
+    def complete(self, completions: Sequence[tuple[CloudEvent[Any], Any]], faults: Any = None) -> list[str]:
+        for event, result in completions:
+            self.items[event.id] = ("COMPLETED", self._data(event), result)
+        return []
 
-    def accept_once(self, event: CloudEvent[Any], *, owner: str, remaining_ms: int | None) -> ClaimStatus:
-        status = self.claim(event, remaining_ms=remaining_ms)
+    def release(self, events: Sequence[CloudEvent[Any]], faults: Any = None) -> list[str]:
+        for event in events:
+            self.items.pop(event.id, None)
+        return []
+
+    def accept_once(self, event: CloudEvent[Any], *, owner: str) -> ClaimStatus:
+        status = self._claim_one(event)
         if status is ClaimStatus.CLAIMED:
-            self.complete(event, {"owner": owner})
+            self.items[event.id] = ("COMPLETED", self._data(event), {"owner": owner})
         elif status is ClaimStatus.ALREADY_DONE and self.items[event.id][2] == {"owner": owner}:
             return ClaimStatus.CLAIMED
         return status
@@ -96,8 +104,8 @@ class MemoryConsumer:
         outcomes = Outcomes()
         self.consumer.claims = MemoryClaims()
 
-        def publish(results: Sequence[CloudEvent[Any]]) -> list[Any]:
-            outcomes.published.extend(results)
+        def publish(entries: Sequence[dict[str, Any]]) -> list[Any]:
+            outcomes.published.extend(from_put_events_entry(entry) for entry in entries)
             return []
 
         def reject(rejections: Sequence[Any]) -> set[str]:

@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from inferbus_lambda.contracts import data_model
 from inferbus_lambda.errors import REJECTION_ERRORS, TransientError
-from inferbus_lambda.patterns import matches
+from inferbus_lambda.patterns import CompiledPattern, compile_pattern
 from inferbus_lambda.unrouted import UnroutedCheck
 from inferbus_lambda.workflow import accept
 
-from infra.declarations import Consumer, Workflow
+from infra.declarations import UNROUTED_CHECK_ID, Consumer, Workflow
 from inferbus.demo.inputs import sample_events
 from tests.declared import PIPELINE, RESULT_SOURCES
 from tests.fuzz.harness import MemoryClaims, MemoryConsumer, as_body, contract_verdict, delivered
@@ -164,13 +164,14 @@ def consumers() -> dict[str, MemoryConsumer]:
 
 
 @pytest.fixture(scope="module")
-def bus(template) -> tuple[dict[str, dict[str, Any]], UnroutedCheck]:
-    rules = {k: r["Properties"]["EventPattern"] for k, r in template["Resources"].items()
-             if r["Type"] == "AWS::Events::Rule" and "account" not in r["Properties"]["EventPattern"]}
-    return rules, UnroutedCheck(rules, result_sources=RESULT_SOURCES.values())
+def bus(template) -> tuple[dict[str, CompiledPattern], UnroutedCheck]:
+    patterns = {k: r["Properties"]["EventPattern"] for k, r in template["Resources"].items()
+                if r["Type"] == "AWS::Events::Rule" and not k.startswith(UNROUTED_CHECK_ID)}  # not the catch-all
+    rules = {name: compile_pattern(pattern) for name, pattern in patterns.items()}
+    return rules, UnroutedCheck(patterns, result_sources=RESULT_SOURCES.values())
 
 
-def check_bus(bodies: list[str], event_type: str, bus: tuple[dict[str, Any], UnroutedCheck]) -> None:
+def check_bus(bodies: list[str], event_type: str, bus: tuple[dict[str, CompiledPattern], UnroutedCheck]) -> None:
     """One contract, one outcome: a valid input is taken by exactly one rule; one no rule takes has a reason."""
     rules, check = bus
     for body in bodies:
@@ -181,7 +182,7 @@ def check_bus(bodies: list[str], event_type: str, bus: tuple[dict[str, Any], Unr
         if not isinstance(event.get("detail"), dict):
             continue
         valid, _ = contract_verdict(body, event_type)
-        taken = [name for name, pattern in rules.items() if matches(pattern, event)]
+        taken = [name for name, pattern in rules.items() if pattern.matches(event)]
         if valid:
             assert len(taken) == 1, (taken, body[:300])
         elif not taken:
@@ -222,7 +223,7 @@ def check_accept(bodies: list[str], workflow: Workflow) -> None:
         request = {"event": event, "workflow": workflow.name, "types": [workflow.trigger.type],
                    "emits": list(workflow.produces), "result_source": workflow.result_source, "execution": f"exec-{index}"}
         try:
-            answer = accept(request, claims, remaining_ms=None)
+            answer = accept(request, claims)
         except TransientError:  # another execution is accepting it right now: the state machine retries
             continue
         # Accept sees the event as Step Functions parsed it: a repeated key is already gone (the one

@@ -9,6 +9,7 @@ from infra.settings import InferbusSettings
 from tests.declared import PIPELINE
 
 FIS_SETTINGS = InferbusSettings(fault_injection_experiments=True)
+PROD_SETTINGS = InferbusSettings(stage="prod")  # Lambda Insights is on by default in prod
 # The first workflow task, shipped as a container image instead of in the zip bundle.
 IMAGE_TASK = next((w, stem, task) for w in PIPELINE.workflows for stem, task in w.tasks.items())
 
@@ -31,3 +32,9 @@ def image_variant_template(tmp_path_factory):
 def fis_template(tmp_path_factory):
     """With the opt-in AWS FIS experiments."""
     return _synthesize(FIS_SETTINGS, tmp_path_factory, "cdk.fis")
+
+
+@pytest.fixture(scope="session")
+def prod_template(tmp_path_factory):
+    """The prod stage: Lambda Insights on every function, and the memory alarms it allows."""
+    return _synthesize(PROD_SETTINGS, tmp_path_factory, "cdk.prod")

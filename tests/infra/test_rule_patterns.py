@@ -1,13 +1,14 @@
 """Every rule pattern of the template, on events it must match and events it must not.
 
 Each rule is put on a moto bus with a queue of its own as target; an event's route is the
-set of components whose rule's queue received it. moto's matcher is the one the embedded
-runtime uses. ``CASES`` are documented cases for today's components; every component with
+set of components whose rule's queue received it. moto is patched as the embedded runtime
+patches it (:mod:`inferbus.runtime.moto_patches`): patterns match with AWS's semantics. ``CASES`` are documented cases for today's components; every component with
 demo samples is also checked on its own samples, so a new one is covered unedited.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import boto3
@@ -17,6 +18,8 @@ from moto import mock_aws
 from inferbus_lambda.contracts import to_put_events_entry
 
 from inferbus.demo.inputs import demo_components, sample_events
+from inferbus.runtime import moto_patches
+from infra.declarations import UNROUTED_CHECK_ID
 from infra.settings import InferbusSettings
 from tests.declared import PIPELINE, RESULT_SOURCES
 
@@ -47,6 +50,10 @@ CASES = [
     ("image, no analysis field", event("ImageSubmitted", {"pixels": PIXELS}), {"image-classifier"}),
     ("image, analysis=classify", event("ImageSubmitted", {"pixels": PIXELS, "analysis": "classify"}), {"image-classifier"}),
     ("image, analysis=full", event("ImageSubmitted", {"pixels": PIXELS, "analysis": "full"}), {"vision-fanout"}),
+    # AWS: an empty array or object has no leaf, so "exists: false" holds and the classifier takes it (and rejects
+    # it, with the reason); moto's own matcher matched no rule, and the event was silently lost.
+    ("image, analysis=[]", event("ImageSubmitted", {"pixels": PIXELS, "analysis": []}), {"image-classifier"}),
+    ("image, analysis={}", event("ImageSubmitted", {"pixels": PIXELS, "analysis": {}}), {"image-classifier"}),
     ("image, unknown analysis", event("ImageSubmitted", {"pixels": PIXELS, "analysis": "deep"}), set()),
     ("image, CloudEvents 0.3", event("ImageSubmitted", {"pixels": PIXELS}, specversion="0.3"), set()),
     ("text", event("TextSubmitted", {"text": "hello"}), {"text-pipeline"}),
@@ -76,6 +83,7 @@ SAMPLE_CASES = [
     for component in demo_components(PIPELINE) for event, _ in sample_events(component, 1)
 ]
 INVALID_EVENTS = "invalid-events"  # the rule that brings workflows' rejections to the invalid-events queue
+RESULTS_ARCHIVE = "results-archive"  # the rule that delivers every producer's events to the cold tier
 
 
 def component_of_rule(logical_id: str) -> str:
@@ -83,16 +91,27 @@ def component_of_rule(logical_id: str) -> str:
     for component in PIPELINE.components:
         if logical_id.startswith(f"{component.construct_id}Rule"):
             return component.name
+    if logical_id.startswith("ResultsArchiveRule"):
+        return RESULTS_ARCHIVE
     assert logical_id.startswith("InvalidEventsRouting"), logical_id
     return INVALID_EVENTS
+
+
+@contextlib.contextmanager
+def patched_moto():
+    moto_patches.install()
+    try:
+        yield
+    finally:
+        moto_patches.uninstall()
 
 
 @pytest.fixture(scope="module")
 def routes(template):
     """Send every case once; return, per case, the components whose rules matched it."""
     rules = {k: r["Properties"] for k, r in template["Resources"].items()
-             if r["Type"] == "AWS::Events::Rule" and "account" not in r["Properties"]["EventPattern"]}  # not the catch-all
-    with mock_aws():
+             if r["Type"] == "AWS::Events::Rule" and not k.startswith(UNROUTED_CHECK_ID)}  # not the catch-all
+    with mock_aws(), patched_moto():
         events, sqs = boto3.client("events", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
         events.create_event_bus(Name="patterns")
         queues = {}
@@ -134,3 +153,11 @@ def test_route(routes, name, expected):
     found, _ = routes
     documented = set().union(*(e for _, _, e in CASES + SAMPLE_CASES))
     assert found[name] & documented == expected
+
+
+def test_the_results_archive_takes_every_producers_events_and_nothing_from_outside(routes):
+    found, rules = routes
+    assert RESULTS_ARCHIVE in rules
+    for name, entry, _ in CASES + SAMPLE_CASES:
+        internal = entry["Source"] in RESULT_SOURCES.values()
+        assert (RESULTS_ARCHIVE in found[name]) == internal, name

@@ -201,17 +201,23 @@ def zip_function_arns(template) -> list[dict]:
 
 
 def the_bucket(template) -> str:
-    (bucket_id,) = of_type(template, "AWS::S3::Bucket")
+    """The FIS configuration bucket (the results archive has a bucket of its own)."""
+    (bucket_id,) = [k for k in of_type(template, "AWS::S3::Bucket") if k.startswith("FaultInjection")]
     return bucket_id
 
 
 def test_the_default_template_has_no_fault_injection(template):
-    assert not {r["Type"] for r in template["Resources"].values()} & FIS_TYPES
+    assert not of_type(template, "AWS::FIS::ExperimentTemplate")
+    assert not [k for k in template["Resources"] if k.startswith("FaultInjection")]
+    function_roles = set()
     for function in of_type(template, "AWS::Lambda::Function").values():
         assert "Layers" not in function
         assert not set(function["Environment"]["Variables"]) & FIS_VARIABLES
+        function_roles.add(json.dumps({"Ref": function["Role"]["Fn::GetAtt"][0]}))
     assert "fis" not in json.dumps(template.get("Parameters", {})).lower()
-    assert "s3:" not in json.dumps([p["PolicyDocument"] for p in of_type(template, "AWS::IAM::Policy").values()])
+    function_policies = [p["PolicyDocument"] for p in of_type(template, "AWS::IAM::Policy").values()
+                         if {json.dumps(role) for role in p["Roles"]} & function_roles]
+    assert function_policies and "s3:" not in json.dumps(function_policies)
 
 
 def test_two_experiment_templates_fail_and_delay_invocations(fis_template):
@@ -236,8 +242,8 @@ def test_two_experiment_templates_fail_and_delay_invocations(fis_template):
 def test_the_experiments_target_exactly_inferbus_functions_by_arn(fis_template):
     expected = zip_function_arns(fis_template)
     tasks = sum(len(w.tasks) for w in PIPELINE.workflows)
-    # + the unrouted-events check and the shared Accept step
-    assert len(expected) == len(PIPELINE.consumers) + tasks + 1 + bool(PIPELINE.workflows)
+    # + the unrouted-events check, the shared Accept step and the ingest endpoint
+    assert len(expected) == len(PIPELINE.consumers) + tasks + 1 + bool(PIPELINE.workflows) + SETTINGS.ingest_api
     for experiment in experiment_templates(fis_template).values():
         targets = experiment["Targets"].values()
         arns = [arn for target in targets for arn in target["ResourceArns"]]
@@ -324,8 +330,7 @@ def test_the_configuration_bucket_is_private_encrypted_tls_only_and_short_lived(
     assert bucket["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
     assert bucket["LifecycleConfiguration"]["Rules"] == [
         {"ExpirationInDays": 1, "Prefix": CONFIGURATION_PREFIX, "Status": "Enabled"}]
-    (policy,) = of_type(fis_template, "AWS::S3::BucketPolicy").values()
-    assert policy["Bucket"] == {"Ref": bucket_id}
+    (policy,) = [p for p in of_type(fis_template, "AWS::S3::BucketPolicy").values() if p["Bucket"] == {"Ref": bucket_id}]
     conditions = [s["Condition"] for s in policy["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
     assert {"Bool": {"aws:SecureTransport": "false"}} in conditions
     assert {"NumericLessThan": {"s3:TlsVersion": 1.2}} in conditions
@@ -408,3 +413,25 @@ def test_the_fis_variant_still_runs_embedded(fis_template):
         pipeline.drain()
         results = [e for e in pipeline.tapped_events() if e["detail-type"] == consumer.produces]
         assert [e["detail"]["subject"] for e in results] == [event.id]
+
+
+def test_fault_injection_scales_past_fis_limits_with_many_consumers(tmp_path):
+    """FIS takes 5 stop conditions and 5 ARNs a target: eleven more consumers still synthesize, every DLQ watched
+    (more than that, with the shared core, would pass CloudFormation's 500 resources a stack)."""
+    import dataclasses
+
+    from infra.declarations import Pipeline
+
+    from inferbus.template import synthesize
+
+    extra = tuple(dataclasses.replace(PIPELINE.consumers[0], name=f"extra-consumer-{i}") for i in range(11))
+    crowded = Pipeline(PIPELINE.consumers + extra, PIPELINE.workflows, PIPELINE.routes)
+    template = synthesize(FIS_SETTINGS, pipeline=crowded, outdir=str(tmp_path))
+    alarms = of_type(template, "AWS::CloudWatch::Alarm")
+    for experiment in experiment_templates(template).values():
+        assert 1 <= len(experiment["StopConditions"]) <= 5
+        watched = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+                   for c in experiment["StopConditions"] for m in alarms[c["Value"]["Fn::GetAtt"][0]]["Metrics"]
+                   if "MetricStat" in m and m["MetricStat"]["Metric"]["MetricName"] == "ApproximateNumberOfMessagesVisible"}
+        assert watched == {output_id(template, c.output_key(DEAD_LETTER_QUEUE_URL)) for c in crowded.consumers}
+        assert all(len(target["ResourceArns"]) <= 5 for target in experiment["Targets"].values())

@@ -14,13 +14,19 @@ from inferbus_lambda.environment import (
     AcceptEnvironment,
     ConsumerEnvironment,
     FunctionEnvironment,
+    IngestEnvironment,
     StepEnvironment,
     UnroutedEnvironment,
 )
 
+from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
+from infra.constructs.ingest_api import INGEST_ALARMS
+from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
 from infra.declarations import (
+    ACCEPT_STEM,
     DEAD_LETTER_QUEUE_URL,
     FUNCTION_NAME,
+    INGEST_FUNCTION_OUTPUT,
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
     STATE_MACHINE_ARN,
@@ -122,8 +128,9 @@ def test_every_queue_denies_requests_without_tls(template):
 
 def test_every_rule_target_has_a_dlq_and_retries(template):
     rules = of_type(template, "AWS::Events::Rule")
-    # one per component, the one that brings the workflows' rejections to the invalid-events queue, the catch-all
-    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + 1
+    # one per component, the one that brings the workflows' rejections to the invalid-events queue, the results
+    # archive's, and the unrouted-events check's catch-all
+    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + SETTINGS.results_archive + 1
     assert sum(map(is_catch_all, rules.values())) == 1
     for rule in rules.values():
         assert is_catch_all(rule) or rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
@@ -135,7 +142,9 @@ def test_every_rule_target_has_a_dlq_and_retries(template):
 def test_rules_on_results_accept_only_internal_producers(template):
     result_types = {t for producer in PIPELINE.producers for t in producer.result_types}
     for rule in of_type(template, "AWS::Events::Rule").values():
-        if set(rule["EventPattern"].get("detail-type", ())) & result_types:
+        if is_catch_all(rule):
+            continue
+        if set(rule["EventPattern"].get("detail-type", [])) & result_types or "detail-type" not in rule["EventPattern"]:
             assert set(rule["EventPattern"]["source"]) <= set(RESULT_SOURCES.values())
 
 
@@ -168,8 +177,8 @@ def test_idempotency_table_has_ttl_pitr_and_sse(template):
 
 def test_functions_runtime_handler_and_sizing_come_from_the_declarations(template):
     functions = of_type(template, "AWS::Lambda::Function")
-    # each consumer, each workflow task, and the kit's Accept step that every workflow shares
-    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + CORE_FUNCTIONS
+    # each consumer, each workflow task, the unrouted-events check and the Accept step, the ingest endpoint
+    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + CORE_FUNCTIONS + SETTINGS.ingest_api
     for function in functions.values():
         assert function["Runtime"] == f"python{SETTINGS.python_version}"
         assert function["Architectures"] == ["arm64"]
@@ -184,7 +193,10 @@ def test_functions_runtime_handler_and_sizing_come_from_the_declarations(templat
 
 def environment_model(template, logical_id) -> type[FunctionEnvironment]:
     """The environment model a function's handler validates at init: a consumer's (it has an event
-    source), the Accept step's (every state machine names it), or a workflow step's."""
+    source), the Accept step's (every state machine names it), the ingest endpoint's, the unrouted-events
+    check's, or a workflow step's."""
+    if logical_id == output_id(template, INGEST_FUNCTION_OUTPUT):
+        return IngestEnvironment
     if logical_id == output_id(template, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}"):
         return UnroutedEnvironment
     if logical_id in {m["FunctionName"]["Ref"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}:
@@ -278,7 +290,7 @@ app.synth()
     assert "AwsSolutions-SQS" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("variant", ["template", "image_variant_template", "fis_template"])
+@pytest.mark.parametrize("variant", ["template", "image_variant_template", "fis_template", "prod_template"])
 def test_cfn_lint_passes(variant, request, tmp_path):
     path = tmp_path / "template.json"
     path.write_text(json.dumps(request.getfixturevalue(variant)))
@@ -290,26 +302,56 @@ def test_cfn_lint_passes(variant, request, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def alarm_metrics(alarm: dict) -> set[str]:
+    """The metric names an alarm watches (one, or those of its metric math)."""
+    if "MetricName" in alarm:
+        return {alarm["MetricName"]}
+    return {m["MetricStat"]["Metric"]["MetricName"] for m in alarm["Metrics"] if "MetricStat" in m}
+
+
 def test_alarms_watch_queues_functions_and_workflows_and_notify_the_encrypted_topic(template):
     alarms = of_type(template, "AWS::CloudWatch::Alarm")
-    metrics = {alarm.get("MetricName") for alarm in alarms.values()}
+    metrics = set().union(*(alarm_metrics(alarm) for alarm in alarms.values()))
     assert metrics == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", "Errors", "RecordsFailed",
-                       "ExecutionsFailed", "ExecutionsTimedOut"}
-    # per consumer (and the unrouted-events check): DLQ, undelivered, age, function errors, record failures; per workflow: failed,
-    # timed out, undelivered; per route: DLQ, undelivered
-    assert len(alarms) == 5 * (len(PIPELINE.consumers) + 1) + 3 * len(PIPELINE.workflows) + 2 * len(PIPELINE.routes)
+                       "ExecutionsFailed", "ExecutionsTimedOut", "EventLatencyMs", "ProcessingMs", "Throttles",
+                       "ConcurrentExecutions", "PutEventsFailedEntries", "ExecutionTime", "BatchSize", "ExecutionsStarted",
+                       "EventsUnrouted"}
+    # Insights is off outside prod, so no Memory alarms; the results archive watches its target DLQ.
+    assert not SETTINGS.insights_enabled
+    assert len(alarms) == (len(CONSUMER_ALARMS) * len(PIPELINE.consumers) + len(WORKFLOW_ALARMS) * len(PIPELINE.workflows)
+                           + len(ROUTE_ALARMS) * len(PIPELINE.routes) + len(INGEST_ALARMS) * SETTINGS.ingest_api
+                           + SETTINGS.results_archive + len(UNROUTED_CHECK_ALARMS))
     (topic_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
     assert all(alarm["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms.values())
     assert "alias/aws/sns" in json.dumps(template["Resources"][topic_id]["Properties"]["KmsMasterKeyId"])
-    ages = [a for a in alarms.values() if a["MetricName"] == "ApproximateAgeOfOldestMessage"]
+    ages = [a for a in alarms.values() if alarm_metrics(a) == {"ApproximateAgeOfOldestMessage"}]
     assert {a["Threshold"] for a in ages} == {SETTINGS.max_message_age_s}
+
+
+def test_alarm_thresholds_come_from_the_settings(template):
+    alarms = of_type(template, "AWS::CloudWatch::Alarm").values()
+    by_metric: dict[str, set] = {}
+    for alarm in alarms:
+        watched = alarm_metrics(alarm)
+        if len(watched) == 1:
+            by_metric.setdefault(watched.pop(), set()).add(alarm["Threshold"])
+    assert by_metric["EventLatencyMs"] == {SETTINGS.event_latency_alarm_ms}
+    assert by_metric["ProcessingMs"] | by_metric["ExecutionTime"] == {SETTINGS.processing_latency_alarm_ms}
+    assert by_metric["ConcurrentExecutions"] == {max(1, c.settings.max_concurrency * SETTINGS.concurrency_alarm_percent / 100)
+                                                 for c in PIPELINE.consumers}
+    rates = [a for a in alarms if "100 *" in json.dumps(a.get("Metrics", []))]
+    assert len(rates) == len(PIPELINE.consumers) + len(PIPELINE.workflows)  # one error-rate alarm per flow
+    assert {a["Threshold"] for a in rates} == {SETTINGS.error_rate_alarm_percent}
 
 
 def test_dashboard_shows_rate_latency_errors_and_dlq_depth(template):
     (dashboard,) = of_type(template, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["DashboardBody"])
-    for title in ("consumption rate", "latency", "errors", "DLQ depth", "executions", "undelivered events"):
+    for title in ("consumption rate", "latency", "errors", "DLQ depth", "executions", "undelivered events", "resource use"):
         assert title in body
+    for component in PIPELINE.producers:  # all four dimensions for each flow
+        for dimension in ("latency", "errors", "resource use"):
+            assert f"{component.construct_id}: {dimension}" in body, (component.name, dimension)
 
 
 def test_any_function_can_be_a_container_image(template, image_variant_template):
@@ -368,14 +410,122 @@ def test_context_overrides_a_setting_and_a_components_setting_naming_a_bad_one(t
 
 
 def test_every_function_has_a_concurrency_bound_from_the_settings(template):
-    """Backpressure: a consumer is bounded by its event source's MaximumConcurrency, a workflow step by its
-    reserved concurrency; no function can take the account's whole Lambda concurrency."""
+    """Backpressure: a consumer is bounded by its event source's MaximumConcurrency, a workflow step, the
+    Accept step and the ingest endpoint by their reserved concurrency; no function can take the account's
+    whole Lambda concurrency."""
     mapped = {m["FunctionName"]["Ref"]: m["ScalingConfig"]["MaximumConcurrency"]
               for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
-    steps = {function_of(template, workflow, stem): task.settings.reserved_concurrency for workflow, stem, task in TASKS}
-    for logical_id, function in of_type(template, "AWS::Lambda::Function").items():
+    reserved = {function_of(template, workflow, stem): task.settings.reserved_concurrency for workflow, stem, task in TASKS}
+    if PIPELINE.workflows:
+        reserved[function_of(template, PIPELINE.workflows[0], ACCEPT_STEM)] = SETTINGS.accept_step.reserved_concurrency
+    if SETTINGS.ingest_api:
+        reserved[output_id(template, INGEST_FUNCTION_OUTPUT)] = SETTINGS.ingest_function.reserved_concurrency
+    functions = of_type(template, "AWS::Lambda::Function")
+    assert set(functions) == set(mapped) | set(reserved)
+    for logical_id, function in functions.items():
         if logical_id in mapped:
             assert "ReservedConcurrentExecutions" not in function and mapped[logical_id] >= 2
         else:
-            expected = steps.get(logical_id, SETTINGS.accept_step.reserved_concurrency)
-            assert function["ReservedConcurrentExecutions"] == expected, logical_id
+            assert function["ReservedConcurrentExecutions"] == reserved[logical_id], logical_id
+
+
+def test_the_ingest_endpoint_is_an_iam_authenticated_function_url_that_puts_on_the_bus(template):
+    if not SETTINGS.ingest_api:
+        pytest.skip("ingest_api is off")
+    function_id = output_id(template, INGEST_FUNCTION_OUTPUT)
+    (url,) = of_type(template, "AWS::Lambda::Url").values()
+    assert url["AuthType"] == "AWS_IAM" and url["TargetFunctionArn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    assert "Cors" not in url
+    variables = of_type(template, "AWS::Lambda::Function")[function_id]["Environment"]["Variables"]
+    assert set(variables["RESERVED_SOURCES"].split(",")) == set(RESULT_SOURCES.values())
+    (producer_policy,) = of_type(template, "AWS::IAM::ManagedPolicy").values()
+    (statement,) = producer_policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "lambda:InvokeFunctionUrl" and statement["Resource"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    role = of_type(template, "AWS::Lambda::Function")[function_id]["Role"]["Fn::GetAtt"][0]
+    actions = {a for p in of_type(template, "AWS::IAM::Policy").values() if {"Ref": role} in p["Roles"]
+               for s in p["PolicyDocument"]["Statement"] for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert actions == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords",
+                       "events:PutEvents"}
+
+
+def test_the_schema_registry_holds_every_contracts_schema_in_draft_4(template):
+    from inferbus.schemas import draft4, event_schemas
+
+    schemas = {s["SchemaName"]: s for s in of_type(template, "AWS::EventSchemas::Schema").values()}
+    expected = event_schemas()
+    assert set(schemas) == set(expected)
+    for name, schema in schemas.items():
+        assert schema["Type"] == "JSONSchemaDraft4"
+        assert json.loads(schema["Content"]) == draft4(expected[name])
+        assert "$defs" not in schema["Content"] and "draft-04" in schema["Content"]
+
+
+def test_results_go_to_s3_through_firehose_and_grow_colder_with_age(template):
+    buckets = {k: b for k, b in of_type(template, "AWS::S3::Bucket").items() if k.startswith("ResultsArchive")}
+    (bucket_id, bucket), = buckets.items()
+    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
+    assert [(t["StorageClass"], t["TransitionInDays"]) for t in rule["Transitions"]] == [
+        ("STANDARD_IA", SETTINGS.results_infrequent_access_after_days), ("GLACIER", SETTINGS.results_glacier_after_days)]
+    assert rule["ExpirationInDays"] == SETTINGS.results_retention_days
+    assert template["Resources"][bucket_id]["DeletionPolicy"] == "Retain"
+    (stream,) = of_type(template, "AWS::KinesisFirehose::DeliveryStream").values()
+    destination = stream["ExtendedS3DestinationConfiguration"]
+    assert destination["BucketARN"] == {"Fn::GetAtt": [bucket_id, "Arn"]} and destination["CompressionFormat"] == "GZIP"
+    assert stream["DeliveryStreamEncryptionConfigurationInput"] == {"KeyType": "AWS_OWNED_CMK"}
+    (stream_id,) = of_type(template, "AWS::KinesisFirehose::DeliveryStream")
+    (archive_rule,) = [r for r in of_type(template, "AWS::Events::Rule").values()
+                       if r["Targets"][0]["Arn"] == {"Fn::GetAtt": [stream_id, "Arn"]}]
+    assert set(archive_rule["EventPattern"]["source"]) == set(RESULT_SOURCES.values())
+
+
+def test_lambda_insights_is_on_in_prod_and_adds_a_memory_alarm_per_flow(template, prod_template):
+    from infra.constructs.consumer_monitoring import INSIGHTS_ALARMS
+    from tests.infra.conftest import PROD_SETTINGS
+
+    assert PROD_SETTINGS.insights_enabled and not SETTINGS.insights_enabled
+    insights_policy = "CloudWatchLambdaInsightsExecutionRolePolicy"
+    for variant, on in ((template, False), (prod_template, True)):
+        for function in of_type(variant, "AWS::Lambda::Function").values():
+            assert ("lambdainsightsversion" in json.dumps(function.get("Layers", [])).lower()) is on
+            role = of_type(variant, "AWS::IAM::Role")[function["Role"]["Fn::GetAtt"][0]]
+            assert (insights_policy in json.dumps(role.get("ManagedPolicyArns", []))) is on
+    prod_alarms = of_type(prod_template, "AWS::CloudWatch::Alarm")
+    memory = [a for a in prod_alarms.values() if "memory_utilization" in json.dumps(a)]
+    assert len(memory) == len(INSIGHTS_ALARMS) * (len(PIPELINE.producers) + 1)  # and the unrouted-events check
+    assert {a["Threshold"] for a in memory} == {PROD_SETTINGS.memory_alarm_percent}
+    assert len(prod_alarms) == len(of_type(template, "AWS::CloudWatch::Alarm")) + len(memory)
+
+
+def test_claims_outlive_every_way_an_event_can_come_back(template):
+    # archive replay, then EventBridge's retries, then the queue's DLQ: a claim must still be there
+    archive_days = template_archive_days(template)
+    for name, function in of_type(template, "AWS::Lambda::Function").items():
+        variables = function.get("Environment", {}).get("Variables", {})
+        if "IDEMPOTENCY_TTL_SECONDS" not in variables:
+            continue
+        longest_dlq_days = max(q["MessageRetentionPeriod"] for q in of_type(template, "AWS::SQS::Queue").values()
+                               if "MessageRetentionPeriod" in q) / 86_400
+        lifetime = int(variables["IDEMPOTENCY_TTL_SECONDS"])
+        assert lifetime >= (archive_days + longest_dlq_days) * 86_400 + SETTINGS.target_max_event_age_s, name
+
+
+def template_archive_days(template):
+    (archive,) = of_type(template, "AWS::Events::Archive").values()
+    return archive["RetentionDays"]
+
+
+def test_consumers_claim_with_puts_and_batch_writes_and_accept_with_one_put(template):
+    granted = {}
+    for policy in of_type(template, "AWS::IAM::Policy").values():
+        for statement in policy["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            for role in policy["Roles"]:
+                granted.setdefault(role["Ref"], set()).update(a for a in actions if a.startswith("dynamodb:"))
+    claimers = {name: actions for name, actions in granted.items() if actions}
+    consumers = {output_id(template, c.output_key(FUNCTION_NAME)) for c in PIPELINE.consumers}
+    roles = {name: fn["Role"]["Fn::GetAtt"][0] for name, fn in of_type(template, "AWS::Lambda::Function").items()}
+    for function, role in roles.items():
+        if role not in claimers:
+            continue
+        expected = {"dynamodb:PutItem", "dynamodb:BatchWriteItem"} if function in consumers else {"dynamodb:PutItem"}
+        assert claimers[role] == expected, function

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -11,6 +12,6 @@ from tests.runtime_fixtures import log, metric
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     for record in event["Records"]:
         log("consumed", message_id=record["messageId"])
-        time.sleep(0.01)  # long enough for an execution thread to want the lock meanwhile
+        time.sleep(float(os.environ.get("SLEEP_S", "0.01")))  # long enough for others to run meanwhile
     metric("Consumed", len(event["Records"]))
     return {"batchItemFailures": []}

@@ -55,11 +55,15 @@ def function(module: str, *, tag: str | None = None, image: bool = False, **envi
     return {"Type": "AWS::Lambda::Function", "Properties": props}
 
 
-def event_source(function_id: str, queue_id: str, *, batch_size: int = 10) -> dict[str, Any]:
-    return {"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
+def event_source(function_id: str, queue_id: str, *, batch_size: int = 10,
+                 max_concurrency: int | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {
         "BatchSize": batch_size, "EventSourceArn": {"Fn::GetAtt": [queue_id, "Arn"]},
         "FunctionName": {"Ref": function_id}, "FunctionResponseTypes": ["ReportBatchItemFailures"],
-        "MaximumBatchingWindowInSeconds": 0}}
+        "MaximumBatchingWindowInSeconds": 0}
+    if max_concurrency is not None:
+        props["ScalingConfig"] = {"MaximumConcurrency": max_concurrency}
+    return {"Type": "AWS::Lambda::EventSourceMapping", "Properties": props}
 
 
 def cdk_join(text: str) -> dict[str, Any]:

@@ -1,15 +1,34 @@
-"""The event-pattern evaluator of the unrouted-events check, on EventBridge's documented cases.
+"""The one EventBridge pattern matcher (``inferbus_lambda.patterns``: the unrouted-events check runs
+it in Lambda, the embedded runtime in place of moto's) against AWS's documented answers, not moto's.
 
-Each case follows the content-filtering examples of the EventBridge user guide; where moto's own
-matcher differs from them (booleans vs numbers, ``exists`` on empty arrays, arrays of objects), the
-case says what AWS documents.
+Two case sets: ``tests/pattern_cases.py`` (the User Guide and event-ruler, each case naming its
+source) and :data:`GUIDE_CASES`, the User Guide's content filters on one event; and every pattern
+the stack synthesizes, on the cases ``tests/infra/test_rule_patterns.py`` routes.
 """
 
 from __future__ import annotations
 
-import pytest
-from inferbus_lambda.patterns import UnsupportedPatternError, matches
+import json
 
+import pytest
+from inferbus_lambda.patterns import PatternError, compile_pattern, compile_pattern_text
+
+from tests.pattern_cases import CASES, INVALID, MOTO_DIFFERS
+
+
+def test_the_case_set_is_large_and_every_case_names_its_source():
+    assert len(CASES) >= 60 and len({case.name for case in CASES}) == len(CASES)
+    assert all(case.source for case in CASES) and MOTO_DIFFERS <= {case.name for case in CASES}
+    assert {case.matches for case in CASES} == {True, False}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_documented_case(case):
+    assert compile_pattern(case.pattern).matches(case.event) is case.matches, case.source
+
+
+# The content-filtering examples of the EventBridge User Guide, on one event; where moto's own matcher
+# differs from them (booleans vs numbers, exists on empty arrays, arrays of objects), AWS's answer is kept.
 EVENT = {
     "source": "com.example", "detail-type": "Order", "account": "123456789012",
     "detail": {"state": "running", "count": 5, "price": 10.5, "flag": True, "none": None, "empty": [],
@@ -17,7 +36,7 @@ EVENT = {
                "ip": "10.0.0.7", "name": "EventBridge", "file": "photo.PNG", "nested": {"deep": {"k": "v"}}},
 }
 
-CASES = [
+GUIDE_CASES = [
     ("exact string", {"detail": {"state": ["running"]}}, True),
     ("exact string, other value", {"detail": {"state": ["stopped"]}}, False),
     ("one of several values", {"detail": {"state": ["stopped", "running"]}}, True),
@@ -37,7 +56,7 @@ CASES = [
     ("suffix, ignoring case", {"detail": {"file": [{"suffix": {"equals-ignore-case": ".png"}}]}}, True),
     ("equals-ignore-case", {"detail": {"name": [{"equals-ignore-case": "eventbridge"}]}}, True),
     ("wildcard", {"detail": {"file": [{"wildcard": "ph*.PNG"}]}}, True),
-    ("wildcard must match all of it", {"detail": {"file": [{"wildcard": "ph*"}]}}, True),
+    ("wildcard ending in a star", {"detail": {"file": [{"wildcard": "ph*"}]}}, True),
     ("wildcard, no match", {"detail": {"file": [{"wildcard": "*.jpg"}]}}, False),
     ("anything-but a value", {"detail": {"state": [{"anything-but": "stopped"}]}}, True),
     ("anything-but the value", {"detail": {"state": [{"anything-but": ["running", "stopped"]}]}}, False),
@@ -57,35 +76,53 @@ CASES = [
     ("cidr, outside", {"detail": {"ip": [{"cidr": "10.0.1.0/24"}]}}, False),
     ("$or, one branch", {"detail": {"$or": [{"state": ["stopped"]}, {"count": [5]}]}}, True),
     ("$or, no branch", {"detail": {"$or": [{"state": ["stopped"]}, {"count": [6]}]}}, False),
-    ("$or beside another key (AND)", {"source": ["other"], "detail": {"$or": [{"count": [5]}]}}, False),
+    ("$or beside another key (AND)", {"source": ["other"], "detail": {"$or": [{"count": [5]}, {"state": ["running"]}]}},
+     False),
     ("top-level fields", {"source": ["com.example"], "detail-type": ["Order"], "account": ["123456789012"]}, True),
 ]
 
 
-@pytest.mark.parametrize(("name", "pattern", "expected"), CASES, ids=[name for name, _, _ in CASES])
-def test_documented_case(name, pattern, expected):
-    assert matches(pattern, EVENT) is expected
+@pytest.mark.parametrize(("name", "pattern", "expected"), GUIDE_CASES, ids=[name for name, _, _ in GUIDE_CASES])
+def test_user_guide_case(name, pattern, expected):
+    assert compile_pattern(pattern).matches(EVENT) is expected
+
+
+@pytest.mark.parametrize(("pattern", "reason"), INVALID, ids=lambda value: json.dumps(value)[:40])
+def test_a_pattern_eventbridge_refuses_is_refused_with_its_reason(pattern, reason):
+    with pytest.raises(PatternError, match=reason):
+        compile_pattern(pattern)
 
 
 @pytest.mark.parametrize("pattern", [{"detail": {"state": [{"regex": "r.*"}]}}, {"detail": {"state": "running"}},
                                      {"detail": {"count": [{"numeric": ["!=", 1]}]}}])
 def test_an_unknown_filter_is_named_never_guessed(pattern):
-    with pytest.raises(UnsupportedPatternError):
-        matches(pattern, EVENT)
+    with pytest.raises(PatternError):
+        compile_pattern(pattern)
+
+
+def test_or_with_fewer_than_two_objects_is_a_field_name():
+    """event-ruler README, backward compatibility of "$or": only an array of 2+ objects is an OR."""
+    assert compile_pattern({"$or": {"a": ["x"]}}).matches({"$or": {"a": "x"}})
+
+
+def test_pattern_text_is_compiled_once():
+    text = json.dumps({"source": ["a"]})
+    assert compile_pattern_text(text) is compile_pattern_text(text)
+    with pytest.raises(PatternError, match="not JSON"):
+        compile_pattern_text("{source")
 
 
 def test_the_templates_rules_route_every_documented_case_as_the_rule_tests_expect(template):
-    """The check evaluates every pattern the stack synthesizes and routes each case of
-    tests/infra/test_rule_patterns.py as that test expects (moto's matcher agrees there too)."""
-    import json
-
+    """The matcher evaluates every pattern the stack synthesizes and routes each case of
+    tests/infra/test_rule_patterns.py as that test expects (there, through moto as the runtime patches it)."""
+    from infra.declarations import UNROUTED_CHECK_ID
     from tests.infra.test_rule_patterns import CASES as ROUTE_CASES
     from tests.infra.test_rule_patterns import component_of_rule
 
-    rules = {k: r["Properties"]["EventPattern"] for k, r in template["Resources"].items()
-             if r["Type"] == "AWS::Events::Rule" and "account" not in r["Properties"]["EventPattern"]}  # not the catch-all
+    rules = {k: compile_pattern(r["Properties"]["EventPattern"]) for k, r in template["Resources"].items()
+             if r["Type"] == "AWS::Events::Rule" and not k.startswith(UNROUTED_CHECK_ID)}  # not the catch-all
     documented = set().union(*(expected for _, _, expected in ROUTE_CASES))
     for name, entry, expected in ROUTE_CASES:
         delivered = {"source": entry["Source"], "detail-type": entry["DetailType"], "detail": json.loads(entry["Detail"])}
-        routed = {component_of_rule(logical_id) for logical_id, pattern in rules.items() if matches(pattern, delivered)}
+        routed = {component_of_rule(logical_id) for logical_id, pattern in rules.items() if pattern.matches(delivered)}
         assert routed & documented == expected, name

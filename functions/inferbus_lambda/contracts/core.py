@@ -181,12 +181,13 @@ def envelope_model(event_type: str) -> type[CloudEvent[Any]]:
     return CloudEvent[model]  # type: ignore[valid-type]
 
 
-def new_event(data: DataT, *, source: str, correlationid: str | None = None, subject: str | None = None) -> CloudEvent[DataT]:
-    """Wrap ``data`` in a new envelope with a fresh id and the current time.
+def new_event(data: DataT, *, source: str, correlationid: str | None = None, subject: str | None = None,
+              event_id: str | None = None) -> CloudEvent[DataT]:
+    """Wrap ``data`` in a new envelope with the current time and ``event_id`` (default: a fresh id).
 
     ``correlationid`` defaults to the new event's own id (the start of a request).
     """
-    event_id = str(uuid.uuid4())
+    event_id = event_id or str(uuid.uuid4())
     return envelope_model(data.EVENT_TYPE)(
         specversion="1.0",
         id=event_id,

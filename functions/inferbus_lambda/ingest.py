@@ -1,0 +1,124 @@
+"""The HTTP ingest endpoint's logic: a CloudEvent over HTTP in, validated, one PutEvents entry out.
+
+Both CloudEvents HTTP content modes are read:
+
+- **structured**: ``Content-Type: application/cloudevents+json``, the body is the whole CloudEvent;
+- **binary**: the attributes are ``ce-*`` headers (``ce-specversion``, ``ce-id``, ``ce-source``,
+  ``ce-type``, ``ce-time``, ``ce-correlationid``, ...), the body is ``data`` as JSON
+  (``Content-Type: application/json``).
+
+``time`` defaults to the moment of receipt and ``correlationid`` to the event's ``id`` (the
+start of a request), as :func:`~.contracts.core.new_event` does; everything else is the contract's.
+An event over 256 KB (one PutEvents entry's limit) is refused, and so is a ``source`` that
+inferbus's own producers reserve.
+
+Example
+-------
+>>> envelope = read_cloudevent({"Content-Type": "application/json", "ce-specversion": "1.0", "ce-id": "t-1",
+...                             "ce-source": "my.app", "ce-type": "TextSubmitted"}, b'{"text": "Hello"}')
+>>> event = validate(envelope, reserved_sources=("inferbus.text-pipeline",))
+>>> event.id, event.correlationid, event.data.text
+('t-1', 't-1', 'Hello')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from .contracts.core import CloudEvent, EventData, parse_event
+from .errors import InvalidEventError
+from .publishing import MAX_REQUEST_BYTES
+
+__all__ = ["BINARY_PREFIX", "IngestRefusal", "MAX_EVENT_BYTES", "STRUCTURED", "read_cloudevent", "validate"]
+
+STRUCTURED = "application/cloudevents+json"
+BATCH = "application/cloudevents-batch+json"
+JSON = "application/json"
+BINARY_PREFIX = "ce-"
+MAX_EVENT_BYTES = MAX_REQUEST_BYTES  # one PutEvents entry
+
+
+class IngestRefusal(Exception):
+    """Why a request is refused, as the HTTP answer says it.
+
+    Parameters
+    ----------
+    status
+        400 (breaks its contract), 403 (a reserved source), 413 (too large), 415 (not a CloudEvent).
+    error, reason
+        A short name and what to fix.
+    """
+
+    def __init__(self, status: int, error: str, reason: str) -> None:
+        super().__init__(f"{status} {error}: {reason}")
+        self.status = status
+        self.error = error
+        self.reason = reason
+
+    def as_body(self) -> dict[str, str]:
+        return {"error": self.error, "reason": self.reason}
+
+
+def _json(body: bytes, what: str) -> Any:
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise IngestRefusal(400, InvalidEventError.__name__, f"{what}: not valid JSON ({error})") from None
+    except RecursionError:
+        raise IngestRefusal(400, InvalidEventError.__name__, f"{what}: JSON nested too deeply") from None
+
+
+def read_cloudevent(headers: Mapping[str, str], body: bytes | str | None, *, now: datetime | None = None) -> dict[str, Any]:
+    """The CloudEvent a request carries, as a mapping (not validated yet).
+
+    Raises
+    ------
+    IngestRefusal
+        413 for a body over :data:`MAX_EVENT_BYTES`, 415 for a request in neither content mode,
+        400 for a body that is not JSON.
+    """
+    raw = body.encode() if isinstance(body, str) else (body or b"")
+    if len(raw) > MAX_EVENT_BYTES:
+        raise IngestRefusal(413, "EventTooLarge", f"the body is {len(raw):,} bytes; an event may have {MAX_EVENT_BYTES:,}")
+    lowered = {key.lower(): value for key, value in headers.items()}
+    content_type = lowered.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == BATCH:
+        raise IngestRefusal(415, "UnsupportedContentType", "batched mode is not taken: send one event per request")
+    if content_type == STRUCTURED:
+        envelope = _json(raw, "body")
+        if not isinstance(envelope, dict):
+            raise IngestRefusal(400, InvalidEventError.__name__, "body: a structured CloudEvent is a JSON object")
+    elif f"{BINARY_PREFIX}specversion" in lowered:
+        if content_type not in (JSON, ""):
+            raise IngestRefusal(415, "UnsupportedContentType", f"binary mode takes data as {JSON}, not {content_type!r}")
+        envelope = {key[len(BINARY_PREFIX):]: value for key, value in lowered.items() if key.startswith(BINARY_PREFIX)}
+        envelope["data"] = _json(raw, "data")
+        envelope["datacontenttype"] = JSON
+    else:
+        raise IngestRefusal(415, "UnsupportedContentType",
+                            f"send a CloudEvent: structured (Content-Type: {STRUCTURED}, the event as the body) or binary "
+                            f"(ce-specversion, ce-id, ce-source, ce-type headers; Content-Type: {JSON}, data as the body)")
+    envelope.setdefault("time", (now or datetime.now(UTC)).isoformat())
+    if isinstance(envelope.get("id"), str):
+        envelope.setdefault("correlationid", envelope["id"])
+    return envelope
+
+
+def validate(envelope: Mapping[str, Any], *, reserved_sources: Collection[str]) -> CloudEvent[EventData]:
+    """The event, validated against its type's contract.
+
+    Raises
+    ------
+    IngestRefusal
+        400 with every violated field named, or 403 for a source inferbus's producers reserve.
+    """
+    try:
+        event = parse_event(envelope)
+    except InvalidEventError as error:
+        raise IngestRefusal(400, InvalidEventError.__name__, str(error)) from None
+    if event.source in reserved_sources:
+        raise IngestRefusal(403, "ReservedSource", f"source {event.source!r} is reserved to an inferbus producer; use your own")
+    return event

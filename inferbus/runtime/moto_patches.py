@@ -1,0 +1,413 @@
+"""Every change the embedded runtime makes to moto, in this one module, for moto 5.2.5 only.
+
+Each patch either makes moto answer as AWS does where it does not, or removes a cost that
+is moto's and not the pipeline's; none changes what a request returns otherwise.
+``tests/functional/test_moto_patches.py`` fails when moto changes under any of them (its
+version, or the signature of a function patched here).
+
+Faithfulness:
+
+- **Patterns**: a rule's pattern is validated and matched by ``inferbus_lambda.patterns`` (AWS's
+  documented semantics, the matcher the unrouted-events check runs in Lambda too) instead of moto's matcher, against the event as AWS matches it
+  (``time`` as an ISO string, not moto's raw request time).
+- **Disabled rules** deliver nothing (moto delivers anyway).
+- **A Detail that is not a JSON object** (``[]``, ``42``, a JSON string, ``null``) is refused
+  with ``MalformedDetail``, as AWS documents PutEvents ("Detail: a valid JSON object"); moto
+  accepts it with a warning, and some such events crash its delivery to a queue.
+- **Delivered events** keep their ``account`` (moto's default input template drops it).
+- **State machine targets** (moto raises ``NotImplementedError``) and the runtime's own
+  local-only targets are handed to :data:`Hooks.deliver` in-process.
+- ``TestEventPattern`` answers (moto's is a stub).
+- **Atomic requests**: moto was written for one caller at a time; handlers now call it from
+  many threads, so every request is processed under a lock, as each AWS call is atomic (a
+  conditional write is checked and written at once): one for DynamoDB, whose state nothing
+  else touches, one for the rest (a PutEvents writes to SQS in-process). Long polls
+  (``ReceiveMessage`` with a wait, ``StartSyncExecution``) run outside, as they wait on others.
+
+Cost:
+
+- SQS ``ReceiveMessage`` recomputed every attribute of the queue (counting its messages) for
+  each message it returned; the retention check now reads the one attribute it needs.
+- A parsed pattern, a JSONPath expression, a state machine's parsed ASL and Step Functions'
+  AWS clients are made once (moto re-parsed them, and built a boto3 client, for every event,
+  every execution and every task).
+- DynamoDB ``TransactWriteItems`` backed up a table (to roll back a cancelled transaction)
+  with a deep copy once per item of the request, keeping the last: a claim of 100 records
+  copied the whole idempotency table 100 times, and a run's time and memory grew with the
+  square of its events. It now copies each table once per request: the same backup, since
+  the table does not change while the request holds DynamoDB's lock.
+
+Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
+queue and when an execution ends, so the runtime waits on events instead of polling.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferbus_lambda.patterns import PatternError, compile_pattern_text
+
+MOTO_VERSION = "5.2.5"
+REQUEST_LOCK = threading.RLock()
+# DynamoDB's state is touched only by DynamoDB requests (no other service writes it in-process), so its
+# requests queue on a lock of their own: a claim does not wait behind a PutEvents fanning out to queues.
+SERVICE_LOCKS = {"dynamodb": threading.RLock()}
+# Actions that wait on other callers inside the request: never under REQUEST_LOCK.
+WAITING_ACTIONS = {"StartSyncExecution"}
+DROPPED_FROM_EVENTS = ("ingestion-time",)
+PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
+MALFORMED_DETAIL = {"ErrorCode": "MalformedDetail", "ErrorMessage": "Detail is malformed."}  # as AWS answers it
+# Step Functions service integrations that make their AWS clients with moto's boto_client_for.
+CLIENT_USING_SERVICES = ("aws_sdk", "batch", "dynamodb", "ecs", "events", "glue", "sfn", "sns", "sqs", "unsupported")  # moto's bookkeeping, not part of an EventBridge event
+
+
+@dataclass
+class Hooks:
+    """What the runtime plugs into the patched moto (one pipeline at a time).
+
+    ``changed(kind, arn)``: ``kind`` is ``"queue"`` (a message may be receivable) or
+    ``"execution"`` (one ended). ``deliver(rule_arn, target, event)`` takes a rule target moto
+    cannot deliver to and returns True if it did; ``event`` is as EventBridge delivers it.
+    """
+
+    changed: Callable[[str, str], None] | None = None
+    deliver: Callable[[str, dict[str, Any], dict[str, Any]], bool] | None = None
+    _saved: list[tuple[Any, str, Any]] = field(default_factory=list)
+
+
+HOOKS = Hooks()
+
+
+def _notify(kind: str, arn: str) -> None:
+    if HOOKS.changed is not None:
+        HOOKS.changed(kind, arn)
+
+
+def _iso_time(value: Any) -> Any:
+    if isinstance(value, (int, float)):
+        return datetime.datetime.fromtimestamp(value, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value
+
+
+def as_matched(event: dict[str, Any]) -> dict[str, Any]:
+    """moto's event as AWS matches and delivers it: ``time`` in ISO 8601, no moto bookkeeping."""
+    return {key: (_iso_time(value) if key == "time" else value) for key, value in event.items()
+            if key not in DROPPED_FROM_EVENTS}
+
+
+# -- the patches -------------------------------------------------------------------------------
+
+def _patch(owner: Any, name: str, replacement: Callable[..., Any]) -> None:
+    original = owner.__dict__[name]
+    HOOKS._saved.append((owner, name, original))
+    setattr(owner, name, replacement)
+
+
+def _patch_requests() -> None:
+    from moto.core.responses import BaseResponse
+
+    call_action = BaseResponse.call_action
+
+    def locked_call_action(self: Any) -> Any:
+        action = self._get_action()
+        waits = action in WAITING_ACTIONS or (action == "ReceiveMessage" and _long_poll(self))
+        if waits:
+            return call_action(self)
+        with SERVICE_LOCKS.get(getattr(self, "service_name", ""), REQUEST_LOCK):
+            return call_action(self)
+
+    _patch(BaseResponse, "call_action", locked_call_action)
+    # moto lists a response class's methods with inspect.getmembers for every request; a class's methods do not change.
+    from moto.core import responses
+
+    _patch(responses, "method_names_from_class", functools.lru_cache(maxsize=256)(responses.method_names_from_class))
+
+
+def _long_poll(response: Any) -> bool:
+    try:
+        return int(response._get_param("WaitTimeSeconds") or 0) > 0
+    except (TypeError, ValueError):
+        return False
+
+
+def _patch_sqs() -> None:
+    from moto.core.utils import unix_time
+    from moto.sqs.models import Queue, SQSBackend
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        retention_s = int(self.get_queue(queue_name).message_retention_period)
+        return retention_s + message.sent_timestamp / 1000 > unix_time()
+
+    add_message = Queue.add_message
+
+    def add_message_and_notify(self: Any, message: Any) -> None:
+        add_message(self, message)
+        _notify("queue", self.queue_arn)
+
+    change_visibility = SQSBackend.change_message_visibility
+
+    def change_visibility_and_notify(self: Any, queue_name: str, receipt_handle: str, visibility_timeout: int) -> None:
+        change_visibility(self, queue_name, receipt_handle, visibility_timeout)
+        if int(visibility_timeout) == 0:
+            _notify("queue", self.get_queue(queue_name).queue_arn)
+
+    _patch(SQSBackend, "is_message_valid_based_on_retention_period", is_message_valid_based_on_retention_period)
+    _patch(Queue, "add_message", add_message_and_notify)
+    _patch(SQSBackend, "change_message_visibility", change_visibility_and_notify)
+
+
+def _detail_is_json_but_no_object(entry: dict[str, Any]) -> bool:
+    try:
+        return not isinstance(json.loads(entry.get("Detail") or "{}"), dict)
+    except (TypeError, ValueError, RecursionError):
+        return False  # not JSON at all: moto answers MalformedDetail itself
+
+
+def _patch_events() -> None:
+    from moto.events.exceptions import InvalidEventPatternException
+    from moto.events.models import EventPattern, EventsBackend, Rule
+    from moto.events.responses import EventsHandler
+
+    put_events = EventsBackend.put_events
+
+    def put_events_refusing_non_objects(self: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        refused = [_detail_is_json_but_no_object(event) for event in events]
+        if len(events) > PUT_EVENTS_LIMIT or not any(refused):
+            return put_events(self, events)  # moto's own answer, its ValidationException for more than 10
+        answers = iter(put_events(self, [e for e, no in zip(events, refused, strict=True) if not no]) if not all(refused) else [])
+        return [dict(MALFORMED_DETAIL) if no else next(answers) for no in refused]
+
+    load = EventPattern.__dict__["load"].__func__
+
+    def validated_load(cls: Any, raw_pattern: str | None) -> Any:
+        if raw_pattern:
+            try:
+                compile_pattern_text(raw_pattern)
+            except PatternError as error:
+                raise InvalidEventPatternException(reason=str(error)) from None
+        return load(cls, raw_pattern)
+
+    def matches_event(self: Any, event: dict[str, Any]) -> bool:
+        raw = self._raw_pattern
+        return not raw or compile_pattern_text(raw).matches(as_matched(event))
+
+    send_to_targets = Rule.send_to_targets
+
+    def send_to_targets_as_aws(self: Any, original_event: dict[str, Any], transform_input: bool = True) -> None:
+        if self.state == "DISABLED" or not self.event_pattern.matches_event(original_event):
+            return
+        delivered = as_matched(original_event)
+        plain, transformed = [], []
+        for target in self.targets:
+            if HOOKS.deliver is not None and HOOKS.deliver(self.arn, target, delivered):
+                continue
+            if ":sqs:" in target["Arn"] and "InputTransformer" not in target:
+                plain.append(target)  # delivered whole, as AWS does (moto's default template drops account)
+            else:
+                transformed.append(target)
+        all_targets = self.targets
+        try:
+            if plain:  # moto turns the raw time into ISO itself on the way to SQS
+                self.targets = plain
+                send_to_targets(self, {k: v for k, v in original_event.items() if k not in DROPPED_FROM_EVENTS},
+                                transform_input=False)
+            if transformed:
+                self.targets = transformed
+                send_to_targets(self, original_event, transform_input)
+        finally:
+            self.targets = all_targets
+
+    def test_event_pattern(self: Any) -> Any:
+        try:
+            compiled = compile_pattern_text(self._get_param("EventPattern") or "")
+        except PatternError as error:
+            raise InvalidEventPatternException(reason=str(error)) from None
+        return json.dumps({"Result": compiled.matches(json.loads(self._get_param("Event") or "{}"))})
+
+    _patch(EventsBackend, "put_events", put_events_refusing_non_objects)
+    _patch(EventPattern, "load", classmethod(validated_load))
+    _patch(EventPattern, "matches_event", matches_event)
+    _patch(Rule, "send_to_targets", send_to_targets_as_aws)
+    _patch(EventsHandler, "test_event_pattern", test_event_pattern)
+
+
+def _patch_stepfunctions() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.utils import boto_client
+    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+
+    terminated = BaseExecutionWorkerCommunication.terminated
+
+    def terminated_and_notify(self: Any) -> None:
+        terminated(self)
+        _notify("execution", self.execution.exec_arn)
+
+    boto_client_for = lambda_eval_utils.boto_client_for
+    clients: dict[tuple[str, str], Any] = {}
+    made = threading.Lock()
+
+    def cached_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        with made:  # boto3's default session is not safe to make clients from on several threads
+            key = (region, service)
+            if key not in clients:
+                clients[key] = boto_client_for(region=region, service=service, state_credentials=state_credentials)
+            return clients[key]
+
+    parse = AmazonStateLanguageParser.__dict__["parse"].__func__
+    # Evaluation keeps its state in each execution's Environment, not in the parsed program: executions
+    # of one machine share it (the demo's 99 concurrent executions and the retry tests run on shared ones).
+    parse_once = functools.lru_cache(maxsize=64)(parse)
+
+    _patch(BaseExecutionWorkerCommunication, "terminated", terminated_and_notify)
+    _patch(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
+    # The defining module, for what is imported later, and each service module that imported it already.
+    services = "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_"
+    using = [sys.modules.get(services + name) for name in CLIENT_USING_SERVICES]
+    for module in [boto_client, lambda_eval_utils, *[module for module in using if module is not None]]:
+        _patch(module, "boto_client_for", cached_client_for)
+
+
+def _patch_dynamodb() -> None:
+    import copy
+
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    class OneCopyPerTable:  # what moto's module sees as ``copy`` during one request
+        def __init__(self) -> None:
+            self.tables: dict[int, Any] = {}
+
+        def deepcopy(self, value: Any, memo: Any = None) -> Any:
+            if not isinstance(value, Table):
+                return copy.deepcopy(value, memo)
+            if id(value) not in self.tables:  # the table stays in the backend: its id is not reused
+                self.tables[id(value)] = copy.deepcopy(value)
+            return self.tables[id(value)]
+
+    transact_write_items = models.DynamoDBBackend.transact_write_items
+
+    def copying_once(backend: Any, transact_items: Any) -> Any:
+        with SERVICE_LOCKS["dynamodb"]:
+            models.copy = OneCopyPerTable()  # type: ignore[assignment]
+            try:
+                return transact_write_items(backend, transact_items)
+            finally:
+                models.copy = copy
+
+    _patch(models.DynamoDBBackend, "transact_write_items", copying_once)
+
+
+def _patch_jsonpath() -> None:
+    import jsonpath_ng.ext
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    parse = functools.lru_cache(maxsize=1024)(jsonpath_ng.ext.parse)
+    _patch(jsonpath_ng.ext, "parse", parse)  # EventBridge's input templates import it at each call
+    _patch(json_path, "parse", parse)  # Step Functions' paths imported it once
+
+
+def install(changed: Callable[[str, str], None] | None = None,
+            deliver: Callable[[str, dict[str, Any], dict[str, Any]], bool] | None = None) -> None:
+    """Apply every patch and plug in the runtime's hooks (call :func:`uninstall` after).
+
+    Raises
+    ------
+    RuntimeError
+        Under a moto other than :data:`MOTO_VERSION`, or when already installed.
+    """
+    import moto
+
+    if moto.__version__ != MOTO_VERSION:
+        raise RuntimeError(f"the embedded runtime patches moto {MOTO_VERSION}, not {moto.__version__}: "
+                           "pin moto, or re-verify inferbus/runtime/moto_patches.py against the new version")
+    if HOOKS._saved:
+        raise RuntimeError("moto is already patched: one embedded pipeline at a time")
+    HOOKS.changed, HOOKS.deliver = changed, deliver
+    _patch_requests()
+    _patch_sqs()
+    _patch_events()
+    _patch_stepfunctions()
+    _patch_dynamodb()
+    _patch_jsonpath()
+
+
+def uninstall() -> None:
+    """Undo every patch, in reverse order."""
+    while HOOKS._saved:
+        owner, name, original = HOOKS._saved.pop()
+        setattr(owner, name, original)
+    HOOKS.changed = HOOKS.deliver = None
+
+
+def installed() -> bool:
+    return bool(HOOKS._saved)
+
+
+# -- reads that skip a request: history is read at every wait for quiescence --------------------
+
+def _parser_executions() -> list[Any]:
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    found = []
+    for regions in stepfunctions_parser_backends.values():
+        for backend in regions.values():
+            for machine in list(backend.state_machines):
+                found += list(getattr(machine, "executions", []))
+    return found
+
+
+def execution_history(arn: str) -> list[dict[str, Any]] | None:
+    """An execution's history events, as boto3's ``get_execution_history`` gives them (None if unknown)."""
+    for execution in _parser_executions():
+        if execution.exec_arn == arn:
+            worker = execution.exec_worker
+            env = worker.env if worker is not None else None
+            events = list(env.event_manager.get_event_history()) if env is not None else []
+            return [event | {"timestamp": _timestamp(event["timestamp"])} for event in events]
+    return None
+
+
+def _timestamp(value: Any) -> datetime.datetime:
+    """moto keeps ISO strings (``2026-12-03T15:11:38.586Z``); the API gives timezone-aware datetimes."""
+    return value if isinstance(value, datetime.datetime) else datetime.datetime.fromisoformat(str(value))
+
+
+def execution_status(arn: str) -> tuple[str, float]:
+    """An execution's status and how long it ran, in seconds (``("UNKNOWN", 0.0)`` if moto has no such execution)."""
+    for execution in _parser_executions():
+        if execution.exec_arn == arn and execution.exec_status is not None:
+            stop = execution.stop_date or datetime.datetime.now(tz=datetime.UTC)
+            return execution.exec_status.value, (stop - execution.start_date).total_seconds()
+    return "UNKNOWN", 0.0
+
+
+def running_executions() -> list[str]:
+    """The ARNs of every execution still running."""
+    return [e.exec_arn for e in _parser_executions() if e.exec_status is not None and e.exec_status.value == "RUNNING"]
+
+
+def _queue(queue_arn: str) -> Any:
+    from moto.sqs.models import sqs_backends
+
+    _, _, _, region, account, name = queue_arn.split(":", 5)
+    return sqs_backends[account][region].queues.get(name)
+
+
+def receivable(queue_arn: str) -> bool:
+    """Whether a ReceiveMessage could return something now (a visible message), without a request."""
+    queue = _queue(queue_arn)
+    return queue is not None and any(message.visible and not message.delayed for message in list(queue._messages))
+
+
+def queue_depth(queue_arn: str) -> int:
+    """Messages on a queue, visible or in flight (what ``ApproximateNumberOf...`` add up to), without a request."""
+    queue = _queue(queue_arn)
+    return len(queue._messages) if queue is not None else 0

@@ -1,0 +1,340 @@
+"""``inferbus new consumer``: a queue consumer for your ONNX model, from its graph, in one command.
+
+It reads the graph (:mod:`.graph`), decides the event fields, copies the model (and your
+held-out samples) into ``models/`` with their manifest entries, and writes the contract, the
+handler, the declaration and a functional test (:mod:`.codegen`). Nothing is written unless
+everything can be; nothing existing is overwritten; the new files are imported once before the
+command returns, and removed again if they do not load.
+
+Example
+-------
+>>> written = new_consumer("iris-classifier", Path("iris.onnx"), "IrisSubmitted")  # doctest: +SKIP
+>>> [path for path, _ in written.files][:2]  # doctest: +SKIP
+['models/iris.onnx', 'functions/inferbus_lambda/contracts/iris_classifier.py']
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from infra.declarations import NAME
+
+from .codegen import (
+    ConsumerPlan,
+    InputField,
+    SampleSource,
+    contract_source,
+    declaration_source,
+    functional_test_source,
+    handler_source,
+)
+from .errors import ScaffoldError
+from .graph import GraphInput, GraphSpec, open_session, read_graph, read_inputs, with_widths
+from .names import check_event_type, derived_result_type, module_name
+from .project import Declared, Project, Writes, Written, open_project
+from .samples import HeldOut, read_samples
+
+__all__ = ["new_consumer"]
+
+MODEL_VERSION = "1.0.0"
+VALUE_LIMIT = 1_000_000  # the default range of a numeric input: larger magnitudes are input errors
+
+
+def new_consumer(name: str, model: Path, event_type: str, result_type: str | None = None, samples: Path | None = None,
+                 *, project: Project | None = None, known: Declared | None = None) -> Written:
+    """Add a queue consumer ``name`` that runs ``model`` on ``event_type`` events.
+
+    Parameters
+    ----------
+    name
+        The component's kebab-case name, not yet declared.
+    model
+        An ONNX file.
+    event_type
+        PascalCase. An existing event type's contract is reused; a new one is written from the
+        graph's inputs.
+    result_type
+        The type of its results; default ``<Stem>Classified`` for a classifier, else
+        ``<Stem>Scored`` (``IrisSubmitted`` -> ``IrisClassified``). Must not exist yet.
+    samples
+        Held-out samples (``.npz``, ``.csv``, ``.jsonl``, see :mod:`.samples`) for the demo and
+        the test; default: seeded random inputs.
+    project
+        Where to write; default, the repository this ``inferbus`` comes from.
+    known
+        What is declared there; default, read by importing it (:func:`~.project.declared`).
+
+    Returns
+    -------
+    Written
+        The files written and the next steps.
+
+    Raises
+    ------
+    ScaffoldError
+        Naming what is wrong and what to do; nothing has been written.
+    """
+    project, known = open_project(project, known, name)
+    check_event_type(event_type, "--event")
+    if result_type is not None:
+        check_event_type(result_type, "--result")
+    existing = known.event_types.get(event_type)
+    graph, inputs, held_out, unfilled = _read(Path(model), samples, existing, event_type)
+    result_type = _result_type(result_type, event_type, graph, known)
+    model_name, model_entry = _model_entry(Path(model), graph, event_type, result_type, name, project)
+    plan = ConsumerPlan(
+        name=name, module=module_name(name), event_type=event_type, result_type=result_type, model_name=model_name,
+        model_file=f"{model_name}.onnx", graph=graph, fields=tuple(_input_field(i) for i in inputs),
+        input_module=existing.__module__ if existing is not None else None,
+        samples=_sample_source(name, event_type, existing, held_out, unfilled, known),
+        value_limit=_value_limit(held_out),
+    )
+    writes = Writes(project)
+    models: dict[str, Any] = {}
+    if model_entry is not None:
+        labels = ", labels" if "labels" in model_entry else ""
+        writes.copy(Path(model), project.models / plan.model_file, f"the model; manifest entry {model_name!r} (sha256, "
+                    f"inputs, outputs{labels}; accuracy to record)")
+        models[model_name] = model_entry
+    datasets: dict[str, Any] = {}
+    if held_out is not None and plan.samples.file is not None:
+        writes.copy(held_out.path, project.models / plan.samples.file,
+                    f"your {held_out.rows} held-out samples; manifest datasets entry")
+        datasets[plan.samples.file] = held_out.manifest(name, project.manifest_io().sha256_of(held_out.path))
+    module = plan.module
+    writes.add(project.contracts / f"{module}.py", contract_source(plan), _contract_note(plan))
+    writes.add(project.functions / module / "__init__.py", "", "makes the handler folder a package")
+    writes.add(project.functions / module / "handler.py", handler_source(plan), "infer(): ONE session.run per batch")
+    writes.add(project.pipeline / f"{module}.py", declaration_source(plan), _declaration_note(plan))
+    writes.add(project.functional_tests / f"test_{module}.py", functional_test_source(plan),
+               "runs it embedded on moto: a result per sample, a malformed input kept aside")
+    writes.commit(name, plan.contract_module, models=models, datasets=datasets)
+    return Written(name, writes.files, _notes(plan, held_out), _next_steps(plan))
+
+
+def _read(model: Path, samples: Path | None, existing: type | None,
+          event_type: str) -> tuple[GraphSpec, list[GraphInput], HeldOut | None, list[str]]:
+    """The graph, its inputs as event fields, the held-out samples (every width checked), and the required
+    fields of an existing input type that no graph input fills."""
+    if model.suffix.lower() != ".onnx":
+        raise ScaffoldError(f"--model {model}: give an .onnx file (export your model with skl2onnx, tf2onnx or "
+                            "torch.onnx first)")
+    session = open_session(model)
+    inputs = read_inputs(session)
+    widths: dict[str, int] = {}
+    unfilled: list[str] = []
+    if existing is not None:
+        inputs, widths, unfilled = _map_existing(existing, inputs, event_type)
+    held_out = read_samples(samples, with_widths(inputs, widths) if widths else inputs) if samples else None
+    inputs = with_widths(inputs, {**widths, **(held_out.widths if held_out else {})})
+    if samples is not None:
+        held_out = read_samples(samples, inputs)  # again, with every width known, to check each
+    labels = list(held_out.labels) if held_out is not None and held_out.labels is not None else None
+    graph = read_graph(session, inputs, samples=held_out.inputs if held_out else None, sample_labels=labels, path=model)
+    return graph, inputs, held_out, unfilled
+
+
+def _input_field(graph_input: GraphInput) -> InputField:
+    """One graph input as an event field: one value (a ``[N]`` input, or one string ``[N, 1]``) or a list."""
+    one_value = graph_input.scalar or (graph_input.kind == "str" and graph_input.record_shape == (1,))
+    return InputField(graph_input.name, graph_input.field, graph_input.kind, None if one_value else graph_input.width,
+                      tuple(dim or 0 for dim in graph_input.record_shape))
+
+
+def _map_existing(model: type, inputs: list[GraphInput],
+                  event_type: str) -> tuple[list[GraphInput], dict[str, int], list[str]]:
+    """The graph inputs carried by an existing event type's fields: the inputs renamed to those fields,
+    the widths they fix, and the type's other required fields (which no graph input fills)."""
+    fields = {name: _field_shape(info) for name, info in model.model_fields.items()}  # type: ignore[attr-defined]
+    mapped, widths, used = [], {}, set()
+    for graph_input in inputs:
+        fitting = [name for name, shape in fields.items()
+                   if shape is not None and name not in used and _fits(graph_input, *shape)]
+        chosen = next((name for name in (graph_input.field, graph_input.name) if name in fitting), None)
+        if chosen is None and len(inputs) == 1 and len(fitting) == 1:
+            chosen = fitting[0]
+        if chosen is None:
+            width = "1" if graph_input.scalar else graph_input.width or "k"
+            raise ScaffoldError(f"--event {event_type} exists ({model.__module__}) but none of its fields carries "
+                                f"graph input {graph_input.name!r} ({graph_input.kind} x {width}): choose a new event "
+                                f"type, or give a model whose input matches {event_type}")
+        used.add(chosen)
+        width = fields[chosen][1]  # type: ignore[index]
+        if graph_input.record_shape == (None,) and width is not None:
+            widths[graph_input.name] = width
+        mapped.append(replace(graph_input, field=chosen))
+    unfilled = [name for name, info in model.model_fields.items()  # type: ignore[attr-defined]
+                if info.is_required() and name not in used]
+    return mapped, widths, unfilled
+
+
+def _strip(annotation: Any) -> tuple[Any, list[Any]]:
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *extra = typing.get_args(annotation)
+        return base, extra
+    return annotation, []
+
+
+def _field_shape(info: Any) -> tuple[str, int | None] | None:
+    """(kind, width) of a numeric or text field (a list with a fixed length, or one value); else ``None``."""
+    annotation, _ = _strip(info.annotation)
+    lengths = {type(m).__name__: getattr(m, "min_length", getattr(m, "max_length", None)) for m in info.metadata}
+    if typing.get_origin(annotation) is list:
+        element, _ = _strip(typing.get_args(annotation)[0])
+        kind = {float: "float", int: "int", str: "str"}.get(element)
+        if kind is None or lengths.get("MinLen") is None or lengths.get("MinLen") != lengths.get("MaxLen"):
+            return None
+        return kind, int(lengths["MinLen"])
+    kind = {float: "float", int: "int", str: "str"}.get(annotation)
+    return (kind, None) if kind else None
+
+
+def _fits(graph_input: GraphInput, kind: str, width: int | None) -> bool:
+    if graph_input.kind == "str" or kind == "str":
+        if graph_input.kind != kind:
+            return False
+        return width is None and graph_input.record_shape in ((), (1,))
+    if graph_input.kind == "int" and kind == "float":
+        return False
+    if graph_input.scalar:
+        return width is None
+    return width is not None and (graph_input.width is None or graph_input.width == width)
+
+
+def _result_type(result_type: str | None, event_type: str, graph: GraphSpec, known: Declared) -> str:
+    chosen = result_type or derived_result_type(event_type, classifier=graph.task == "classifier")
+    if chosen == event_type:
+        raise ScaffoldError(f"the result type must differ from the input type {event_type}: pass --result TYPE")
+    existing = known.event_types.get(chosen)
+    if existing is not None:
+        what = f"--result {chosen}" if result_type else f"the result type {chosen} (derived from --event {event_type})"
+        raise ScaffoldError(f"{what} is an event type already ({existing.__module__}): pass --result with a new "
+                            "PascalCase name")
+    return chosen
+
+
+def _model_entry(model: Path, graph: GraphSpec, event_type: str, result_type: str, name: str,
+                 project: Project) -> tuple[str, dict[str, Any] | None]:
+    """The model's manifest name and its new entry (``None`` when the manifest holds this very file already)."""
+    sha256 = project.manifest_io().sha256_of(model)
+    models = project.manifest_models()
+    for existing_name, entry in models.items():
+        if entry.get("sha256") == sha256:
+            return existing_name, None
+    words = "".join(c if c.isalnum() else "-" for c in model.stem.lower()).split("-")
+    model_name = "-".join(word for word in words if word)
+    if not model_name or not model_name[0].isalpha():
+        model_name = f"model-{model_name}".rstrip("-")
+    if not NAME.fullmatch(model_name):
+        raise ScaffoldError(f"--model {model}: cannot make a model name from {model.stem!r}; rename the file to "
+                            "lowercase words joined by '-', e.g. iris-logreg.onnx")
+    if model_name in models:
+        raise ScaffoldError(f"models/manifest.json has a model named {model_name!r} already (another file): rename "
+                            f"your file, e.g. {model_name}-2.onnx")
+    kind = {"classifier": "classifier", "regressor": "regressor", "generic": "model"}[graph.task]
+    entry: dict[str, Any] = {
+        "version": MODEL_VERSION,
+        "file": f"{model_name}.onnx",
+        "sha256": sha256,
+        "bytes": model.stat().st_size,
+        "task": f"{kind}: {event_type} -> {result_type}, run by {name}. Say what it predicts, from what, and for whom",
+        "inputs": [graph_input.manifest() for graph_input in graph.inputs],
+        "outputs": [output.manifest() for output in graph.outputs],
+    }
+    if graph.labels is not None:
+        entry["labels"] = list(graph.labels)
+    measure = {"classifier": "holdout_accuracy", "regressor": "holdout_mae"}.get(graph.task, "holdout_<metric>")
+    entry["metrics"] = {
+        measure: None,
+        "note": (f"not yet recorded: run the model with onnxruntime on held-out rows it never saw in training, then "
+                 f"set {measure}, holdout_size and evaluated_with here (docs/extending.md, 'Record how good the model "
+                 "is')"),
+    }
+    entry["built_with"] = {"onnx_file": model.name, "producer": graph.producer or "unknown",
+                           "added_by": f"inferbus new consumer {name}"}
+    return model_name, entry
+
+
+def _sample_source(name: str, event_type: str, existing: type | None, held_out: HeldOut | None,
+                   unfilled: list[str], known: Declared) -> SampleSource:
+    if held_out is not None:
+        if unfilled:
+            raise ScaffoldError(f"--samples cannot fill the other required fields of {event_type} "
+                                f"({', '.join(unfilled)}): drop --samples to reuse the demo samples of a component "
+                                "that takes it, or choose a new event type")
+        return SampleSource(held_out=held_out, file=f"{name}-holdout{held_out.path.suffix.lower()}")
+    if existing is not None:
+        takers = known.demo_sources.get(event_type, [])
+        if takers:
+            return SampleSource(component=takers[0], component_module=known.component_modules[takers[0]])
+        if unfilled:
+            raise ScaffoldError(f"no declared component sends demo {event_type} events, and the scaffold cannot make "
+                                f"up its fields {', '.join(unfilled)}: pass --samples FILE")
+    return SampleSource()
+
+
+def _value_limit(held_out: HeldOut | None) -> int:
+    """1,000,000, or a power of ten at least ten times the largest magnitude in the samples."""
+    largest = 0.0
+    for values in (held_out.inputs.values() if held_out else ()):
+        if values.dtype.kind in "iuf" and values.size:
+            largest = max(largest, float(np.abs(values).max()))
+    return max(VALUE_LIMIT, 10 ** math.ceil(math.log10(largest * 10))) if largest > 0 else VALUE_LIMIT
+
+
+def _contract_note(plan: ConsumerPlan) -> str:
+    fields = ", ".join(f"{f.field}: {f.width or 1} {f.kind}" for f in plan.fields)
+    made = f"{plan.event_type} ({fields}) and " if plan.input_module is None else ""
+    return f"{made}{plan.result_type}"
+
+
+def _declaration_note(plan: ConsumerPlan) -> str:
+    source = plan.samples
+    if source.held_out is not None:
+        samples = f"{source.held_out.rows} held-out samples"
+    elif source.component is not None:
+        samples = f"{source.component}'s samples"
+    else:
+        samples = "seeded RANDOM samples: replace them"
+    return f"the Consumer declaration (demo: {samples}, malformed copies)"
+
+
+def _notes(plan: ConsumerPlan, held_out: HeldOut | None) -> list[str]:
+    graph, notes = plan.graph, []
+    notes.append(f"graph: {graph.task}; inputs " + ", ".join(f"{i.name} {list(i.shape)} -> {f.field}"
+                                                            for i, f in zip(graph.inputs, plan.fields, strict=True))
+                 + "; outputs " + ", ".join(f"{o.name} -> {o.field}" for o in graph.outputs))
+    if plan.classifier and graph.labels is None:
+        notes.append("the graph does not show its class labels: any label of its type is accepted; add them to the "
+                     "manifest entry and the contract (LABELS) if you know them")
+    if plan.classifier and not graph.distribution:
+        notes.append("its second output does not sum to 1: results carry `scores`, not probabilities")
+    if plan.classifier and held_out is not None and held_out.labels is not None and graph.labels is not None:
+        stray = sorted({str(v) for v in held_out.labels.tolist()} - {str(v) for v in graph.labels})
+        if stray:
+            notes.append(f"your samples' labels {stray[:5]} are not the model's {list(graph.labels)[:5]}: the demo's "
+                         "accuracy will read low; fix the labels in the samples file")
+    return notes
+
+
+def _next_steps(plan: ConsumerPlan) -> list[str]:
+    steps = [
+        (f"Read functions/inferbus_lambda/contracts/{plan.module}.py: set VALUE_LIMIT (if any) to your values' real "
+        "range, rename fields, describe them."),
+        (f"Record how good the model is in models/manifest.json, models.{plan.model_name}.metrics (see "
+        "docs/extending.md)."),
+    ]
+    if plan.samples.held_out is None and plan.samples.component is None:
+        steps.append(f"Replace the random demo samples in pipeline/{plan.module}.py with held-out data (or run this "
+                     "again with --samples FILE).")
+    steps += [
+        f".venv/bin/python -m pytest tests/functional/test_{plan.module}.py -q   (then: make test)",
+        f".venv/bin/inferbus demo   ({plan.name} is in the summary and the ledger)",
+    ]
+    return steps

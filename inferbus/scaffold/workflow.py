@@ -1,0 +1,442 @@
+"""``inferbus new workflow``: a Step Functions workflow skeleton, one Lambda task, ready to run.
+
+It writes the ASL (:mod:`.asl`), a step handler made with ``step_handler``, the contracts (a
+``<Name>Failed`` failure type; the input and result types when they are new), the
+declaration and a functional test. The skeleton runs as written: its one step validates the
+accepted event and answers with the fields it holds. Replace that step with your work.
+
+A workflow on another component's results (``--event RiskScored``) accepts them only from that
+component (``Producer`` in its trigger, ``${InputSource}`` in its Accept step), so a forged
+result cannot start it; its test runs the producer's demo samples through both.
+
+Example
+-------
+>>> written = new_workflow("order-check")  # doctest: +SKIP
+>>> [path for path, _ in written.files][0]  # doctest: +SKIP
+'statemachines/order_check.asl.json'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from inferbus_lambda.contracts import WorkflowFailure
+
+from infra.declarations import pascal
+
+from .asl import source_placeholder, workflow_definition
+from .codegen import functional_test_head, paragraph, source_text, type_imports
+from .errors import ScaffoldError
+from .names import SUBMITTED, check_event_type, module_name
+from .project import Declared, Project, Writes, Written, open_project
+
+__all__ = ["new_workflow"]
+
+STEM = "Process"
+SAMPLES_COUNT, SAMPLES_LIMIT, MAX_VALUES = 10, 100, 1000
+TEST_SAMPLES = 5
+
+
+@dataclass(frozen=True)
+class WorkflowPlan:
+    """What a new workflow's files are written from."""
+
+    name: str
+    module: str
+    event_type: str
+    result_type: str
+    failure_type: str
+    input_module: str | None  # where an existing input type is defined; None: written here
+    samples_from: str | None  # a component whose demo samples of event_type are reused
+    samples_module: str | None
+    producer: str | None  # a component whose results start it, with demo samples: they drive the test
+    feeder_type: str | None = None  # what that producer takes, and where the type is defined
+    feeder_module: str | None = None
+    producers: tuple[str, ...] = ()  # every component that publishes event_type: the only sources it accepts
+
+    @property
+    def contract_module(self) -> str:
+        return f"inferbus_lambda.contracts.{self.module}"
+
+
+def new_workflow(name: str, event_type: str | None = None, result_type: str | None = None, *,
+                 project: Project | None = None, known: Declared | None = None) -> Written:
+    """Add a workflow ``name``: Accept -> route -> one Lambda task -> publish ``result_type``.
+
+    Parameters
+    ----------
+    name
+        The component's kebab-case name, not yet declared.
+    event_type
+        What starts an execution; default ``<Name>Submitted``. An existing type's contract is reused.
+    result_type
+        What it publishes; default ``<Stem>Processed`` (``OrderCheckSubmitted`` -> ``OrderCheckProcessed``).
+        Must not exist yet.
+    project, known
+        As for :func:`~.consumer.new_consumer`.
+
+    Raises
+    ------
+    ScaffoldError
+        Naming what is wrong and what to do; nothing has been written.
+    """
+    project, known = open_project(project, known, name)
+    event_type = event_type or f"{pascal(name)}{SUBMITTED}"
+    check_event_type(event_type, "--event")
+    result_type = result_type or f"{event_type.removesuffix(SUBMITTED) or pascal(name)}Processed"
+    check_event_type(result_type, "--result")
+    failure_type = f"{pascal(name)}Failed"
+    for what, chosen in (("--result", result_type), (f"the failure type of {name}", failure_type)):
+        if chosen in known.event_types:
+            raise ScaffoldError(f"{what} {chosen} is an event type already ({known.event_types[chosen].__module__}): "
+                                f"{'pass --result with a new name' if what == '--result' else 'choose another name'}")
+    if result_type == event_type:
+        raise ScaffoldError(f"the result type must differ from the input type {event_type}: pass --result TYPE")
+    existing = known.event_types.get(event_type)
+    if existing is not None and issubclass(existing, WorkflowFailure):
+        raise ScaffoldError(f"--event {event_type} is a workflow's failure event: to act on failures, declare a Route "
+                            "to a queue your service reads (docs/extending.md), or choose another event type")
+    producers = tuple(known.producers.get(event_type, [])) if existing is not None else ()
+    takers = known.demo_sources.get(event_type, [])
+    fed = [p for p in producers if p in known.demo_sources.get(known.inputs.get(p, ""), [])]
+    producer = fed[0] if fed else None
+    feeder_type = known.inputs.get(producer) if producer else None
+    if producers and producer is None:
+        raise ScaffoldError(f"--event {event_type} is the result of {', '.join(producers)}, none of which has demo "
+                            "samples to drive a test: choose a new event type")
+    samples_from = takers[0] if existing is not None and takers and not producers else None
+    if existing is not None and not producers and samples_from is None:
+        raise ScaffoldError(f"--event {event_type}: no declared component sends demo {event_type} events or "
+                            "publishes them, so nothing would start the workflow in a test: choose a new event type")
+    module = module_name(name)
+    plan = WorkflowPlan(name, module, event_type, result_type, failure_type,
+                        existing.__module__ if existing is not None else None, samples_from,
+                        known.component_modules.get(samples_from) if samples_from else None, producer, feeder_type,
+                        known.event_types[feeder_type].__module__ if feeder_type else None, producers)
+    definition = workflow_definition(result_type, STEM, sources=len(producers),
+                                     comment=f"{name} (Express): {event_type} -> {STEM} -> {result_type}; any failure "
+                                             f"-> {failure_type}. Written by inferbus new workflow.")
+    writes = Writes(project)
+    writes.add(project.statemachines / f"{module}.asl.json", json.dumps(definition, indent=2) + "\n",
+               f"the ASL: Accept, route, one Lambda task, publish; failures -> {failure_type}")
+    writes.add(project.contracts / f"{module}.py", contract_source(plan),
+               ", ".join(([event_type] if existing is None else []) + [result_type, failure_type]))
+    writes.add(project.functions / module / "__init__.py", "", "makes the step folder a package")
+    writes.add(project.functions / module / "process.py", step_source(plan),
+               "the step: replace process() with your work")
+    writes.add(project.pipeline / f"{module}.py", declaration_source(plan),
+               "the Workflow declaration (trigger, task, demo)")
+    writes.add(project.functional_tests / f"test_{module}.py", functional_test_source(plan),
+               "runs it embedded on moto: a result per input, a malformed input's failure event")
+    writes.commit(name, plan.contract_module)
+    steps = [
+        (f"Replace process() in functions/{module}/process.py with your work, and {result_type}'s fields in "
+         f"functions/inferbus_lambda/contracts/{module}.py with your answer (the ASL publishes what process() "
+         "returns)."),
+    ]
+    if existing is None:
+        steps.append(f"Replace {event_type}'s placeholder field `values` with your input's fields, and the demo "
+                     f"samples in pipeline/{module}.py with held-out ones.")
+    steps += [
+        f".venv/bin/python -m pytest tests/functional/test_{module}.py -q   (then: make test)",
+        f".venv/bin/inferbus demo   ({name} is in the summary" + (" and the ledger)" if producer is None else
+                                                                 f", taking {producer}'s {event_type} events)"),
+    ]
+    notes = [f"trigger: {event_type}" + (f" from {', '.join(producers)} only (Producer in the trigger, the sources "
+                                         "in Accept)" if producers else "")]
+    return Written(name, writes.files, notes, steps)
+
+
+def contract_source(plan: WorkflowPlan) -> str:
+    """The workflow's event types: its failure type, and its input and result types when they are new."""
+    defined = sorted([plan.result_type, plan.failure_type] + ([plan.event_type] if plan.input_module is None else []))
+    out = [
+        *paragraph(f'"""Events of the {plan.name} workflow: ' + (f"{plan.event_type} in, " if plan.input_module is None
+                                                                   else "") + f"{plan.result_type} out, "
+                   f"{plan.failure_type} when it fails."),
+        "",
+        "Written by ``inferbus new workflow``: REPLACE the placeholder fields with yours; the workflow's",
+        "first step, its step function, the CLI, the demo and the tests all validate with these models.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Annotated, ClassVar",
+        "",
+        "from pydantic import Field",
+        "",
+        "from .core import EventData, Identifier, ShortText, WorkflowFailure",
+        "",
+        f"__all__ = [{', '.join(json.dumps(name) for name in defined)}]",
+        "",
+    ]
+    if plan.input_module is None:
+        out += [
+            "# Larger magnitudes are input errors: set the range your values really take.",
+            "VALUE_LIMIT = 1_000_000",
+            f"MAX_VALUES = {MAX_VALUES}",
+            "Number = Annotated[float, Field(strict=True, ge=-VALUE_LIMIT, le=VALUE_LIMIT)]  # finite, in range",
+            "",
+            "",
+            f"class {plan.event_type}(EventData):",
+            f'    """What starts a {plan.name} execution.',
+            "",
+            "    A PLACEHOLDER: replace ``values`` with your input's fields.",
+            '    """',
+            "",
+            f'    EVENT_TYPE: ClassVar[str] = "{plan.event_type}"',
+            '    values: Annotated[list[Number], Field(min_length=1, max_length=MAX_VALUES, description="your input")]',
+        ]
+    out += [
+        "",
+        "",
+        f"class {plan.result_type}(EventData):",
+        f'    """The {plan.name} workflow\'s answer for one ``{plan.event_type}`` event.',
+        "",
+        "    A PLACEHOLDER: ``fields`` names the input's fields; replace it with your answer's fields",
+        f"    (``functions/{plan.module}/process.py`` builds this; the ASL publishes it as is).",
+        '    """',
+        "",
+        f'    EVENT_TYPE: ClassVar[str] = "{plan.result_type}"',
+        f'    input_id: Identifier = Field(description="id of the {plan.event_type} event")',
+        '    fields: Annotated[list[ShortText], Field(max_length=100, description="the fields of the input\'s data")]',
+        "",
+        "",
+        f"class {plan.failure_type}(WorkflowFailure):",
+        f'    """Emitted by {plan.name}\'s failure path: which input, which error, which execution."""',
+        "",
+        f'    EVENT_TYPE: ClassVar[str] = "{plan.failure_type}"',
+    ]
+    return source_text(out)
+
+
+def step_source(plan: WorkflowPlan) -> str:
+    """``functions/<module>/process.py``: the workflow's one task, made with ``step_handler``."""
+    imports = type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type])
+    out = [
+        *paragraph(f'"""The {plan.name} workflow\'s step ``{STEM}``: one accepted ``{plan.event_type}`` in, the data '
+                   f"of its ``{plan.result_type}`` out (the ASL publishes it as is)."),
+        "",
+        "Written by ``inferbus new workflow``: REPLACE ``process`` with your work. To run a model, name it in",
+        f"the Task's ``models`` (``pipeline/{plan.module}.py``) and call ``runtime.models.only.run(...)``.",
+        "Raise :class:`~inferbus_lambda.errors.TransientError` for what a retry may fix; anything else goes",
+        f"to the failure path (a ``{plan.failure_type}`` event with the error).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any",
+        "",
+        *imports,
+        "from inferbus_lambda.handlers import StepRuntime, step_handler",
+        "",
+        "",
+        "def process(request: dict[str, Any], runtime: StepRuntime) -> dict[str, Any]:",
+        f'    """``{{"input_id": ..., "data": ...}}`` of an accepted event -> the data of its {plan.result_type}."""',
+        f'    submitted = {plan.event_type}.model_validate(request["data"])',
+        "    fields = sorted(submitted.model_dump(exclude_unset=True))  # a placeholder answer: the fields it holds",
+        f'    result = {plan.result_type}(input_id=request["input_id"], fields=fields)',
+        '    return result.model_dump(mode="json")',
+        "",
+        "",
+        "lambda_handler = step_handler(process)",
+    ]
+    return source_text(out)
+
+
+def declaration_source(plan: WorkflowPlan) -> str:
+    """``pipeline/<module>.py``: the ``Workflow`` declaration."""
+    names = ["EventFilter", "Task", "Workflow"]
+    if plan.producer:
+        names.append("Producer")
+    elif plan.samples_from is None:
+        names += ["Corruption", "DemoInputs", "Sample"]
+    else:
+        names.append("DemoInputs")
+    out = [
+        *paragraph(f'"""{plan.name}: {plan.event_type} -> {STEM} -> {plan.result_type}; any failure -> '
+                   f"{plan.failure_type}."),
+        "",
+        *paragraph(f"Written by ``inferbus new workflow``: the ASL is ``statemachines/{plan.module}.asl.json``, the "
+                   f"step ``functions/{plan.module}/process.py``, the contract ``{plan.contract_module}``."),
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
+    if plan.input_module is None and plan.producer is None:
+        out += ["import numpy as np", ""]
+    out.append(f"from infra.declarations import {', '.join(sorted(names))}")
+    if plan.samples_from:
+        variable = f"{plan.samples_module.upper()}_COMPONENTS"  # type: ignore[union-attr]
+        out += ["", f"from .{plan.samples_module} import COMPONENTS as {variable}", "", "",
+                *paragraph(f"# The held-out {plan.event_type} events that {plan.samples_from}'s demo sends: this "
+                           "workflow takes the same type.", indent="# "),
+                f'SAME_EVENTS = next(c for c in {variable} if c.name == "{plan.samples_from}").demo',
+                "assert SAME_EVENTS is not None"]
+    elif plan.input_module is None:
+        out += [
+            "",
+            "",
+            "def synthetic(count: int) -> list[Sample]:",
+            '    """Seeded random inputs, so the demo runs before you have data: REPLACE them with held-out ones."""',
+            "    rng = np.random.default_rng(7)",
+            '    return [Sample({"values": [round(float(v), 4) for v in rng.normal(size=4)]}) for _ in range(count)]',
+        ]
+    trigger = f'EventFilter("{plan.event_type}")'
+    if plan.producers:
+        markers = ", ".join(f'Producer("{name}")' for name in plan.producers)
+        out += ["", "", f"# Only these components' {plan.event_type} start it (and its Accept step checks again):",
+                f"PRODUCERS = ({markers}{',' if len(plan.producers) == 1 else ''})"]
+        trigger = f'EventFilter("{plan.event_type}", sources=PRODUCERS)'
+    out += [
+        "",
+        "",
+        "COMPONENTS = [",
+        "    Workflow(",
+        f'        name="{plan.name}",',
+        f'        description="{plan.event_type} -> {STEM} -> {plan.result_type}",',
+        f'        definition="{plan.module}.asl.json",',
+        f"        trigger={trigger},",
+        f'        produces=("{plan.result_type}",),',
+        f'        failure="{plan.failure_type}",',
+        f'        tasks={{"{STEM}": Task("{plan.module}.process.lambda_handler",',
+        '                              description="Your work on one accepted event")},',
+    ]
+    if plan.producer:
+        sources = ", ".join(f'"{source_placeholder(i)}": PRODUCERS[{i}]' for i in range(len(plan.producers)))
+        out += [f"        substitutions={{{sources}}},",
+                f"        # No demo samples of its own: the demo sends {plan.producer}'s, whose results start it."]
+    elif plan.samples_from:
+        out += [
+            "        demo=DemoInputs(",
+            "            samples=SAME_EVENTS.samples,",
+            "            count=min(SAME_EVENTS.count, 10),",
+            "            limit=SAME_EVENTS.limit,",
+            "            malformed=SAME_EVENTS.malformed[:1],",
+            "        ),",
+        ]
+    else:
+        out += [
+            "        demo=DemoInputs(",
+            "            samples=synthetic,",
+            f"            count={SAMPLES_COUNT},",
+            f"            limit={SAMPLES_LIMIT},",
+            "            malformed=(",
+            '                Corruption("no values", lambda d: d["data"].update(values=[])),',
+            '                Corruption("a value as a string", lambda d: d["data"]["values"].__setitem__(0, "1.5")),',
+            "            ),",
+            "        ),",
+        ]
+    out += ["    ),", "]"]
+    return source_text(out)
+
+
+def functional_test_source(plan: WorkflowPlan) -> str:
+    """``tests/functional/test_<module>.py``: the workflow embedded on moto (with its producer, if it has one)."""
+    sent_type, sent_module = (plan.feeder_type, plan.feeder_module) if plan.producer else (plan.event_type,
+                                                                                           plan.input_module)
+    imports = type_imports(plan.contract_module, sent_module, sent_type, [plan.result_type, plan.failure_type])
+    if plan.producer and plan.input_module:
+        imports = type_imports(plan.input_module, None, plan.event_type, []) + imports
+    out = [
+        *functional_test_head(
+            f"{plan.name}, embedded on moto: its ASL on moto's interpreter, its step in-process.",
+            "Written by ``inferbus new workflow``. No AWS account, no network.", imports,
+            ["from inferbus.local import LocalPipeline", "from infra.declarations import Pipeline, Workflow",
+             *(["from pipeline import load_pipeline"] if plan.producer else []),
+             f"from pipeline.{plan.module} import COMPONENTS"]),
+        "",
+        f'(WORKFLOW,) = [c for c in COMPONENTS if isinstance(c, Workflow) and c.name == "{plan.name}"]',
+        f"SAMPLES = {TEST_SAMPLES}",
+    ]
+    if plan.producer:
+        out += [
+            f"# {plan.producer}'s results start {plan.name}: its demo samples go in, through both.",
+            f'FEEDER = load_pipeline().component("{plan.producer}")',
+            "STACK = Pipeline(workflows=(FEEDER, WORKFLOW)) if isinstance(FEEDER, Workflow) else \\",
+            "    Pipeline(consumers=(FEEDER,), workflows=(WORKFLOW,))",
+        ]
+    else:
+        out += ["FEEDER = WORKFLOW", "STACK = Pipeline(workflows=(WORKFLOW,))"]
+    out += [
+        "",
+        "",
+        '@pytest.fixture(scope="module")',
+        "def pipeline():",
+        "    with LocalPipeline(pipeline=STACK) as running:",
+        "        yield running",
+        "",
+        "",
+        "def submitted(count: int) -> list:",
+        "    assert FEEDER.demo is not None",
+        "    samples = FEEDER.demo.samples(min(count, FEEDER.demo.limit))",
+        f'    return [new_event({sent_type}.model_validate(sample.data), source="inferbus.test")',
+        "            for sample in samples]",
+        "",
+        "",
+        "def published(delivered: list[dict], event_type: str) -> list:",
+        '    """The events of ``event_type`` among ``delivered`` that the workflow published, each validated."""',
+        "    return [from_eventbridge_event(d) for d in delivered",
+        '            if d["detail-type"] == event_type and d["source"] == WORKFLOW.result_source]',
+        "",
+        "",
+    ]
+    if plan.producer:
+        out += [
+            "def test_every_result_it_takes_from_its_producer_gets_one_valid_result(pipeline):",
+            "    events = submitted(SAMPLES)",
+            "    assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []",
+            "    pipeline.drain()",
+            "",
+            "    delivered = pipeline.tapped_events()  # every event the bus carried since the last look",
+            f'    taken = [d["detail"]["id"] for d in delivered if d["detail-type"] == "{plan.event_type}"]',
+            f'    results = published(delivered, "{plan.result_type}")',
+            "    assert taken and sorted(result.data.input_id for result in results) == sorted(taken)",
+            f"    assert all(isinstance(result.data, {plan.result_type}) for result in results)",
+            f'    assert published(delivered, "{plan.failure_type}") == []',
+            "",
+            "",
+            "def test_the_same_event_type_from_another_source_starts_nothing(pipeline):",
+            "    assert pipeline.put_events([to_put_events_entry(submitted(1)[0], pipeline.bus_name)]) == []",
+            "    pipeline.drain()",
+            f'    genuine = next(d for d in pipeline.tapped_events() if d["detail-type"] == "{plan.event_type}")',
+            '    forged = dict(genuine["detail"], id="forged-1", source="someone.else")',
+            '    entry = {"EventBusName": pipeline.bus_name, "Source": "someone.else",',
+            f'             "DetailType": "{plan.event_type}", "Detail": json.dumps(forged)}}',
+            "    assert pipeline.put_events([entry]) == []",
+            "    pipeline.drain()",
+            "",
+            "    # The trigger takes it only from its producer (and Accept checks the source again).",
+            '    assert [e for e in pipeline.executions() if e.input["detail"]["id"] == "forged-1"] == []',
+            '    assert [d for d in pipeline.tapped_events() if d["detail"].get("subject") == "forged-1"] == []',
+        ]
+    else:
+        out += [
+            "def test_one_valid_result_per_input(pipeline):",
+            "    events = submitted(SAMPLES)",
+            "    assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []",
+            "    pipeline.drain()",
+            "",
+            f'    results = published(pipeline.tapped_events(), "{plan.result_type}")',
+            "    assert sorted(result.data.input_id for result in results) == sorted(event.id for event in events)",
+            f"    assert all(isinstance(result.data, {plan.result_type}) for result in results)",
+            "",
+            "",
+            "def test_a_malformed_input_ends_in_a_failure_event_and_is_kept_aside(pipeline):",
+            "    entry = to_put_events_entry(submitted(1)[0], pipeline.bus_name)",
+            '    d = json.loads(entry["Detail"])',
+            f'    d["id"] = "malformed-{plan.name}"',
+            '    d["data"] = {"not_a_field": 1}',
+            '    assert pipeline.put_events([entry | {"Detail": json.dumps(d)}]) == []',
+            "    pipeline.drain()",
+            "",
+            f'    failures = published(pipeline.tapped_events(), "{plan.failure_type}")',
+            f"    assert [type(e.data) for e in failures] == [{plan.failure_type}]",
+            '    assert failures[0].data.error == "InvalidEventError" and failures[0].data.cause.startswith("data.")',
+            "    # A workflow\'s rejections wait in the invalid-events queue too, as its failure event.",
+            '    kept = [m["detail"]["data"] for m in pipeline.invalid_events() if "detail" in m]',
+            '    assert [k["input_id"] for k in kept].count(d["id"]) == 1',
+        ]
+    return source_text(out)

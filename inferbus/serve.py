@@ -1,0 +1,154 @@
+"""``inferbus serve``: the embedded pipeline as a long-running local endpoint for any AWS client.
+
+moto's threaded server (its ``server`` extra) answers HTTP requests on the port from the same
+in-process state the pipeline runs on: an event put with the AWS CLI, boto3 in another
+process or ``inferbus send`` is matched by the stack's rules, consumed by the in-process
+handlers and workflows, and their results land on the bus, where a client's own rule and
+queue can watch them. One line is printed per processed batch and per finished execution.
+
+Example
+-------
+    inferbus serve                       # http://localhost:4566, Ctrl-C stops it
+    aws --endpoint-url http://localhost:4566 --region us-east-1 events put-events --entries file://entries.json
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+DEFAULT_PORT = 4566
+LOOPBACK = "127.0.0.1"
+
+
+class ServeError(RuntimeError):
+    """The endpoint cannot start; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of the log: a processed batch or a finished execution."""
+
+    kind: str  # "batch" or "execution"
+    component: str
+    detail: dict[str, Any]
+
+    def line(self, as_json: bool) -> str:
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        if as_json:
+            return json.dumps({"time": stamp, "kind": self.kind, "component": self.component, **self.detail})
+        fields = "  ".join(f"{key}={value}" for key, value in self.detail.items() if value is not None)
+        return f"{stamp}  {self.kind:<9}  {self.component:<24}  {fields}"
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str, Any] | None = None,
+          as_json: bool = False, out: TextIO = sys.stdout, ready: Callable[[str], None] | None = None,
+          until: Callable[[], bool] | None = None) -> None:
+    """Run the pipeline behind an endpoint until Ctrl-C (or SIGTERM, or ``until()`` is true).
+
+    Parameters
+    ----------
+    port, host
+        Where to listen (default ``127.0.0.1:4566``).
+    template
+        A synthesized template; default, synthesize the app.
+    as_json
+        One JSON object per line instead of text.
+    ready
+        Called with the endpoint URL once clients may connect.
+
+    Raises
+    ------
+    ServeError
+        The port is taken.
+    """
+    from moto.server import ThreadedMotoServer
+
+    from .local import LocalPipeline
+    from .runtime.moto_patches import execution_status
+
+    if not port_free(host, port):
+        raise ServeError(f"port {port} is in use: stop what listens there or pass --port")
+    lines: queue.Queue[LogLine] = queue.Queue()
+    stopping = {"signal": False}
+
+    def on_terminate(*_: object) -> None:
+        stopping["signal"] = True
+
+    previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
+    with LocalPipeline(template) as pipeline:
+        consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers}
+
+        def batch_done(source: Any, invocation: Any) -> None:
+            lines.put(LogLine("batch", consumers.get(source.queue.url, source.queue.name), {
+                "records": invocation.records, "failed": len(invocation.failed_ids),
+                "ms": round(invocation.duration_ms, 1), "error": invocation.error}))
+
+        def execution_done(arn: str) -> None:
+            try:
+                component = pipeline.workflow_of(arn)
+            except KeyError:
+                component = arn.split(":")[-2]  # a state machine a client created
+            status, seconds = execution_status(arn)
+            lines.put(LogLine("execution", component, {"status": status, "ms": round(seconds * 1000, 1),
+                                                        "name": arn.rsplit(":", 1)[-1]}))
+
+        for source in pipeline.event_sources:
+            source.on_invocation = batch_done
+        pipeline.on_execution_end = execution_done
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request: noise beside ours
+        server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+        server.start()
+        pipeline.start()
+        url = f"http://{'localhost' if host == LOOPBACK else host}:{port}"
+        _print(out, as_json, {"kind": "ready", "endpoint": url, "region": pipeline.session.region_name,
+                              "bus": pipeline.bus_name, "outputs": pipeline.outputs},
+               f"inferbus serve: {url} (region {pipeline.session.region_name}, bus {pipeline.bus_name}); Ctrl-C stops")
+        if ready is not None:
+            ready(url)
+        try:
+            while not stopping["signal"] and not (until is not None and until()):
+                try:
+                    item = lines.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                print(item.line(as_json), file=out, flush=True)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+            pipeline.stop()
+            while not lines.empty():
+                print(lines.get().line(as_json), file=out, flush=True)
+            _print(out, as_json, {"kind": "stopped"}, "inferbus serve: stopped")
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _print(out: TextIO, as_json: bool, record: dict[str, Any], text: str) -> None:
+    print(json.dumps({"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **record}) if as_json else text,
+          file=out, flush=True)

@@ -1,0 +1,99 @@
+"""``inferbus serve`` with real clients in other processes: boto3 (this test process, and
+``inferbus send`` in a subprocess) against the endpoint a subprocess serves."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import boto3
+import pytest
+
+from inferbus.demo.inputs import input_type, sample_event
+from tests.declared import PIPELINE
+
+pytestmark = pytest.mark.slow
+CLIENT_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+CONSUMER = next(c for c in PIPELINE.consumers if c.demo is not None)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(template, tmp_path_factory):
+    """``inferbus serve --json`` in a subprocess; yields its endpoint and its output lines so far."""
+    path = tmp_path_factory.mktemp("serve") / "template.json"
+    path.write_text(json.dumps(template))
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "inferbus.cli", "serve", "--port", str(port), "--json",
+                                "--template", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines: list[dict] = []
+    ready = json.loads(process.stdout.readline())
+    assert ready["kind"] == "ready", ready
+    yield ready, process, lines
+    process.terminate()  # SIGTERM: a clean stop, as Ctrl-C
+    out, err = process.communicate(timeout=30)
+    lines += [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert process.returncode == 0, err
+    assert lines[-1]["kind"] == "stopped"
+
+
+def client(service: str, endpoint: str):
+    return boto3.session.Session(**{k.lower(): v for k, v in CLIENT_ENVIRONMENT.items() if k != "AWS_DEFAULT_REGION"},
+                                 region_name="us-east-1").client(service, endpoint_url=endpoint)
+
+
+def test_an_event_put_from_another_process_has_its_result_on_the_bus(served):
+    ready, _, _ = served
+    endpoint, bus = ready["endpoint"], ready["bus"]
+    events, sqs = client("events", endpoint), client("sqs", endpoint)
+    watch_url = sqs.create_queue(QueueName="my-watch")["QueueUrl"]
+    events.put_rule(Name="my-watch", EventBusName=bus, EventPattern=json.dumps({"detail-type": [CONSUMER.produces]}))
+    events.put_targets(Rule="my-watch", EventBusName=bus,
+                       Targets=[{"Id": "watch", "Arn": "arn:aws:sqs:us-east-1:123456789012:my-watch"}])
+    event, _ = sample_event(CONSUMER, 0, source="serve.test")
+    sent = subprocess.run([sys.executable, "-m", "inferbus.cli", "send", "--bus", bus, "--sample", CONSUMER.name,
+                           "--endpoint-url", endpoint],
+                          capture_output=True, text=True, env={**os.environ, **CLIENT_ENVIRONMENT}, timeout=60)
+    assert sent.returncode == 0, sent.stderr
+    (sent_event,) = json.loads(sent.stdout)["sent"]
+    sent_id = sent_event["id"]
+    began = time.monotonic()
+    results: list[dict] = []
+    while not results and time.monotonic() - began < 20:
+        for message in sqs.receive_message(QueueUrl=watch_url, WaitTimeSeconds=1).get("Messages", []):
+            results.append(json.loads(message["Body"]))
+    (result,) = results
+    assert result["detail"]["subject"] == sent_id and result["source"] == CONSUMER.result_source
+    assert input_type(CONSUMER) == event.type
+
+
+def test_the_endpoint_answers_test_event_pattern_and_the_log_has_a_line_per_batch(served):
+    ready, process, lines = served
+    events = client("events", ready["endpoint"])
+    answer = events.test_event_pattern(EventPattern=json.dumps({"detail": {"x": [{"exists": False}]}}), Event=json.dumps(
+        {"id": "1", "account": "123456789012", "source": "s", "time": "2026-01-01T00:00:00Z", "region": "us-east-1",
+         "resources": [], "detail-type": "d", "detail": {"x": {}}}))
+    assert answer["Result"] is True
+    line = json.loads(process.stdout.readline())  # the batch of the event sent above
+    assert line["kind"] == "batch" and line["component"] == CONSUMER.name and line["records"] >= 1
+
+
+def test_a_port_in_use_is_refused_with_one_line():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "inferbus.cli", "serve", "--port", str(port)], capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"inferbus serve: port {port} is in use: stop what listens there or pass --port"

@@ -1,0 +1,151 @@
+"""Batched exactly-once claims on a moto DynamoDB table: few requests per batch, the same outcomes per record."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from inferbus_lambda.contracts import ImageSubmitted, new_event
+from inferbus_lambda.faults import FaultPlan
+from inferbus_lambda.idempotency import ClaimStatus, EventClaims
+from moto import mock_aws
+
+TABLE = "claims"
+
+
+@pytest.fixture
+def dynamodb():
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(TableName=TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                            BillingMode="PAY_PER_REQUEST")
+        yield client
+
+
+def make_claims(client, **options) -> EventClaims:
+    return EventClaims(TABLE, scope="image-classifier", expires_after_seconds=3600, client=client,
+                       sleep=lambda _: None, **options)
+
+
+def images(count: int, start: int = 0):
+    return [new_event(ImageSubmitted(pixels=[(i + start) % 17] * 64), source="claims.test", event_id=f"img-{i + start}")
+            for i in range(count)]
+
+
+def statuses(claims: EventClaims, events, **options) -> list[str]:
+    return [status.value for status in claims.claim(events, remaining_ms=30_000, **options)]
+
+
+def test_a_batch_of_100_is_claimed_in_one_request_and_completed_in_groups_of_25(dynamodb):
+    claims = make_claims(dynamodb)
+    events = images(100)
+    assert statuses(claims, events) == ["claimed"] * 100
+    assert claims.requests == {"transact_write_items": 1}
+    assert claims.complete([(event, {"result_id": f"r-{event.id}"}) for event in events]) == []
+    assert claims.requests == {"transact_write_items": 1, "batch_write_item": 4}
+
+
+def test_duplicates_conflicts_and_claims_held_elsewhere_are_told_apart(dynamodb):
+    claims = make_claims(dynamodb)
+    done, held, fresh = images(3), images(2, start=3), images(5, start=5)
+    claims.claim(done + held, remaining_ms=30_000)
+    claims.complete([(event, {"result_id": "r"}) for event in done])
+    forged = new_event(ImageSubmitted(pixels=[16] * 64), source="claims.test", event_id=done[0].id)
+    claims.requests.clear()
+
+    answer = statuses(claims, [forged, *done[1:], *held, *fresh])
+    assert answer == ["conflict", "already_done", "already_done", "in_progress", "in_progress"] + ["claimed"] * 5
+    # one cancelled transaction told every taken id at once; the retry without them claimed the rest
+    assert claims.requests == {"transact_write_items": 2}
+
+
+def test_the_same_id_twice_in_one_batch_is_claimed_once(dynamodb):
+    claims = make_claims(dynamodb)
+    (event,) = images(1)
+    other_data = new_event(ImageSubmitted(pixels=[9] * 64), source="claims.test", event_id=event.id)
+    assert statuses(claims, [event, event, other_data]) == ["claimed", "in_progress", "conflict"]
+
+
+def test_a_released_claim_and_a_crashed_invocations_claim_can_be_taken_again(dynamodb):
+    claims = make_claims(dynamodb)
+    released, crashed = images(2)
+    claims.claim([released], remaining_ms=30_000)
+    assert claims.release([released]) == []
+    claims.claim([crashed], remaining_ms=0)  # its holder's deadline has passed
+    assert statuses(claims, [released, crashed]) == ["claimed", "claimed"]
+
+
+def test_a_throttled_claim_fails_its_records_not_the_batch(dynamodb):
+    claims = make_claims(dynamodb)
+    events = images(10)
+    assert statuses(claims, events, faults=FaultPlan(claim_throttle_rate=1.0)) == ["unavailable"] * 10
+    assert dynamodb.scan(TableName=TABLE)["Count"] == 0  # nothing held: a redelivery claims them
+    assert statuses(claims, events) == ["claimed"] * 10
+
+
+class ThrottledOnce:
+    """A DynamoDB client whose first request of each kind is throttled (after the SDK's own retries)."""
+
+    def __init__(self, client):
+        self.client, self.seen = client, set()
+
+    def _once(self, api: str, **request):
+        if api not in self.seen:
+            self.seen.add(api)
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}, api)
+        return getattr(self.client, api)(**request)
+
+    def transact_write_items(self, **request):
+        return self._once("transact_write_items", **request)
+
+    def batch_write_item(self, **request):
+        if "batch_write_item" not in self.seen:  # the first time, DynamoDB takes nothing
+            self.seen.add("batch_write_item")
+            return {"UnprocessedItems": request["RequestItems"]}
+        return self.client.batch_write_item(**request)
+
+
+def test_throttled_requests_and_unprocessed_items_are_retried(dynamodb):
+    claims = make_claims(ThrottledOnce(dynamodb))
+    events = images(30)
+    assert statuses(claims, events) == ["claimed"] * 30
+    assert claims.complete([(event, {"result_id": "r"}) for event in events]) == []
+    assert statuses(make_claims(dynamodb), events) == ["already_done"] * 30
+
+
+def test_a_completion_that_cannot_be_written_is_reported_and_its_claim_stays_in_progress(dynamodb):
+    claims = make_claims(dynamodb)
+    events = images(3)
+    claims.claim(events, remaining_ms=30_000)
+    not_completed = claims.complete([(event, {"result_id": "r"}) for event in events],
+                                    FaultPlan(complete_throttle_rate=1.0))
+    assert sorted(not_completed) == sorted(event.id for event in events)
+    assert statuses(claims, events) == ["in_progress"] * 3  # until the holder's deadline, then claimable
+
+
+def test_a_workflow_accepts_in_one_write_and_leaves_nothing_in_progress(dynamodb):
+    claims = make_claims(dynamodb)
+    (event,) = images(1)
+    assert claims.accept_once(event, owner="execution-1") is ClaimStatus.CLAIMED
+    assert claims.accept_once(event, owner="execution-1") is ClaimStatus.CLAIMED  # its own retried step
+    assert claims.accept_once(event, owner="execution-2") is ClaimStatus.ALREADY_DONE
+    (item,) = dynamodb.scan(TableName=TABLE)["Items"]
+    assert item["status"]["S"] == "COMPLETED" and claims.requests == {"put_item": 3}
+
+
+def test_the_embedded_runtime_rolls_back_a_cancelled_transaction_as_moto_does(template):
+    from infra.declarations import IDEMPOTENCY_TABLE_OUTPUT
+    from inferbus.local import LocalPipeline
+
+    with LocalPipeline(template) as pipeline:  # its transactions copy each table once, not once per item
+        table = pipeline.outputs[IDEMPOTENCY_TABLE_OUTPUT]
+        claims = EventClaims(table, scope="image-classifier", expires_after_seconds=3600,
+                             client=pipeline.session.client("dynamodb"), sleep=lambda _: None)
+        done, fresh = images(2), images(3, start=2)
+        claims.claim(done, remaining_ms=30_000)
+        claims.complete([(event, {"result_id": "r"}) for event in done])
+        claims.requests.clear()
+        assert statuses(claims, done + fresh) == ["already_done"] * 2 + ["claimed"] * 3
+        assert claims.requests == {"transact_write_items": 2}  # the first was cancelled, and left nothing
+        assert pipeline.session.client("dynamodb").scan(TableName=table)["Count"] == 5

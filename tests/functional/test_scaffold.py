@@ -1,0 +1,152 @@
+"""``inferbus new``, end to end, in a copy of this repository: the CLI writes each kind of component,
+the files load, the manifest stays true, and every generated functional test passes as written.
+
+Nothing is written into this repository: the copy lives in a temporary folder, and the CLI and
+the generated tests run there in their own interpreters (``PYTHONPATH`` points at the copy). The
+components are named ``sc-...`` so that the components you add yourself do not get in the way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "scaffold_fixtures"
+SKIPPED = shutil.ignore_patterns(".venv", "node_modules", ".git", "cdk.out", "__pycache__", ".pytest_cache",
+                                 ".ruff_cache", ".inferbus", "*.egg-info")
+# Each command, and the files it must have written (besides the contract, handler/step, declaration and test).
+CONSUMERS = {
+    "sc-iris": ["--model", FIXTURES / "iris-zipmap.onnx", "--event", "ScIrisSubmitted",
+                        "--samples", FIXTURES / "iris-holdout.npz"],
+    "sc-wine": ["--model", FIXTURES / "wine-names.onnx", "--event", "ScWineSubmitted",
+                        "--samples", FIXTURES / "wine-holdout.csv"],
+    "sc-diabetes": ["--model", FIXTURES / "diabetes-ridge.onnx", "--event", "ScPatientSubmitted",
+                        "--samples", FIXTURES / "diabetes-holdout.jsonl"],
+    "sc-pixels": ["--model", FIXTURES / "image-like.onnx", "--event", "ScTileSubmitted"],
+    "sc-reviews": ["--model", FIXTURES / "review-text.onnx", "--event", "ScReviewSubmitted"],
+    "sc-digits": ["--model", REPO / "models" / "digits-svc.onnx", "--event", "ImageSubmitted",
+                      "--result", "ScDigitsRescored"],
+}
+WORKFLOWS = {
+    "sc-orders": [],
+    "sc-risk-audit": ["--event", "RiskScored", "--result", "ScRiskAudited"],
+}
+
+
+def run(copy: Path, *argv: object, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(copy / "functions")])}
+    return subprocess.run([sys.executable, *map(str, argv)], check=False, cwd=copy, env=environment,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def files_in(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the repository with every component above added by the CLI."""
+    copy = tmp_path_factory.mktemp("scaffold") / "repo"
+    shutil.copytree(REPO, copy, ignore=SKIPPED)
+    for kind, commands in (("consumer", CONSUMERS), ("workflow", WORKFLOWS)):
+        for name, options in commands.items():
+            finished = run(copy, "-m", "inferbus.cli", "new", kind, name, *options)
+            assert finished.returncode == 0, finished.stderr
+            assert finished.stdout.startswith(f"inferbus new {kind}: wrote {name}") and "Next:" in finished.stdout
+    return copy
+
+
+def test_each_component_is_written_in_its_places(project):
+    for name in [*CONSUMERS, *WORKFLOWS]:
+        module = name.replace("-", "_")
+        for path in (f"pipeline/{module}.py", f"functions/inferbus_lambda/contracts/{module}.py",
+                     f"functions/{module}/__init__.py", f"tests/functional/test_{module}.py"):
+            assert (project / path).is_file(), path
+    assert (project / "functions/sc_iris/handler.py").is_file()
+    assert (project / "functions/sc_orders/process.py").is_file()
+    assert (project / "statemachines/sc_orders.asl.json").is_file()
+    assert not any((REPO / "pipeline" / f"{name.replace('-', '_')}.py").exists() for name in [*CONSUMERS, *WORKFLOWS])
+
+
+def test_the_manifest_lists_each_new_model_and_samples_file_with_its_true_sha256(project):
+    manifest = json.loads((project / "models" / "manifest.json").read_text())
+    iris = manifest["models"]["iris-zipmap"]
+    assert iris["labels"] == [0, 1, 2] and iris["metrics"]["holdout_accuracy"] is None
+    assert "not yet recorded" in iris["metrics"]["note"] and iris["inputs"] == [{"name": "X", "dtype": "float32",
+                                                                                 "shape": [None, 4]}]
+    assert manifest["models"]["wine-names"]["labels"] == ["barbera", "barolo", "grignolino"]
+    assert "labels" not in manifest["models"]["diabetes-ridge"]
+    assert "digits-svc" in manifest["models"] and "digits-svc-2" not in manifest["models"]  # the same file, reused
+    for name in ("sc-iris-holdout.npz", "sc-wine-holdout.csv", "sc-diabetes-holdout.jsonl"):
+        assert name in manifest["datasets"]
+    checked = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                  "tests/models/test_models.py::test_every_file_matches_its_manifest_sha256")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for entry in manifest["models"].values():
+        assert hashlib.sha256((project / "models" / entry["file"]).read_bytes()).hexdigest() == entry["sha256"]
+
+
+def test_the_new_state_machine_passes_the_static_checks_of_every_asl_file(project):
+    checks = [f"tests/unit/test_statemachines.py::{test}[{name}.asl.json]" for name in ("sc_orders", "sc_risk_audit")
+              for test in ("test_every_transition_targets_a_state_and_every_state_is_reached",
+                           "test_every_state_has_a_path_to_success_or_failure",
+                           "test_every_task_has_retry_with_backoff_and_jitter_and_a_catch_all")]
+    checked = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider", *checks)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_generated_functional_test_passes_as_written(project):
+    tests = [f"tests/functional/test_{name.replace('-', '_')}.py" for name in [*CONSUMERS, *WORKFLOWS]]
+    finished = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *tests, timeout=900)
+    assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-2000:]
+    assert f"{2 * len(CONSUMERS) + 2 * len(WORKFLOWS)} passed" in finished.stdout
+
+
+def test_a_command_that_fails_writes_nothing(project):
+    before = files_in(project)
+    manifest = (project / "models" / "manifest.json").read_text()
+    for argv in (["consumer", "sc-open-width", "--model", FIXTURES / "open-width.onnx", "--event", "ScOpenSubmitted"],
+                 ["consumer", "sc-iris-again", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScIrisSubmitted",
+                  "--result", "ScIrisClassified"],
+                 ["consumer", "sc-iris", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScIrisTwo"],
+                 ["workflow", "sc-orders"]):
+        finished = run(project, "-m", "inferbus.cli", "new", *argv)
+        assert finished.returncode == 2 and finished.stdout == ""
+        assert finished.stderr.count("\n") == 1 and "Traceback" not in finished.stderr
+    assert files_in(project) == before
+    assert (project / "models" / "manifest.json").read_text() == manifest
+
+
+def test_an_existing_file_is_never_overwritten(project):
+    (project / "functions" / "sc_leftover").mkdir()
+    (project / "functions" / "sc_leftover" / "handler.py").write_text("# mine\n")
+    finished = run(project, "-m", "inferbus.cli", "new", "consumer", "sc-leftover", "--model",
+                   FIXTURES / "iris-tensor.onnx", "--event", "ScLeftoverSubmitted")
+    assert finished.returncode == 2 and "never overwrites" in finished.stderr
+    assert (project / "functions" / "sc_leftover" / "handler.py").read_text() == "# mine\n"
+    assert not (project / "pipeline" / "sc_leftover.py").exists()
+
+
+@pytest.mark.slow
+def test_the_demo_shows_every_new_component_and_its_ledger_balances(project):
+    smaller = ["--count", "image-classifier=40", "--count", "text-pipeline=8", "--count", "risk-scorer=20"]
+    finished = run(project, "-m", "inferbus.cli", "demo", "--json", *smaller, timeout=900)
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    report = json.loads(finished.stdout)
+    assert report["balanced"]
+    for name in ("sc-iris", "sc-wine", "sc-diabetes", "sc-pixels", "sc-reviews", "sc-digits",
+                 "sc-orders"):
+        kind = report["kinds"][name]
+        assert kind["balanced"] and kind["results"] == kind["sent"] > 0, (name, kind)
+    assert report["kinds"]["sc-iris"]["accuracy"] >= 0.9
+    assert report["kinds"]["sc-wine"]["accuracy"] >= 0.8
+    scored = report["chains"]["RiskScored"]
+    assert scored["outcomes"]["sc-risk-audit"]["results"] == scored["produced"] > 0
