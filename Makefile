@@ -6,7 +6,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: setup demo test synth models clean
+.PHONY: setup demo test fuzz synth models clean
 
 $(STAMP): pyproject.toml package.json
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2
+
+# The long fuzz profile: at least 10,000 generated bodies per input type (tests/fuzz).
+fuzz: $(STAMP)
+	rm -f fuzz-report.jsonl
+	INFERBUS_FUZZ_PROFILE=long INFERBUS_FUZZ_REPORT=fuzz-report.jsonl $(VENV)/bin/python -m pytest -n 2 -m fuzz_long tests/fuzz -p no:cacheprovider
+	cat fuzz-report.jsonl
 
 # A real synth with Lambda bundling (pip fetches the arm64 wheels); needs no AWS credentials.
 synth: $(STAMP)

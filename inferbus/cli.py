@@ -9,7 +9,7 @@ Examples
     inferbus redrive DLQ_URL --dry-run                             # why each DLQ message failed
     inferbus reviews list --queue-url URL                        # cases waiting for a person
     inferbus reviews approve TXN_ID --queue-url URL --note "..."   # resume its workflow
-    inferbus chaos --events 5000                    # faults on purpose, then a ledger of every event (embedded)
+    inferbus chaos --flow all --events 5000         # faults on purpose, then a ledger per flow (embedded)
     inferbus serve                                  # the embedded pipeline at http://localhost:4566 for any AWS client
     inferbus rules test '{"source": ["a"]}' event.json   # would EventBridge match this event? (exit 0 yes, 1 no)
     inferbus new consumer iris-classifier --model iris.onnx --event IrisSubmitted   # add your own model
@@ -84,10 +84,11 @@ def _read_events(source: str) -> list[tuple[str, Any]]:
     if not text.strip():
         raise CommandError(f"{name}: no events in it; give one CloudEvent as JSON, or one per line (JSON Lines)")
     try:
-        whole = json.loads(text)
+        json.loads(text)
     except json.JSONDecodeError:
-        whole = None
+        pass
     else:
+        whole = _strict_json(text, name)
         if isinstance(whole, list):
             return [(f"{name} item {number}", event) for number, event in enumerate(whole, start=1)]
         return [(name, whole)]
@@ -96,15 +97,33 @@ def _read_events(source: str) -> list[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            events.append((f"{name} line {number}", json.loads(line)))
+            json.loads(line)
         except json.JSONDecodeError as error:
             raise CommandError(f"{name} line {number}: not JSON ({error.msg}, column {error.colno}); nothing was sent") from None
+        events.append((f"{name} line {number}", _strict_json(line, f"{name} line {number}")))
     return events
+
+
+def _strict_json(text: str, where: str) -> Any:
+    """``text`` read as strict JSON (repeated keys, NaN, lone surrogates refused), as every consumer reads it."""
+    from inferbus_lambda.contracts import InvalidEventError, loads_strict
+
+    try:
+        return loads_strict(text, where)
+    except InvalidEventError as error:
+        raise CommandError(f"{error.reason}; nothing was sent") from None
 
 
 def _events_to_send(args: argparse.Namespace) -> list[tuple[Any, Any]]:
     """``(CloudEvent, true answer or None)`` for what ``send`` was asked to send, every one validated."""
-    from inferbus_lambda.contracts import InvalidEventError, data_model, known_event_types, new_event, parse_event
+    from inferbus_lambda.contracts import (
+        InvalidEventError,
+        data_model,
+        known_event_types,
+        loads_strict,
+        new_event,
+        parse_event,
+    )
     from pydantic import ValidationError
 
     from pipeline import load_pipeline
@@ -129,7 +148,9 @@ def _events_to_send(args: argparse.Namespace) -> list[tuple[Any, Any]]:
     if model is None:
         raise CommandError(f"no contract defines {args.type!r}; known: {', '.join(known_event_types())}")
     try:
-        return [(new_event(model.model_validate_json(args.data), source=source), None)]
+        return [(new_event(model.model_validate(loads_strict(args.data, "--data")), source=source), None)]
+    except InvalidEventError as error:
+        raise CommandError(f"not sent: {error.reason}") from None
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -172,15 +193,16 @@ def _redrive(args: argparse.Namespace) -> int:
     moved = None if args.dry_run else redrive(sqs, dlq_url, source_url, only_valid=not args.all)
     if args.json:
         print_json({"dead_letter_queue": dlq_url, "source_queue": source_url, "dry_run": args.dry_run,
-                    "messages": [{"event_id": letter.event_id, "receives": letter.receive_count, "verdict": letter.verdict}
+                    "messages": [{"event_id": letter.event_id, "receives": letter.receive_count, "last_reason": letter.last_reason,
+                                  "verdict": letter.verdict}
                                  for letter in letters],
                     "would_move": movable, "moved": moved, "move_task_started": moved == -1})
         return 0
     table = Table(title=f"{len(letters)} messages in {dlq_url.rsplit('/', 1)[-1]}", title_justify="left")
-    for column in ("event id", "receives", "verdict"):
+    for column in ("event id", "receives", "last reason", "verdict"):
         table.add_column(column, overflow="fold")
     for letter in letters:
-        table.add_row(letter.event_id or "?", str(letter.receive_count), letter.verdict)
+        table.add_row(letter.event_id or "?", str(letter.receive_count), letter.last_reason, letter.verdict)
     Console().print(table)
     if moved is None:
         print(f"dry run: would move {movable} of {len(letters)} to {source_url}")
@@ -196,8 +218,10 @@ def _chaos(args: argparse.Namespace) -> int:
     rates = FaultRates(record_error_rate=args.record_error_rate, timeout_rate=args.timeout_rate,
                        crash_after_publish_rate=args.crash_rate, crash_before_complete_rate=args.crash_before_complete_rate,
                        claim_throttle_rate=args.claim_throttle_rate, complete_throttle_rate=args.complete_throttle_rate,
-                       duplicate_rate=args.duplicate_rate, latency_ms=args.latency_ms)
-    options = dict(events=args.events, rates=rates, consumer=args.consumer, seed=args.seed, redrive=not args.no_redrive,
+                       put_events_throttle_rate=args.put_events_throttle_rate, duplicate_rate=args.duplicate_rate,
+                       step_error_rate=args.step_error_rate, step_timeout_rate=args.step_timeout_rate,
+                       latency_ms=args.latency_ms)
+    options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
                    batch_size=args.batch_size)
     report = _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
     return 0 if report.balanced else 1
@@ -362,7 +386,7 @@ REQUIRED_EVENT_FIELDS = ("id", "account", "source", "time", "region", "resources
 
 
 def _rules_test(args: argparse.Namespace) -> int:
-    from .runtime.patterns import PatternError, compile_pattern
+    from inferbus_lambda.patterns import PatternError, compile_pattern
 
     try:
         pattern, event = (json.loads(_text_or_file(text)) for text in (args.pattern, args.event))
@@ -545,8 +569,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--note", help="why; carried in ReviewCompleted")
     reviews.set_defaults(run=_reviews)
 
-    chaos = command("chaos", "run a consumer embedded with faults on purpose; account for every event")
-    chaos.add_argument("--consumer", help="a declared consumer (default: the first with demo samples)")
+    chaos = command("chaos", "run each flow embedded with faults on purpose; account for every event",
+                    description="Sends N inputs into each flow (a declared component with demo samples and everything "
+                    "downstream of it) while its functions fail on purpose, then prints one ledger per flow. Exit 0 "
+                    "only if every ledger balances.")
+    chaos.add_argument("--flow", default="all", help="all (default), a declared component, or one word of its name "
+                       "(image, risk, text, vision, review)")
     chaos.add_argument("--events", type=_in_range(1, 100_000), default=5000, help="events to send (default 5000)")
     defaults = FaultRates()
     chaos.add_argument("--record-error-rate", type=_rate, default=defaults.record_error_rate,
@@ -566,6 +594,12 @@ def build_parser() -> argparse.ArgumentParser:
                             f"(default {defaults.complete_throttle_rate})")
     chaos.add_argument("--duplicate-rate", type=_rate, default=defaults.duplicate_rate,
                        help=f"share of processed records delivered twice (default {defaults.duplicate_rate})")
+    chaos.add_argument("--put-events-throttle-rate", type=_rate, default=defaults.put_events_throttle_rate,
+                       help=f"share of a consumer's PutEvents entries throttled (default {defaults.put_events_throttle_rate})")
+    chaos.add_argument("--step-error-rate", type=_rate, default=defaults.step_error_rate,
+                       help=f"share of workflow step invocations failing transiently (default {defaults.step_error_rate})")
+    chaos.add_argument("--step-timeout-rate", type=_rate, default=defaults.step_timeout_rate,
+                       help=f"share of workflow step invocations timing out (default {defaults.step_timeout_rate})")
     chaos.add_argument("--latency-ms", type=float, default=0.0, help="added to every invocation (default 0)")
     chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")

@@ -2,7 +2,10 @@
 
 ``inspect_dead_letters`` re-validates each message with the consumer's own contracts, so a
 dry run tells which messages would fail again (and why) and which failed for a reason that
-may have passed (a throttled bus, a crashed invocation). ``redrive`` moves them: in AWS with
+may have passed (a throttled bus, a crashed invocation). A record the consumer dead-lettered
+itself on its last receive carries its last reason as message attributes
+(``inferbus_lambda.rejections``); one SQS moved (its last receive failed as a whole: a
+timeout, a crash) has none, and the verdict says so. ``redrive`` moves them: in AWS with
 the SQS message-move API (``StartMessageMoveTask``); where that API is missing (moto) with
 receive → send → delete, one message at a time, so a crash never loses one (at worst it is
 duplicated, and the consumer's idempotency claims absorb that).
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
+from inferbus_lambda.rejections import DEAD_LETTER_ATTRIBUTES
 
 from inferbus.runtime.queue_ops import peek_messages, receive_all, release_messages
 
@@ -43,12 +47,16 @@ def resolve_queues(sqs: Any, queue: str, source_url: str | None = None) -> tuple
     return dlq_url, sources[0]
 
 
+NO_REASON = "none recorded: SQS moved it after its last receive failed as a whole (a timeout or a crash)"
+
+
 @dataclass(frozen=True)
 class DeadLetter:
     message_id: str
     event_id: str | None
     receive_count: int
     verdict: str
+    last_reason: str = NO_REASON
 
     @property
     def valid(self) -> bool:
@@ -63,8 +71,18 @@ def inspect_dead_letters(sqs: Any, dlq_url: str) -> list[DeadLetter]:
             event_id, verdict = from_eventbridge_event(message["Body"]).id, "valid now: failed for a transient reason, safe to redrive"
         except InvalidEventError as error:
             event_id, verdict = error.event_id, f"would fail again: {error.reason}"
-        letters.append(DeadLetter(message["MessageId"], event_id, int(message["Attributes"]["ApproximateReceiveCount"]), verdict))
+        letters.append(DeadLetter(message["MessageId"], event_id, int(message["Attributes"]["ApproximateReceiveCount"]), verdict,
+                                  last_reason(message)))
     return letters
+
+
+def last_reason(message: dict[str, Any]) -> str:
+    """Why the consumer gave up on a message, from the attributes it dead-lettered it with."""
+    attributes = {name: value.get("StringValue", "") for name, value in message.get("MessageAttributes", {}).items()}
+    _, status, reason, receives = DEAD_LETTER_ATTRIBUTES
+    if reason not in attributes:
+        return NO_REASON
+    return f"{attributes.get(status, 'failed')}: {attributes[reason]} (after {attributes.get(receives, '?')} receives)"
 
 
 def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True) -> int:

@@ -112,3 +112,9 @@ def acknowledge_results_objects(role: iam.IRole, bucket: object) -> None:
                  "Firehose names each object it delivers (results/YYYY/MM/DD/ plus a name of its own), so only the "
                  "bucket's objects as a whole can be named; the actions are exactly those Firehose's S3 destination "
                  "documents, on this one bucket.")
+def acknowledge_rule_listing(role: iam.IRole) -> None:
+    """The unrouted-events check reads the bus's rules: ``events:ListRules`` on ``*``."""
+    _acknowledge(role, XRAY_WILDCARD,
+                 "events:ListRules supports no resource-level permissions (Resource '*' is the only form AWS accepts); "
+                 "it lists rule names and patterns, read-only, so the unrouted-events check can tell an event no rule "
+                 "takes. The role's other '*' is X-Ray's write-only telemetry.")

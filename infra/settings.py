@@ -142,15 +142,24 @@ class FunctionSettings:
         Lambda timeout, 1-900 s. Default 30. A timed-out step is retried by its workflow.
     package
         ``zip`` (default) or ``image`` (see :class:`ConsumerSettings`).
+    reserved_concurrency
+        Reserved concurrency, 1-1,000: the most instances that may run at once, so a burst of
+        executions cannot take the account's whole Lambda concurrency (and this much is always
+        there for it). Default 10. A throttled invocation is retried by its workflow
+        (``Lambda.TooManyRequestsException``), then fails into the workflow's failure event. AWS
+        keeps at least 100 of an account's concurrency unreserved: an account whose quota is the
+        new-account 10 must ask for more before it deploys.
     """
 
     memory_mb: int = 1024
     timeout_s: int = 30
     package: Literal["zip", "image"] = "zip"
+    reserved_concurrency: int = 10
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
         _check_package(owner, self.package)
+        _check_range(owner, "reserved_concurrency", self.reserved_concurrency, 1, 1000)
         _check_range(owner, "memory_mb", self.memory_mb, 128, 10_240)
         _check_range(owner, "timeout_s", self.timeout_s, 1, 900)
 
@@ -199,6 +208,9 @@ class InferbusSettings:
         Also log each state's input and output (may hold users' data). Default False.
     accept_step
         Memory and timeout of the kit's ``Accept`` step, which every workflow starts with.
+    unrouted_check
+        Batch, concurrency, memory and timeout of the unrouted-events check, which reads every event
+        on the bus and keeps, with the reason, those no rule takes (``inferbus_lambda.unrouted``).
     ingest_function
         Memory and timeout of the HTTP ingest endpoint's function. Default 512 MB, 10 s.
     schema_registry
@@ -255,6 +267,8 @@ class InferbusSettings:
     workflow_log_level: Literal["ALL", "ERROR", "FATAL", "OFF"] = "ALL"
     workflow_log_execution_data: bool = False
     accept_step: FunctionSettings = FunctionSettings()
+    unrouted_check: ConsumerSettings = ConsumerSettings(batch_size=100, max_batching_window_s=1, max_concurrency=5,
+                                                        memory_mb=256, timeout_s=30)
     ingest_function: FunctionSettings = FunctionSettings(memory_mb=512, timeout_s=10)
     schema_registry: bool = True
     ingest_api: bool = True

@@ -26,13 +26,14 @@ from inferbus_lambda.environment import (
     FunctionEnvironment,
     IngestEnvironment,
     StepEnvironment,
+    UnroutedEnvironment,
 )
 from inferbus_lambda.errors import REJECTION_ERRORS
 
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
 from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
-from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring
+from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring, UnroutedCheckMonitoring
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec
 from .constructs.ingest_api import IngestApi
@@ -56,13 +57,15 @@ from .declarations import (
     FUNCTION_NAME,
     QUEUE_URL,
     STATE_MACHINE_ARN,
+    UNROUTED_CHECK_ID,
+    UNROUTED_CHECK_SOURCE,
     Consumer,
     EventFilter,
     Pipeline,
     Route,
 )
 from .declarations import Workflow as WorkflowDeclaration
-from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue
+from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue, acknowledge_rule_listing
 from .settings import LOG_RETENTION_CHOICES, MAX_QUEUE_RETENTION_S, ConsumerSettings, FunctionSettings, InferbusSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -87,6 +90,14 @@ LOG_RETENTION = dict(
         strict=True,
     )
 )
+
+
+def _add_environment(function: lambda_.Function, model: type[FunctionEnvironment], **values: Any) -> None:
+    """Add variables to a function after it exists, each a field of its environment model."""
+    for name, value in values.items():
+        if name not in model.model_fields:
+            raise ValueError(f"{name} is not a variable of {model.__name__}")
+        function.add_environment(name, str(value))
 
 
 class InferbusStack(Stack):
@@ -147,6 +158,7 @@ class InferbusStack(Stack):
             self._route_workflow_rejections()
         for route in pipeline.routes:
             self.routes[route.name] = self._route(route)
+        self.unrouted_check = self._unrouted_check()
         self.bus_construct.restrict_sources(self.result_producers)
 
         # -- operating it: HTTP ingest, schemas, the cold tier ---------------------------------------
@@ -199,6 +211,8 @@ class InferbusStack(Stack):
             environment=environment.as_variables(),
             log_retention=self.log_retention,
             description=description,
+            # A workflow step's bound; a consumer's is its event source's MaximumConcurrency.
+            reserved_concurrency=sizing.reserved_concurrency if isinstance(sizing, FunctionSettings) else None,
             insights=self.settings.insights_enabled,
         )
 
@@ -234,6 +248,10 @@ class InferbusStack(Stack):
             target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s,
         )
+        # Known once the construct made its queues: a record failing on its last receive goes there with its reason.
+        _add_environment(consumer.function, ConsumerEnvironment, DEAD_LETTER_QUEUE_URL=consumer.dead_letter_queue.queue_url,
+                         MAX_RECEIVE_COUNT=declaration.settings.max_receive_count)
+        consumer.dead_letter_queue.grant_send_messages(consumer.function)
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
@@ -342,6 +360,39 @@ class InferbusStack(Stack):
         acknowledge_invalid_events_queue(queue)
         CfnOutput(self, INVALID_EVENTS_OUTPUT, value=queue.queue_url)
         return queue
+
+    def _unrouted_check(self) -> QueueConsumer:
+        """Every event on the bus also goes to one queue, whose function keeps, with the reason, each event
+        that no other rule takes and that is no producer's result (EventBridge has no "else" rule)."""
+        settings = self.settings.unrouted_check
+        environment = UnroutedEnvironment(
+            **self._common_environment(UNROUTED_CHECK_SOURCE.removeprefix("inferbus."), ()),
+            EVENT_BUS_NAME=self.bus.event_bus_name,
+            RULE_NAME_PREFIX=f"{self.stack_name}-",
+            RESULT_SOURCES=tuple(sorted(self.result_producers)),
+            REJECTED_BY=UNROUTED_CHECK_SOURCE,
+            INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+        )
+        check = QueueConsumer(
+            self, UNROUTED_CHECK_ID, bus=self.bus,
+            event_pattern=events.EventPattern(account=[self.account]),  # every event on the bus
+            settings=settings,
+            function=self._spec("unrouted_events.handler.lambda_handler", settings,
+                                "Every event on the bus: keeps, with the reason, those no rule takes", environment),
+            target_retry_attempts=self.settings.target_retry_attempts,
+            target_max_event_age_s=self.settings.target_max_event_age_s,
+        )
+        _add_environment(check.function, UnroutedEnvironment, CATCH_ALL_RULE_NAME=check.rule.rule_name)
+        check.function.add_to_role_policy(iam.PolicyStatement(actions=["events:ListRules"], resources=["*"]))
+        acknowledge_rule_listing(check.role)
+        self.invalid_events.grant_send_messages(check.function)
+        UnroutedCheckMonitoring(self, f"{UNROUTED_CHECK_ID}Monitoring", check=check, alarm_topic=self.alarm_topic,
+                                metrics_namespace=METRICS_NAMESPACE, service=environment.POWERTOOLS_SERVICE_NAME,
+                                thresholds=self.thresholds, dashboard=self.dashboard)
+        CfnOutput(self, f"{UNROUTED_CHECK_ID}{QUEUE_URL}", value=check.queue.queue_url)
+        CfnOutput(self, f"{UNROUTED_CHECK_ID}{DEAD_LETTER_QUEUE_URL}", value=check.dead_letter_queue.queue_url)
+        CfnOutput(self, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", value=check.function.function_name)
+        return check
 
     # -- operating it ------------------------------------------------------------------------------
 

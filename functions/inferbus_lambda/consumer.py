@@ -9,6 +9,8 @@ status             reported    meaning
 ``duplicate``      success     scored and published by an earlier delivery
 ``rejected``       success     breaks its contract (or reuses an id): sent to the
                                invalid-events destination with the reason
+``dead_lettered``  success     failed on its last receive: sent to the DLQ by the
+                               consumer itself, with the reason as attributes
 ``invalid``        failure     breaks its contract and could not be sent there;
                                retried, then in the DLQ
 ``conflict``       failure     same id as an earlier event, different data (ditto)
@@ -45,13 +47,13 @@ from .errors import IdConflictError, InvalidEventError, TransientError
 from .faults import FaultPlan, InjectedCrash, InjectedTimeout, inject_invocation_faults
 from .idempotency import COMPLETE_BATCH, ClaimStatus, EventClaims
 from .metric_names import (BATCH_SIZE, CLAIMS_NOT_COMPLETED, DUPLICATES_SKIPPED, EVENT_LATENCY_MS, PROCESSING_MS,
-                           RECORDS_FAILED, RECORDS_PUBLISHED, RECORDS_REJECTED)
+                           RECORDS_DEAD_LETTERED, RECORDS_FAILED, RECORDS_PUBLISHED, RECORDS_REJECTED)
 from .publishing import PublishFailure, entry_size, plan_groups
-from .rejections import Rejection
+from .rejections import DeadLetter, Rejection
 
 __all__ = ["InferenceConsumer", "RecordOutcome", "BatchReport", "result_event_id"]
 
-SUCCESS_STATUSES = frozenset({"published", "duplicate", "rejected"})
+SUCCESS_STATUSES = frozenset({"published", "duplicate", "rejected", "dead_lettered"})
 REJECTABLE = {"invalid": InvalidEventError.__name__, "conflict": IdConflictError.__name__}  # status -> error
 # A claim that was not taken -> the record's outcome and reason.
 CLAIM_OUTCOMES = {
@@ -99,6 +101,13 @@ class BatchReport:
         return [outcome for outcome in self.outcomes.values() if not outcome.succeeded]
 
 
+def _receive_count(record: Mapping[str, Any]) -> int:
+    try:
+        return int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+    except (TypeError, ValueError):
+        return 1
+
+
 def event_age_ms(event: CloudEvent[Any]) -> float:
     """Event latency: now minus the event's ``time``, in milliseconds (never negative: clocks differ)."""
     return max(0.0, (datetime.now(UTC) - event.time).total_seconds() * 1000)
@@ -113,6 +122,7 @@ Parse = Callable[[str], CloudEvent[Any]]
 Infer = Callable[[Sequence[CloudEvent[Any]]], Sequence[EventData]]
 Publish = Callable[[Sequence[dict[str, Any]]], list[PublishFailure]]
 Reject = Callable[[Sequence[Rejection]], set[str]]
+DeadLetterSend = Callable[[Sequence[DeadLetter]], set[str]]
 
 
 def expect_type(*event_types: str) -> Parse:
@@ -154,6 +164,10 @@ class InferenceConsumer:
         Invalid records -> the message ids that could not be sent to the invalid-events
         destination (see ``rejections.send_rejections``). ``None``: invalid records fail and
         are retried until the DLQ takes them.
+    dead_letter, max_receive_count
+        Records failing on their last receive (``ApproximateReceiveCount >= max_receive_count``)
+        -> the message ids that could not be sent to the DLQ with their reason (see
+        ``rejections.send_to_dead_letter_queue``). ``None``: SQS moves them, reason unknown.
     """
 
     def __init__(
@@ -168,9 +182,13 @@ class InferenceConsumer:
         metrics: Any,
         logger: Logger,
         reject: Reject | None = None,
+        dead_letter: DeadLetterSend | None = None,
+        max_receive_count: int | None = None,
     ) -> None:
         self.logger = logger
         self.reject = reject
+        self.dead_letter = dead_letter
+        self.max_receive_count = max_receive_count
         self.parse = parse
         self.infer = infer
         self.claims = claims
@@ -197,6 +215,9 @@ class InferenceConsumer:
                 parsed.append((record["messageId"], self.parse(record["body"])))
             except InvalidEventError as error:
                 report.add(RecordOutcome(record["messageId"], "invalid", error.reason, error.event_id))
+            except Exception as error:  # noqa: BLE001 - whatever a body holds, it fails only its own record
+                reason = f"body: could not be read ({type(error).__name__}: {str(error)[:200]})"
+                report.add(RecordOutcome(record["messageId"], "invalid", reason))
         for _, event in parsed:
             self.metrics.add_metric(name=EVENT_LATENCY_MS, unit=MetricUnit.Milliseconds, value=event_age_ms(event))
 
@@ -217,6 +238,8 @@ class InferenceConsumer:
             self._score_and_publish(claimed, report, faults)
         if self.reject is not None:
             self._reject(report, bodies)
+        if self.dead_letter is not None and self.max_receive_count is not None:
+            self._dead_letter_last_receives(report, records)
         self._record(report, batch_size=len(records), processing_ms=(time.perf_counter() - started) * 1000)
         return report
 
@@ -226,6 +249,27 @@ class InferenceConsumer:
         self.claims.release([event for _, event in claimed], faults)
         for message_id, event in claimed:
             report.add(RecordOutcome(message_id, "failed", reasons[event.id], event.id, event.correlationid))
+
+    def _dead_letter_last_receives(self, report: BatchReport, records: Sequence[Mapping[str, Any]]) -> None:
+        """Send each record that failed on its last receive to the DLQ with its reason, and report it handled."""
+        assert self.dead_letter is not None and self.max_receive_count is not None
+        letters = []
+        for record in records:
+            outcome = report.outcomes[record["messageId"]]
+            receives = _receive_count(record)
+            if not outcome.succeeded and receives >= self.max_receive_count:
+                letters.append(DeadLetter(outcome.message_id, outcome.status, outcome.reason, receives, record["body"]))
+        if not letters:
+            return
+        unsent = self.dead_letter(letters)
+        for letter in letters:
+            if letter.message_id not in unsent:
+                outcome = report.outcomes[letter.message_id]
+                report.add(RecordOutcome(outcome.message_id, "dead_lettered", f"{outcome.status}: {outcome.reason}",
+                                         outcome.event_id, outcome.correlationid))
+                self.logger.warning("record dead-lettered", extra={
+                    "message_id": outcome.message_id, "status": outcome.status, "reason": outcome.reason,
+                    "receives": letter.receives, "event_id": outcome.event_id, "correlation_id": outcome.correlationid})
 
     def _inject_record_errors(self, claimed: list[tuple[str, CloudEvent[Any]]], faults: FaultPlan,
                               report: BatchReport) -> list[tuple[str, CloudEvent[Any]]]:
@@ -308,6 +352,7 @@ class InferenceConsumer:
         self.metrics.add_metric(name=RECORDS_PUBLISHED, unit=MetricUnit.Count, value=report.count("published"))
         self.metrics.add_metric(name=DUPLICATES_SKIPPED, unit=MetricUnit.Count, value=report.count("duplicate"))
         self.metrics.add_metric(name=RECORDS_REJECTED, unit=MetricUnit.Count, value=report.count("rejected"))
+        self.metrics.add_metric(name=RECORDS_DEAD_LETTERED, unit=MetricUnit.Count, value=report.count("dead_lettered"))
         self.metrics.add_metric(name=RECORDS_FAILED, unit=MetricUnit.Count, value=len(report.failed))
         if report.claims_not_completed:
             self.metrics.add_metric(name=CLAIMS_NOT_COMPLETED, unit=MetricUnit.Count, value=report.claims_not_completed)

@@ -12,6 +12,7 @@ model                      the functions that read it
 :class:`AcceptEnvironment` the workflows' shared first step (it claims event ids)
 :class:`ConsumerEnvironment`  queue consumers (``inferbus_lambda.handlers.consumer_handler``)
 :class:`IngestEnvironment` the HTTP ingest endpoint (``functions/ingest``)
+:class:`UnroutedEnvironment`  the bus's unrouted-events check (``functions/unrouted_events``)
 =========================  ====================================================================
 
 Example
@@ -36,7 +37,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from .errors import ConfigurationError
 
-__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "FunctionEnvironment", "IngestEnvironment", "StepEnvironment"]
+__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "FunctionEnvironment", "IngestEnvironment", "StepEnvironment",
+           "UnroutedEnvironment"]
 
 
 def _names(value: Any) -> Any:
@@ -140,6 +142,10 @@ class ConsumerEnvironment(ClaimsEnvironment):
     INVALID_EVENTS_QUEUE_URL
         Where records that break their contract are kept with the reason; unset: such
         records fail and are retried until the DLQ takes them.
+    DEAD_LETTER_QUEUE_URL, MAX_RECEIVE_COUNT
+        The consumer's DLQ and its queue's ``maxReceiveCount``: a record that fails on its last
+        receive is sent there by the consumer itself, with its reason as message attributes
+        (SQS's own redrive would move it without one). Unset: SQS moves it, reason unknown.
     """
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
@@ -147,6 +153,8 @@ class ConsumerEnvironment(ClaimsEnvironment):
     CONSUMES: Annotated[str, Field(min_length=1)]
     PRODUCES: Annotated[str, Field(min_length=1)]
     INVALID_EVENTS_QUEUE_URL: str | None = None
+    DEAD_LETTER_QUEUE_URL: str | None = None
+    MAX_RECEIVE_COUNT: Annotated[int, Field(ge=1)] | None = None
 
 
 class IngestEnvironment(FunctionEnvironment):
@@ -162,3 +170,35 @@ class IngestEnvironment(FunctionEnvironment):
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
     RESERVED_SOURCES: ModelNames = ()
+
+
+class UnroutedEnvironment(FunctionEnvironment):
+    """The unrouted-events check: every event on the bus, checked against the bus's rules.
+
+    Attributes
+    ----------
+    EVENT_BUS_NAME
+        The bus whose rules it reads (``events:ListRules``).
+    RULE_NAME_PREFIX
+        Only rules whose names start with it count: the stack's own (CloudFormation names them
+        ``<stack>-<logical id>-...``), not another application's on the same bus.
+    CATCH_ALL_RULE_NAME
+        Its own catch-all rule, which takes every event and so does not count.
+    RESULT_SOURCES
+        The sources of the pipeline's producers (comma-separated): their events are results,
+        taken or not.
+    REJECTED_BY
+        The name it signs the rejections it keeps with (it publishes nothing on the bus).
+    INVALID_EVENTS_QUEUE_URL
+        Where an unrouted event is kept, with the reason.
+    RULES_TTL_SECONDS
+        How long the rules read are trusted before they are read again. Default 300.
+    """
+
+    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
+    RULE_NAME_PREFIX: Annotated[str, Field(min_length=1)]
+    CATCH_ALL_RULE_NAME: str = ""
+    RESULT_SOURCES: ModelNames = ()
+    REJECTED_BY: Annotated[str, Field(min_length=1)]
+    INVALID_EVENTS_QUEUE_URL: Annotated[str, Field(min_length=1)]
+    RULES_TTL_SECONDS: Annotated[int, Field(ge=0)] = 300

@@ -7,6 +7,7 @@ error                     meaning
 ``InvalidEventError``     an event breaks its contract: a retry would fail the same way, so it
                           goes to the invalid-events destination with the reason
 ``IdConflictError``       an event reuses the id of an earlier event with other data
+``UnroutedEventError``    the bus carried an event that no rule takes (and that is no result)
 ``TransientError``        a failure worth retrying (Step Functions retriers match this name)
 ``ConfigurationError``    a function's environment is incomplete or wrong: fix the deployment
 ========================  =====================================================================
@@ -21,7 +22,8 @@ Example
 
 from __future__ import annotations
 
-__all__ = ["ConfigurationError", "IdConflictError", "InvalidEventError", "REJECTION_ERRORS", "TransientError"]
+__all__ = ["ConfigurationError", "IdConflictError", "InvalidEventError", "REJECTION_ERRORS", "TransientError",
+           "UnroutedEventError"]
 
 
 class InvalidEventError(ValueError):
@@ -48,6 +50,10 @@ class IdConflictError(InvalidEventError):
 
     def __init__(self, event_id: str | None = None) -> None:
         super().__init__(self.REASON, event_id)
+
+
+class UnroutedEventError(InvalidEventError):
+    """A valid event that no rule of the bus takes: nothing would ever process it."""
 
 
 class TransientError(Exception):

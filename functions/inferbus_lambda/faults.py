@@ -26,6 +26,9 @@ key                             effect                                          
 ``complete_throttle_rate``      queue consumers: share of completion and release        0
                                 requests (``BatchWriteItem``) whose every item DynamoDB
                                 leaves unprocessed (throttled)
+``put_events_throttle_rate``    queue consumers: share of PutEvents entries that        0
+                                EventBridge answers ``ThrottlingException`` (the
+                                publisher retries them with backoff)
 ``latency_ms``                  added to every invocation before it does its work       0
 ``seed``                        seeds the draws, for a repeatable experiment            none
 ==============================  ======================================================  =======
@@ -59,11 +62,11 @@ from dataclasses import dataclass, fields
 
 from .errors import TransientError
 
-__all__ = ["FaultPlan", "InjectedCrash", "InjectedTimeout", "TransientError", "inject_invocation_faults"]
+__all__ = ["FaultPlan", "InjectedCrash", "InjectedTimeout", "ThrottledEvents", "TransientError", "inject_invocation_faults"]
 
 ENVIRONMENT_VARIABLE = "INFERBUS_FAULTS"
 RATES = ("error_rate", "record_error_rate", "timeout_rate", "crash_after_publish_rate", "crash_before_complete_rate",
-         "claim_throttle_rate", "complete_throttle_rate")
+         "claim_throttle_rate", "complete_throttle_rate", "put_events_throttle_rate")
 _DRAWS = random.Random()  # noqa: S311 - chaos, not crypto
 _SEEDED: set[int] = set()
 
@@ -82,6 +85,7 @@ class FaultPlan:
     record_error_rate: float = 0.0
     timeout_rate: float = 0.0
     crash_after_publish_rate: float = 0.0
+    put_events_throttle_rate: float = 0.0
     crash_before_complete_rate: float = 0.0
     claim_throttle_rate: float = 0.0
     complete_throttle_rate: float = 0.0
@@ -139,3 +143,28 @@ def inject_invocation_faults(*, timeouts: bool = True) -> FaultPlan | None:
     if timeouts and plan.draw(plan.timeout_rate):
         raise InjectedTimeout(f"injected timeout (timeout_rate={plan.timeout_rate})")
     return plan
+
+
+class ThrottledEvents:
+    """An EventBridge client that answers a share of PutEvents entries ``ThrottlingException``, as
+    EventBridge reports a throttled entry (in the response, not as an error); the rest go through.
+
+    Parameters
+    ----------
+    client
+        The real client.
+    rate
+        The share of entries throttled (``put_events_throttle_rate``).
+    """
+
+    def __init__(self, client: object, rate: float) -> None:
+        self.client = client
+        self.rate = rate
+
+    def put_events(self, Entries: list[dict[str, object]]) -> dict[str, object]:  # noqa: N803 - boto3's name
+        throttled = [FaultPlan.draw(self.rate) for _ in Entries]
+        passed = [entry for entry, throttle in zip(Entries, throttled, strict=True) if not throttle]
+        answers = iter(self.client.put_events(Entries=passed)["Entries"] if passed else [])  # type: ignore[attr-defined]
+        results = [{"ErrorCode": "ThrottlingException", "ErrorMessage": "injected (put_events_throttle_rate)"}
+                   if throttle else next(answers) for throttle in throttled]
+        return {"FailedEntryCount": sum(1 for result in results if result.get("ErrorCode")), "Entries": results}

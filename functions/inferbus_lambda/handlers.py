@@ -44,11 +44,11 @@ from .consumer import InferenceConsumer, expect_type
 from .contracts.core import CloudEvent, EventData, data_model
 from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 from .errors import ConfigurationError
-from .faults import inject_invocation_faults
+from .faults import FaultPlan, ThrottledEvents, inject_invocation_faults
 from .idempotency import EventClaims
 from .metric_names import EVENT_LATENCY_MS, EVENT_TIME_KEY, INFERENCE_MS, PROCESSING_MS, PUT_EVENTS_FAILED_ENTRIES
 from .publishing import PublishFailure, publish_events
-from .rejections import Rejection, send_rejections
+from .rejections import DeadLetter, Rejection, send_rejections, send_to_dead_letter_queue
 
 if TYPE_CHECKING:
     from .inference import ModelInfo
@@ -198,7 +198,7 @@ class ConsumerRuntime(FunctionRuntime):
     events, dynamodb, sqs
         The EventBridge, DynamoDB and SQS clients, one each per container (tests may replace them
         to simulate an outage). ``sqs`` is made on first use: only a batch with a record to
-        reject needs it.
+        reject, or to dead-letter on its last receive, needs it.
     consumer
         The :class:`~.consumer.InferenceConsumer` that runs each batch.
     """
@@ -229,6 +229,8 @@ class ConsumerRuntime(FunctionRuntime):
             metrics=self.metrics,
             logger=self.logger,
             reject=self.tracer.capture_method(self._reject) if environment.INVALID_EVENTS_QUEUE_URL else None,
+            dead_letter=self.tracer.capture_method(self._dead_letter) if environment.DEAD_LETTER_QUEUE_URL else None,
+            max_receive_count=environment.MAX_RECEIVE_COUNT,
         )
 
     def _infer(self, events: Sequence[CloudEvent[Any]]) -> Sequence[EventData]:
@@ -244,7 +246,9 @@ class ConsumerRuntime(FunctionRuntime):
         return results
 
     def _publish(self, entries: Sequence[dict[str, Any]]) -> list[PublishFailure]:
-        failures = publish_events(self.events, entries)
+        plan = FaultPlan.from_environment()
+        events = ThrottledEvents(self.events, plan.put_events_throttle_rate) if plan and plan.put_events_throttle_rate else self.events
+        failures = publish_events(events, entries)
         self.metrics.add_metric(name=PUT_EVENTS_FAILED_ENTRIES, unit=MetricUnit.Count, value=len(failures))
         return failures
 
@@ -254,6 +258,13 @@ class ConsumerRuntime(FunctionRuntime):
             self.sqs = aws_client("sqs")
         return send_rejections(self.sqs, self.environment.INVALID_EVENTS_QUEUE_URL, self.environment.RESULT_SOURCE,
                                rejections)
+
+    def _dead_letter(self, letters: Sequence[DeadLetter]) -> set[str]:
+        assert self.environment.DEAD_LETTER_QUEUE_URL is not None
+        if self.sqs is None:
+            self.sqs = aws_client("sqs")
+        return send_to_dead_letter_queue(self.sqs, self.environment.DEAD_LETTER_QUEUE_URL, self.environment.RESULT_SOURCE,
+                                         letters)
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         return self.consumer.handle(event, context)

@@ -14,9 +14,13 @@ metric                      what
 ``RecordsPublished``        records scored whose result is on the bus (the consumption rate)
 ``RecordsFailed``           records reported as batch item failures (retried, then dead-lettered)
 ``RecordsRejected``         records that break their contract, kept in the invalid-events queue
+``RecordsDeadLettered``     records that failed on their last receive, sent to the DLQ with the reason
 ``DuplicatesSkipped``       records an earlier delivery already processed
 ``PutEventsFailedEntries``  entries PutEvents still refused after the retries
 ``ClaimsNotCompleted``      published records whose claim DynamoDB would not complete (may repeat once)
+``EventsUnrouted``          the unrouted-events check: events no rule takes, kept in the invalid-events
+                            queue with the reason (``EventsRouted``: taken by a rule; ``ResultEvents``:
+                            a producer's result)
 ==========================  =========================================================================
 """
 
@@ -27,6 +31,7 @@ BATCH_SIZE = "BatchSize"
 RECORDS_PUBLISHED = "RecordsPublished"
 RECORDS_FAILED = "RecordsFailed"
 RECORDS_REJECTED = "RecordsRejected"
+RECORDS_DEAD_LETTERED = "RecordsDeadLettered"
 DUPLICATES_SKIPPED = "DuplicatesSkipped"
 PUT_EVENTS_FAILED_ENTRIES = "PutEventsFailedEntries"
 CLAIMS_NOT_COMPLETED = "ClaimsNotCompleted"
@@ -36,3 +41,7 @@ EVENT_TIME_KEY = "event_time"
 # The HTTP ingest endpoint: events accepted onto the bus, and refused (4xx).
 EVENTS_INGESTED = "EventsIngested"
 EVENTS_REFUSED = "EventsRefused"
+# The unrouted-events check's verdict on each event of the bus (``inferbus_lambda.unrouted``).
+EVENTS_UNROUTED = "EventsUnrouted"
+EVENTS_ROUTED = "EventsRouted"
+RESULT_EVENTS = "ResultEvents"

@@ -1,9 +1,16 @@
-"""The invalid-events destination: records that break their contract, kept with the reason.
+"""Where records go aside, with their reason: the invalid-events destination and, on a record's
+last receive, its dead-letter queue.
 
 A record that fails validation would fail the same way on every retry, so a consumer sends
 it here at once, with why, and reports it handled: no pointless retries, and the reason
 travels with the record instead of only in a log line. The workflows' rejections reach the
 same queue through a rule on their ``...Failed`` events.
+
+A record that keeps failing for another reason (a transient error, a claim held elsewhere)
+would be moved to its DLQ by SQS after ``maxReceiveCount`` receives, with no word of why. On its
+last receive the consumer sends it there itself, unchanged, with the reason in message
+attributes (:func:`send_to_dead_letter_queue`), and reports it handled; ``inferbus redrive``
+shows the reason. Should that send fail, SQS's own redrive still takes it.
 
 Example
 -------
@@ -21,9 +28,13 @@ from typing import Any
 
 from .publishing import MAX_REQUEST_BYTES, plan_requests
 
-__all__ = ["MAX_KEPT_BODY_BYTES", "Rejection", "send_rejections"]
+__all__ = ["DEAD_LETTER_ATTRIBUTES", "DeadLetter", "MAX_KEPT_BODY_BYTES", "Rejection", "send_rejections",
+           "send_to_dead_letter_queue"]
 
 MAX_KEPT_BODY_BYTES = 64 * 1024  # the start of an oversized body is enough to see what it was
+MAX_REASON_CHARS = 1024
+# Message attributes of a record the consumer dead-letters: what it was, why, after how many receives.
+DEAD_LETTER_ATTRIBUTES = ("inferbus-consumer", "inferbus-status", "inferbus-reason", "inferbus-receives")
 
 
 @dataclass(frozen=True)
@@ -59,4 +70,33 @@ def send_rejections(sqs: Any, queue_url: str, consumer: str, rejections: Sequenc
             Entries=[{"Id": str(index), "MessageBody": bodies[index]} for index in request],
         )
         unsent |= {rejections[int(failed["Id"])].message_id for failed in response.get("Failed", [])}
+    return unsent
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record that failed on its last receive: its body goes to the DLQ unchanged, the reason beside it."""
+
+    message_id: str
+    status: str  # failed, in_progress, invalid, conflict (see consumer.RecordOutcome)
+    reason: str
+    receives: int
+    body: str
+
+    def message_attributes(self, consumer: str) -> dict[str, dict[str, str]]:
+        values = (consumer, self.status, self.reason[:MAX_REASON_CHARS] or "-", str(self.receives))
+        return {name: {"DataType": "String", "StringValue": value}
+                for name, value in zip(DEAD_LETTER_ATTRIBUTES, values, strict=True)}
+
+
+def send_to_dead_letter_queue(sqs: Any, queue_url: str, consumer: str, letters: Sequence[DeadLetter]) -> set[str]:
+    """Send ``letters`` to the DLQ with SendMessageBatch; return the message ids that could not be sent
+    (the caller reports them failed, and SQS's redrive moves them, without the reason)."""
+    sizes = [len(letter.body.encode("utf-8", "replace")) + MAX_REASON_CHARS + 256 for letter in letters]
+    unsent = {letters[i].message_id for i, size in enumerate(sizes) if size > MAX_REQUEST_BYTES}
+    for request in plan_requests(sizes):
+        response = sqs.send_message_batch(QueueUrl=queue_url, Entries=[
+            {"Id": str(index), "MessageBody": letters[index].body,
+             "MessageAttributes": letters[index].message_attributes(consumer)} for index in request])
+        unsent |= {letters[int(failed["Id"])].message_id for failed in response.get("Failed", [])}
     return unsent

@@ -1,25 +1,34 @@
-"""Chaos: send N events while a consumer fails on purpose, then account for every one of them.
+"""Chaos: send N events into a flow while its functions fail on purpose, then account for every one.
 
-The consumer (any declared one; the first by default) gets a fault plan (``INFERBUS_FAULTS``, see
-``inferbus_lambda.faults``): a share of records fail with a transient error, a share of
-invocations time out after claiming their records, a share die after publishing half their
-results, a share die between publishing a group of results and completing its claims, and
-DynamoDB throttles a share of claim and completion requests; and its event source delivers a
-share of records twice. After the queues drain, the ledger must hold: every input id has a
-result event, or its event sits in the dead-letter queue unprocessed; none has neither; and
-results published more than once stay within the bound the faults allow: the results of each
-group published just before a crash (at most 25), plus the records whose completion DynamoDB
-would not take (their claims expire, so a later redelivery may publish them again). (A message
-of an event that WAS processed can also end in the DLQ: a crash after publishing returns the
-whole batch to the queue, and if its redeliveries keep failing the message is dead-lettered.
-At-least-once delivery allows that; the ledger counts it apart, and a redrive skips it as a
-duplicate.) Then, with the faults off, the DLQ is redriven and the ledger taken again.
+A *flow* is a declared component with demo samples to send (its root) and every component
+downstream of it: those that take its results (``risk-scorer`` -> ``auto-approve`` /
+``risk-review``). Naming a downstream component (``--flow risk-review``) runs the flow it is in.
+Every flow gets the same faults (``INFERBUS_FAULTS``, see ``inferbus_lambda.faults``):
+
+- queue consumers: a share of records fail with a transient error, a share of invocations time
+  out after claiming their records, a share die after publishing half their results, a share die
+  between publishing a group of results and completing its claims, DynamoDB throttles a share of
+  claim and completion requests, and a share of their PutEvents entries are throttled (the
+  publisher retries them); their event source delivers a share of records twice;
+- workflow steps (the ``Accept`` step included): a share of invocations fail with a transient
+  error, a share time out (``Sandbox.Timedout``, as Lambda reports it); the state machines retry
+  them as they would in AWS; a share of the inputs reach the bus twice (a producer's retry).
+
+A flow with a review queue has its reviewer played (the declared one) after every wave.
+
+Then the ledger, per input: processed (one result per stage), or waiting in a dead-letter queue
+unprocessed, or ended in a workflow's failure event with a reason, or (a person's decision) still
+pending; none lost. Results published more than once must stay within the bound the faults allow
+(:attr:`FlowReport.repeat_bound`): the results of each group a consumer published just before it
+crashed (at most 25), plus the records whose completion DynamoDB would not take (their claims
+expire, so a later redelivery may publish them again); every other fault repeats nothing. Then,
+with the faults off, the root consumer's DLQ is redriven and the ledger taken again.
 
 Example
 -------
->>> report = run_chaos(events=300)  # doctest: +SKIP
->>> report.balanced, report.processed_twice  # doctest: +SKIP
-(True, 0)
+>>> report = run_chaos(events=300, flow="text-pipeline")  # doctest: +SKIP
+>>> report.flows["text-pipeline"].ledger.balanced(300)  # doctest: +SKIP
+True
 """
 
 from __future__ import annotations
@@ -27,28 +36,36 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inferbus_lambda.contracts import to_put_events_entry
 from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
+from inferbus_lambda.metric_names import CLAIMS_NOT_COMPLETED, DUPLICATES_SKIPPED
 
-from infra.declarations import Consumer, Pipeline
+from infra.declarations import Consumer, Pipeline, Route, Workflow
 
 SOURCE = "inferbus.chaos"
+# Inputs sent between drains: a consumer's queue stays shallow (moto's SQS slows as a queue grows); a
+# workflow's wave runs its executions side by side, so their retry intervals (real seconds) overlap.
+CONSUMER_WAVE = 50
+WORKFLOW_WAVE = 250
+
+Component = Consumer | Workflow
 
 
 class ChaosError(ValueError):
-    """A chaos run that cannot start: an unknown consumer, one without samples; the message says which."""
+    """A chaos run that cannot start: an unknown flow, one without samples; the message says which."""
 
 
 @dataclass(frozen=True)
 class FaultRates:
     # Set so that what is observed clears 20 % transient errors, 5 % timeouts and 10 % duplicate
-    # deliveries: a record that is a duplicate, or in a batch that timed out, draws no error.
-    record_error_rate: float = 0.25
+    # deliveries: a record that is a duplicate, or in a batch that timed out, draws no error; a step
+    # that drew an error draws no timeout.
+    record_error_rate: float = 0.27
     timeout_rate: float = 0.06
     crash_after_publish_rate: float = 0.02
     # The exactly-once windows: a crash between publishing and completing, and DynamoDB throttling
@@ -56,67 +73,137 @@ class FaultRates:
     crash_before_complete_rate: float = 0.02
     claim_throttle_rate: float = 0.2
     complete_throttle_rate: float = 0.2
+    put_events_throttle_rate: float = 0.1
     duplicate_rate: float = 0.12
+    step_error_rate: float = 0.22
+    step_timeout_rate: float = 0.08
     latency_ms: float = 0.0
 
     def plan(self, seed: int) -> str:
-        """The handler's ``INFERBUS_FAULTS`` value (the duplicates are the event source's)."""
-        values = {key: value for key, value in asdict(self).items() if key != "duplicate_rate"}
-        return json.dumps(values | {"seed": seed})
+        """A queue consumer's ``INFERBUS_FAULTS`` value (the duplicates are the event source's)."""
+        return json.dumps({"record_error_rate": self.record_error_rate, "timeout_rate": self.timeout_rate,
+                           "crash_after_publish_rate": self.crash_after_publish_rate,
+                           "crash_before_complete_rate": self.crash_before_complete_rate,
+                           "claim_throttle_rate": self.claim_throttle_rate,
+                           "complete_throttle_rate": self.complete_throttle_rate,
+                           "put_events_throttle_rate": self.put_events_throttle_rate, "latency_ms": self.latency_ms,
+                           "seed": seed})
+
+    def step_plan(self, seed: int) -> str:
+        """A workflow step's ``INFERBUS_FAULTS`` value."""
+        return json.dumps({"error_rate": self.step_error_rate, "timeout_rate": self.step_timeout_rate,
+                           "latency_ms": self.latency_ms, "seed": seed})
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A root component with samples, and the components downstream of it, level by level."""
+
+    name: str
+    levels: tuple[tuple[Component, ...], ...]
+
+    @property
+    def root(self) -> Component:
+        return self.levels[0][0]
+
+    @property
+    def stages(self) -> tuple[Component, ...]:
+        return tuple(stage for level in self.levels for stage in level)
+
+
+def _sources(pipeline: Pipeline, component: Component | Route) -> set[str] | None:
+    event_filter = component.consumes if isinstance(component, Consumer) else (
+        component.trigger if isinstance(component, Workflow) else component.routes)
+    if not event_filter.sources:
+        return None
+    return {s if isinstance(s, str) else pipeline.source_of(s.name) for s in event_filter.sources}
+
+
+def downstream(pipeline: Pipeline, producer: Component) -> list[Component]:
+    """The consumers and workflows that take ``producer``'s results (only from it)."""
+    found = []
+    for component in (*pipeline.consumers, *pipeline.workflows):
+        event_type = component.consumes.type if isinstance(component, Consumer) else component.trigger.type
+        sources = _sources(pipeline, component)
+        if event_type in producer.result_types and sources is not None and producer.result_source in sources:
+            found.append(component)
+    return found
+
+
+def flow_of(pipeline: Pipeline, root: Component) -> Flow:
+    levels, seen = [(root,)], {root.name}
+    while True:
+        nxt = tuple(t for stage in levels[-1] for t in downstream(pipeline, stage) if t.name not in seen)
+        if not nxt:
+            return Flow(root.name, tuple(levels))
+        seen |= {t.name for t in nxt}
+        levels.append(nxt)
+
+
+def resolve_flows(pipeline: Pipeline, name: str | None) -> list[Flow]:
+    """The flows ``name`` asks for: ``all`` (default), a component's name, or one word of it (``image``, ``review``)."""
+    roots = [c for c in (*pipeline.consumers, *pipeline.workflows) if c.demo is not None]
+    flows = [flow_of(pipeline, root) for root in roots]
+    if not flows:
+        raise ChaosError("no declared consumer or workflow has demo samples to send")
+    if name in (None, "all"):
+        return flows
+    components = [c for flow in flows for c in flow.stages]
+    matched = [c for c in components if c.name == name] or [c for c in components if name in c.name.split("-")]
+    if len({c.name for c in matched}) > 1:
+        matched = [c for c in matched if c.demo is not None]  # "risk": the flow's root, risk-scorer
+    names = sorted({c.name for c in matched})
+    if len(names) != 1:
+        known = ", ".join(sorted({c.name for c in components}))
+        raise ChaosError(f"--flow {name}: {'matches ' + ', '.join(names) + '; name one' if names else 'no such flow'} "
+                         f"(flows: all, {known})")
+    return [next(flow for flow in flows if any(c.name == names[0] for c in flow.stages))]
 
 
 @dataclass
 class Ledger:
-    """Where each input id ended up."""
+    """Where each input of a flow ended up."""
 
     processed_once: int = 0
-    processed_twice: int = 0  # input ids with more than one result event
-    repeated_results: int = 0  # result events beyond the first for an input id
-    in_dead_letter_queue: int = 0  # not processed, waiting in the DLQ
+    processed_twice: int = 0  # processed, and a result of it published more than once (at any stage)
+    repeated_results: int = 0  # result events beyond the first, for one input at one stage
+    in_dead_letter_queue: int = 0  # not processed, waiting in a DLQ
+    failed_with_reason: int = 0  # a workflow of the flow emitted its failure event, with the reason
+    pending_review: int = 0  # waiting for a person
     dead_lettered_after_processing: int = 0  # processed, and a redelivery of it sits in the DLQ
     lost: int = 0
 
-    @classmethod
-    def take(cls, sent: list[str], results: Counter[str], dead: set[str]) -> Ledger:
-        ledger = cls()
-        for event_id in sent:
-            count, dead_lettered = results.get(event_id, 0), event_id in dead
-            ledger.processed_once += count == 1
-            ledger.processed_twice += count > 1
-            ledger.repeated_results += max(count - 1, 0)
-            ledger.in_dead_letter_queue += dead_lettered and not count
-            ledger.dead_lettered_after_processing += dead_lettered and bool(count)
-            ledger.lost += not count and not dead_lettered
-        return ledger
-
     def balanced(self, events: int, repeat_bound: int = 0) -> bool:
-        """Processed + waiting in the DLQ = every event sent; nothing lost; results repeated at most
-        ``repeat_bound`` times (what the injected faults allow: see :attr:`ChaosReport.repeat_bound`)."""
-        return (self.processed_once + self.processed_twice + self.in_dead_letter_queue == events and self.lost == 0
-                and self.repeated_results <= repeat_bound)
+        """Every input in exactly one place, nothing lost; results repeated at most ``repeat_bound`` times
+        (what the injected faults allow: see :attr:`FlowReport.repeat_bound`)."""
+        accounted = (self.processed_once + self.processed_twice + self.in_dead_letter_queue + self.failed_with_reason
+                     + self.pending_review)
+        return accounted == events and self.lost == 0 and self.repeated_results <= repeat_bound
 
 
 @dataclass
-class ChaosReport:
-    consumer: str
+class FlowReport:
+    flow: str
+    stages: list[str]
     events: int
-    rates: FaultRates
-    seed: int
     ledger: Ledger = field(default_factory=Ledger)
     after_redrive: Ledger | None = None
     redriven: int = 0
     result_events: int = 0
     invocations: int = 0
     failed_invocations: dict[str, int] = field(default_factory=dict)  # by Lambda error type
-    records_failed_by_injection: int = 0
-    crashes_before_complete: int = 0  # invocations that died between a group's PutEvents and its completion
+    injected_errors: int = 0  # records (consumers) or step invocations (workflows) failed on purpose
+    injectable: int = 0  # deliveries (consumers) or step invocations (workflows) that could fail
+    injectable_kind: str = "deliveries"
+    crashes_before_complete: int = 0  # consumer invocations that died between a group's PutEvents and its completion
     results_before_complete: int = 0  # results those groups had published: they may be published again
     records_failed_by_claim_throttling: int = 0  # their claims could not be written: redelivered later
     claims_not_completed: int = 0  # published, but DynamoDB would not take the completion
     duplicates_delivered: int = 0
     duplicates_skipped: int = 0
     claims_expired: int = 0
-    deliveries: int = 0
+    reviews: dict[str, int] = field(default_factory=dict)
+    failure_reasons: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -127,13 +214,32 @@ class ChaosReport:
 
     @property
     def balanced(self) -> bool:
+        """Both ledgers balance, and once the faults are off and the DLQ redriven no input stays there:
+        every input is valid, so one still failing is a bug of the consumer, not an incident."""
         final = self.after_redrive or self.ledger
-        return self.ledger.balanced(self.events, self.repeat_bound) and final.balanced(self.events, self.repeat_bound)
+        stuck = self.after_redrive is not None and self.after_redrive.in_dead_letter_queue > 0
+        return (self.ledger.balanced(self.events, self.repeat_bound) and final.balanced(self.events, self.repeat_bound)
+                and not stuck)
+
+
+@dataclass
+class ChaosReport:
+    events: int
+    rates: FaultRates
+    seed: int
+    flows: dict[str, FlowReport] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def balanced(self) -> bool:
+        return bool(self.flows) and all(flow.balanced for flow in self.flows.values())
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["repeat_bound"] = self.repeat_bound
         data["balanced"] = self.balanced
+        for name, flow in self.flows.items():
+            data["flows"][name]["repeat_bound"] = flow.repeat_bound
+            data["flows"][name]["balanced"] = flow.balanced
         return data
 
 
@@ -150,107 +256,257 @@ def published_before_crash(stack_trace: list[str]) -> int | None:
     return None
 
 
-def chaos_consumer(pipeline: Pipeline, name: str | None) -> Consumer:
-    """The declared consumer ``name`` (default: the first declared one with demo samples to send)."""
-    consumers = [c for c in pipeline.consumers if c.demo is not None]
-    if name is None:
-        if not consumers:
-            raise ChaosError("no declared consumer has demo samples to send")
-        return consumers[0]
-    found = [c for c in consumers if c.name == name]
-    if not found:
-        raise ChaosError(f"no consumer {name!r} with demo samples; consumers: {', '.join(c.name for c in consumers)}")
-    return found[0]
-
-
-def _results_and_dead_letters(pipeline: Any, consumer: Consumer, results: Counter[str]) -> set[str]:
-    for delivered in pipeline.tapped_events():
-        if delivered["detail-type"] == consumer.produces and delivered["source"] == consumer.result_source:
-            results[delivered["detail"]["subject"]] += 1
-    dlq_url = pipeline.consumer(consumer.name).dead_letter_queue_url
-    return {json.loads(m["Body"])["detail"]["id"] for m in pipeline.peek(dlq_url)}
-
-
-def chaos_overrides(consumer: Consumer, batch_size: int) -> dict[str, int]:
-    """The consumer's batches this small: more invocations, so more of them can fail."""
+def chaos_overrides(flow: Flow, batch_size: int) -> dict[str, int]:
+    """The flow's consumers' batches this small: more invocations, so more of them can fail."""
     window = 0 if batch_size <= 10 else 1  # SQS takes more than 10 per batch only with a window
-    return {f"{consumer.name}.batch_size": batch_size, f"{consumer.name}.max_batching_window_s": window}
+    overrides = {}
+    for stage in flow.stages:
+        if isinstance(stage, Consumer):
+            overrides |= {f"{stage.name}.batch_size": batch_size, f"{stage.name}.max_batching_window_s": window}
+    return overrides
 
 
-def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, consumer: str | None = None, seed: int = 7,
+def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str | None = None, seed: int = 7,
               redrive: bool = True, batch_size: int = 10, progress: Callable[[str, int, int], None] | None = None,
               template: dict[str, Any] | None = None) -> ChaosReport:
-    """Send ``events`` samples through the faulty consumer, drain, take the ledger, redrive, take it again.
+    """Run each flow ``flow`` names (default: all) with ``events`` inputs under the faults; one ledger per flow.
 
-    ``consumer`` is a declared consumer's name (default: the first with demo samples);
-    ``batch_size`` (1-10,000) sets its SQS batch for this run (default 10: many invocations,
-    so the per-invocation faults happen often); ``template`` overrides it.
+    ``batch_size`` (1-10,000) sets the flow's consumers' SQS batch for this run (default 10: many
+    invocations, so the per-invocation faults happen often); ``template`` overrides it (and then
+    every flow runs on that template).
     """
     from pipeline import load_pipeline
 
-    from inferbus.demo.inputs import sample_events
-    from inferbus.local import LocalPipeline
-    from inferbus.redrive import redrive as move_back
-
     declarations = load_pipeline()
-    declared = chaos_consumer(declarations, consumer)
-    assert declared.demo is not None
+    flows = resolve_flows(declarations, flow)
     rates = rates or FaultRates()
-    report = ChaosReport(declared.name, events, rates, seed)
-    notify = progress or (lambda stage, done, total: None)
+    report = ChaosReport(events, rates, seed)
     started = time.perf_counter()
-    samples = [event for event, _ in sample_events(declared, min(declared.demo.limit, events), source=SOURCE)]
-    notify("synthesize + provision", 0, 1)
-    overrides = None if template is not None else chaos_overrides(declared, batch_size)
-    with LocalPipeline(template, overrides=overrides, pipeline=declarations) as pipeline:
-        notify("synthesize + provision", 1, 1)
-        local = pipeline.consumer(declared.name)
-        function, source = local.function, local.source
-        function.set_environment(**{FAULTS_VARIABLE: rates.plan(seed)})
-        source.redeliver(rates.duplicate_rate, seed=seed)
-
-        sent = [f"chaos-{i}" for i in range(events)]
-        entries = [
-            to_put_events_entry(samples[i % len(samples)].model_copy(update={"id": event_id, "correlationid": event_id}),
-                                pipeline.bus_name)
-            for i, event_id in enumerate(sent)
-        ]
-        for start in range(0, events, 10):
-            rejected = pipeline.put_events(entries[start : start + 10])
-            if rejected:
-                raise RuntimeError(f"the bus refused {len(rejected)} events")
-            while pipeline.pump():  # keep the queue shallow: moto's SQS slows down as a queue grows
-                pass
-            notify("send", min(start + 10, events), events)
-        pipeline.drain()
-        notify("drain", 1, 1)
-
-        results: Counter[str] = Counter()
-        dead = _results_and_dead_letters(pipeline, declared, results)
-        report.ledger = Ledger.take(sent, results, dead)
-        report.invocations = len(function.invocations)
-        report.failed_invocations = dict(Counter(i.error_type for i in function.invocations if i.error_type))
-        report.records_failed_by_injection = sum(
-            1 for line in function.logs if line.get("status") == "failed" and "injected fault" in line.get("reason", ""))
-        report.records_failed_by_claim_throttling = sum(
-            1 for line in function.logs if line.get("status") == "failed" and line.get("reason", "").startswith("claim:"))
-        report.claims_not_completed = int(sum(function.metrics.get("ClaimsNotCompleted", [])))
-        crashes = [published_before_crash(i.stack_trace) for i in function.invocations]
-        report.crashes_before_complete = sum(1 for n in crashes if n is not None)
-        report.results_before_complete = sum(n for n in crashes if n is not None)
-        report.duplicates_delivered = source.duplicates_delivered
-        report.duplicates_skipped = int(sum(function.metrics.get("DuplicatesSkipped", [])))
-        report.claims_expired = source.expired_after_failures
-        report.deliveries = source.deliveries
-
-        if redrive and dead:
-            function.set_environment(**{FAULTS_VARIABLE: ""})  # the incident is over
-            source.redeliver(0.0)
-            report.redriven = move_back(pipeline.sqs, local.dead_letter_queue_url, local.queue_url)
-            pipeline.drain()
-            notify("redrive", 1, 1)
-            dead = _results_and_dead_letters(pipeline, declared, results)
-            report.after_redrive = Ledger.take(sent, results, dead)
-        report.result_events = sum(results.values())
+    for chosen in flows:
+        report.flows[chosen.name] = _run_flow(declarations, chosen, events, rates, seed=seed, redrive=redrive,
+                                              batch_size=batch_size, progress=progress, template=template)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates, *, seed: int, redrive: bool,
+              batch_size: int, progress: Callable[[str, int, int], None] | None,
+              template: dict[str, Any] | None) -> FlowReport:
+    from inferbus.demo.inputs import sample_events
+    from inferbus.local import LocalPipeline
+
+    root = flow.root
+    assert root.demo is not None
+    notify = progress or (lambda stage, done, total: None)
+    report = FlowReport(flow.name, [stage.name for stage in flow.stages], events)
+    started = time.perf_counter()
+    samples = sample_events(root, min(root.demo.limit, events), source=SOURCE)
+    notify(f"{flow.name}: synthesize + provision", 0, 1)
+    overrides = None if template is not None else chaos_overrides(flow, batch_size)
+    with LocalPipeline(template, overrides=overrides, pipeline=declarations) as pipeline:
+        notify(f"{flow.name}: synthesize + provision", 1, 1)
+        functions = _fault_functions(pipeline, flow, rates, seed)
+        sent = [f"chaos-{i}" for i in range(events)]
+        truth = {event_id: samples[i % len(samples)][1] for i, event_id in enumerate(sent)}
+        entries = [to_put_events_entry(samples[i % len(samples)][0].model_copy(update={"id": event_id, "correlationid": event_id}),
+                                       pipeline.bus_name) for i, event_id in enumerate(sent)]
+        again = _producer_retries(flow, entries, rates.duplicate_rate, seed)
+        report.duplicates_delivered += len(again)
+        size = CONSUMER_WAVE if isinstance(root, Consumer) else WORKFLOW_WAVE
+        for start in range(0, events, size):
+            wave = entries[start : start + size] + [entries[i] for i in again if start <= i < start + size]
+            for chunk in range(0, len(wave), 10):
+                if rejected := pipeline.put_events(wave[chunk : chunk + 10]):
+                    raise RuntimeError(f"the bus refused {len(rejected)} events")
+                while pipeline.pump():  # keep the queues shallow: moto's SQS slows down as a queue grows
+                    pass
+            if len(flow.stages) > 1 or not isinstance(root, Consumer):  # let the wave's executions finish
+                pipeline.drain()
+                _play_reviewers(pipeline, flow, truth, report)
+            notify(f"{flow.name}: send", min(start + size, events), events)
+        pipeline.drain()
+        _play_reviewers(pipeline, flow, truth, report)
+        pipeline.drain()
+
+        _take_ledger(pipeline, flow, sent, report, first=True)
+        _count_faults(pipeline, flow, functions, report)
+        if redrive and isinstance(root, Consumer):
+            from inferbus.redrive import redrive as move_back
+
+            consumer = pipeline.consumer(root.name)
+            dead = pipeline.peek(consumer.dead_letter_queue_url)
+            if dead:
+                for function in functions:
+                    function.set_environment(**{FAULTS_VARIABLE: ""})  # the incident is over
+                for source in pipeline.event_sources:
+                    source.redeliver(0.0)
+                report.redriven = move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url)
+                pipeline.drain()
+                _play_reviewers(pipeline, flow, truth, report)
+                pipeline.drain()
+                _take_ledger(pipeline, flow, sent, report, first=False)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _fault_functions(pipeline: Any, flow: Flow, rates: FaultRates, seed: int) -> list[Any]:
+    """Switch the faults on in every function of the flow; return them."""
+    functions = []
+    for stage in flow.stages:
+        if isinstance(stage, Consumer):
+            local = pipeline.consumer(stage.name)
+            local.function.set_environment(**{FAULTS_VARIABLE: rates.plan(seed)})
+            local.source.redeliver(rates.duplicate_rate, seed=seed)
+            functions.append(local.function)
+        else:
+            for stem in ("Accept", *stage.tasks):
+                function = pipeline.task_function(stage.name, stem)
+                if function not in functions:
+                    function.set_environment(**{FAULTS_VARIABLE: rates.step_plan(seed)})
+                    functions.append(function)
+    return functions
+
+
+def _producer_retries(flow: Flow, entries: list[dict[str, Any]], rate: float, seed: int) -> list[int]:
+    """For a workflow root, which inputs a producer puts on the bus twice (its event source cannot redeliver)."""
+    if isinstance(flow.root, Consumer) or not rate:
+        return []
+    import random
+
+    draws = random.Random(seed)  # noqa: S311 - chaos, not crypto
+    return [index for index in range(len(entries)) if draws.random() < rate]
+
+
+def _play_reviewers(pipeline: Any, flow: Flow, truth: dict[str, Any], report: FlowReport) -> None:
+    from inferbus.reviews import decide, list_reviews
+
+    for stage in flow.stages:
+        if not (isinstance(stage, Workflow) and stage.review_queue and stage.reviewer):
+            continue
+        queue_url = pipeline.review_queue_url(stage.name)
+        for review in list_reviews(pipeline.sqs, queue_url):
+            if review.request is None:
+                continue
+            case = review.request.case
+            approve, note = stage.reviewer(case, truth.get(case.transaction_id))
+            outcome = decide(pipeline.sqs, pipeline.stepfunctions, queue_url, case.transaction_id, approve=approve,
+                             reviewer="chaos-reviewer", note=note).outcome
+            report.reviews[outcome] = report.reviews.get(outcome, 0) + 1
+
+
+def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport, *, first: bool) -> None:
+    if first or not hasattr(pipeline, "_chaos_events"):
+        pipeline._chaos_events = []
+    pipeline._chaos_events += pipeline.tapped_events()
+    delivered = pipeline._chaos_events
+    results: dict[str, Counter[tuple[str, str]]] = defaultdict(Counter)  # subject -> (source, type) -> count
+    result_ids: dict[str, list[str]] = defaultdict(list)  # subject -> ids of its results
+    failures: dict[str, list[str]] = defaultdict(list)  # input id -> failure reasons
+    executions = pipeline.executions()
+    # A failure in Accept itself names no input (it could not be read): its correlation id is the execution's name.
+    input_of_execution = {e.name: (e.input or {}).get("detail", {}).get("id") for e in executions}
+    for event in delivered:
+        detail, source, detail_type = event["detail"], event["source"], event["detail-type"]
+        stage = next((s for s in flow.stages if s.result_source == source), None)
+        if stage is None or not isinstance(detail, dict):
+            continue
+        if isinstance(stage, Workflow) and detail_type == stage.failure:
+            data = detail.get("data", {})
+            input_id = data.get("input_id") or detail.get("subject") or input_of_execution.get(detail.get("correlationid"))
+            failures[input_id].append(f"{data.get('error')}: {data.get('cause')}")
+        elif detail_type in stage.result_types and detail.get("subject"):
+            results[detail["subject"]][(source, detail_type)] += 1
+            result_ids[detail["subject"]].append(detail["id"])
+    waiting = {(e.input or {}).get("detail", {}).get("id") for e in executions if e.waiting_for_task_token}
+    dead = _dead_letter_ids(pipeline)
+    ledger = Ledger()
+    for event_id in sent:
+        repeats, outcome = _outcome(flow, event_id, results, result_ids, failures, waiting)
+        in_dlq = event_id in dead
+        ledger.repeated_results += repeats
+        if outcome == "processed":
+            if repeats:
+                ledger.processed_twice += 1
+            else:
+                ledger.processed_once += 1
+            ledger.dead_lettered_after_processing += in_dlq
+        elif outcome == "failed":
+            ledger.failed_with_reason += 1
+        elif outcome == "pending":
+            ledger.pending_review += 1
+        elif outcome is None and in_dlq:
+            ledger.in_dead_letter_queue += 1
+        else:
+            ledger.lost += 1
+    report.result_events = sum(sum(counts.values()) for counts in results.values())
+    if first:
+        report.ledger = ledger
+        reasons = Counter(reason.split(":")[0] for reasons in failures.values() for reason in reasons)
+        report.failure_reasons = dict(reasons)
+    else:
+        report.after_redrive = ledger
+
+
+def _outcome(flow: Flow, event_id: str, results: dict[str, Counter[tuple[str, str]]], result_ids: dict[str, list[str]],
+             failures: dict[str, list[str]], waiting: set[str]) -> tuple[int, str | None]:
+    """Follow one input down the flow, level by level: (results published again, processed / failed /
+    pending / None). At each level the input (or its results) must have one outcome: results, which
+    the next level takes, a failure event, or a person still deciding."""
+    subjects, repeats = [event_id], 0
+    for depth, level in enumerate(flow.levels):
+        sources = {stage.result_source for stage in level}
+        produced = []
+        for subject in subjects:
+            counts = {key: count for key, count in results[subject].items() if key[0] in sources}
+            repeats += sum(count - 1 for count in counts.values())
+            if counts:
+                produced += result_ids[subject]
+        if produced:  # a failure event beside a result is a redelivery's (its Accept failed): the input was processed
+            subjects = produced
+            continue
+        if any(failures.get(subject) for subject in subjects):
+            return repeats, "failed"
+        if any(subject in waiting for subject in subjects):
+            return repeats, "pending"
+        return repeats, None if depth == 0 else "lost"
+    return repeats, "processed"
+
+
+def _dead_letter_ids(pipeline: Any) -> set[str]:
+    ids = set()
+    for messages in pipeline.dead_letters().values():
+        for message in messages:
+            try:
+                ids.add(json.loads(message["Body"])["detail"]["id"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return ids
+
+
+def _count_faults(pipeline: Any, flow: Flow, functions: list[Any], report: FlowReport) -> None:
+    invocations = [i for function in functions for i in function.invocations]
+    report.invocations = len(invocations)
+    report.failed_invocations = dict(Counter(i.error_type for i in invocations if i.error_type))
+    consumers = [s for s in flow.stages if isinstance(s, Consumer)]
+    if isinstance(flow.root, Consumer):
+        local = pipeline.consumer(flow.root.name)
+        report.injected_errors = sum(1 for line in local.function.logs
+                                     if line.get("status") == "failed" and "injected fault" in line.get("reason", ""))
+        report.injectable = local.source.deliveries
+    else:
+        report.injected_errors = report.failed_invocations.get("TransientError", 0)
+        report.injectable, report.injectable_kind = len(invocations), "step invocations"
+    for stage in consumers:
+        local = pipeline.consumer(stage.name)
+        function = local.function
+        report.duplicates_delivered += local.source.duplicates_delivered
+        report.duplicates_skipped += int(sum(function.metrics.get(DUPLICATES_SKIPPED, [])))
+        report.claims_expired += local.source.expired_after_failures
+        report.records_failed_by_claim_throttling += sum(
+            1 for line in function.logs if line.get("status") == "failed" and line.get("reason", "").startswith("claim:"))
+        report.claims_not_completed += int(sum(function.metrics.get(CLAIMS_NOT_COMPLETED, [])))
+        crashes = [n for n in (published_before_crash(i.stack_trace) for i in function.invocations) if n is not None]
+        report.crashes_before_complete += len(crashes)
+        report.results_before_complete += sum(crashes)
+    accept = [f for f in functions if f.spec.environment.get("POWERTOOLS_SERVICE_NAME") == "accept"]
+    report.duplicates_skipped += int(sum(v for f in accept for v in f.metrics.get("EventsDuplicate", [])))

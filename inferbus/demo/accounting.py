@@ -27,7 +27,7 @@ from inferbus_lambda.metric_names import (
     RECORDS_PUBLISHED,
 )
 
-from infra.declarations import ACCEPT_STEM, Consumer, EventFilter, Pipeline, Route, Workflow
+from infra.declarations import ACCEPT_STEM, UNROUTED_CHECK_SOURCE, Consumer, EventFilter, Pipeline, Route, Workflow
 
 from ..local import LocalPipeline
 from .inputs import DEMO_SOURCE, Sent, demo_components, input_type
@@ -222,13 +222,17 @@ def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: De
             data = kept["detail"]["data"]
             event_id, by, reason = data["input_id"], kept["source"], f"{data['error']}: {data['cause']}"
         component = sent.component_of.get(event_id)
-        if component not in report.kinds or by != sources.get(component):
+        unrouted = by == UNROUTED_CHECK_SOURCE  # no rule of the bus takes it: the unrouted-events check kept it
+        if component not in report.kinds or not (unrouted or by == sources.get(component)):
             report.rejection_reasons.setdefault(str(event_id), reason)
             continue
-        report.rejection_reasons[str(event_id)] = reason
+        report.rejection_reasons[str(event_id)] = ("no rule takes it: " if unrouted else "") + reason
         if event_id not in rejected:
             rejected.add(event_id)
-            report.kinds[component].rejected += 1
+            if unrouted:
+                report.kinds[component].unrouted += 1
+            else:
+                report.kinds[component].rejected += 1
     dead_lettered: set[str] = set()
     for logical_id, messages in pipeline.dead_letters().items():
         report.dead_letters[logical_id] = len(messages)

@@ -98,13 +98,14 @@ def write_report(report: DemoReport, folder: Path) -> Path:
              f"{verdict}, in {report.seconds:.1f} s; {report.rejected_by_bus} entries rejected by PutEvents; "
              f"{len(report.invalid_results)} published events break their contract.", "",
              "## Ledger: every event sent, and where it ended up", ""]
-    lines += _table(["component", "input", "sent", "malformed", "duplicates", "results", "rejected", "failed", "in DLQs",
-                     "balanced", "accuracy"],
+    lines += _table(["component", "input", "sent", "malformed", "duplicates", "results", "rejected", "unrouted", "failed",
+                     "in DLQs", "balanced", "accuracy"],
                     [[name, kind["input_type"], kind["sent"], kind["malformed"], kind["duplicate_deliveries"], kind["results"],
-                      kind["rejected"], kind["failure_events"], kind["in_dead_letter_queues"],
+                      kind["rejected"], kind["unrouted"], kind["failure_events"], kind["in_dead_letter_queues"],
                       "yes" if kind["balanced"] else "**no**", _figure(kind["accuracy"], 3)]
                      for name, kind in data["kinds"].items()])
-    lines += ["", "Rejected: kept in the invalid-events queue with the reason; failed: a workflow gave up after its "
+    lines += ["", "Rejected: kept in the invalid-events queue with the reason; unrouted: taken by no rule of the bus, "
+              "kept there by the unrouted-events check with the reason; failed: a workflow gave up after its "
               "retries and emitted its failure event.", ""]
     if _latency_plot(report, folder / "latency.png"):
         lines += ["## Latency, submission to result", "", "![latency per component](latency.png)", ""]

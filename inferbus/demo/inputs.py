@@ -16,7 +16,7 @@ from typing import Any
 from inferbus_lambda.contracts import data_model, new_event, to_put_events_entry
 from pydantic import ValidationError
 
-from infra.declarations import Consumer, DemoInputs, Pipeline, Workflow
+from infra.declarations import Consumer, Corruption, DemoInputs, Pipeline, Workflow
 
 __all__ = ["DEMO_SOURCE", "DemoInputError", "Sent", "build_inputs", "check_sizes", "demo_components", "input_type", "sample_event",
            "sample_events"]
@@ -145,13 +145,22 @@ def build_inputs(pipeline: Pipeline, bus_name: str, *, counts: Mapping[str, int]
     return sent
 
 
+# Broken copies no rule of the bus takes, sent to every component: the unrouted-events check keeps them.
+UNROUTED = (
+    Corruption("no specversion (no rule takes it)", lambda d: d.pop("specversion")),
+    Corruption("a type with a zero-width space (no rule takes it)", lambda d: d.update(type=d["type"][:3] + "\u200b" + d["type"][3:])),
+)
+
+
 def _malformed(component: Consumer | Workflow, demo: DemoInputs, template: dict[str, Any], bus_name: str,
                sent: Sent) -> int:
-    """Copies of a valid entry, each broken by one of the declaration's corruptions, each with why."""
-    for index, corruption in enumerate(demo.malformed):
+    """Copies of a valid entry, each broken by one of the declaration's corruptions (and the ones no rule
+    takes), each with why."""
+    for index, corruption in enumerate((*demo.malformed, *UNROUTED)):
         detail = json.loads(template["Detail"])
         detail["id"] = f"malformed-{component.name}-{index}"
         corruption.change(detail)
         sent.reasons[detail["id"]], sent.component_of[detail["id"]] = corruption.why, component.name
-        sent.entries.append({**template, "Detail": json.dumps(detail), "EventBusName": bus_name})
-    return len(demo.malformed)
+        sent.entries.append({**template, "Detail": json.dumps(detail), "EventBusName": bus_name,
+                             "DetailType": detail.get("type", template["DetailType"])})
+    return len(demo.malformed) + len(UNROUTED)

@@ -33,6 +33,7 @@ class KindReport:
     duplicates: int = 0
     results: int = 0
     rejected: int = 0  # kept in the invalid-events queue with the reason
+    unrouted: int = 0  # taken by no rule of the bus: kept there too, by the unrouted-events check
     failure_events: int = 0  # a workflow failed after its retries: its ...Failed event says why
     duplicate_results: int = 0
     in_dead_letter_queues: int = 0
@@ -47,14 +48,15 @@ class KindReport:
     @property
     def balanced(self) -> bool:
         """Each distinct event: one result, one rejection, one failure event, or a DLQ message; nothing twice."""
-        accounted = self.results + self.rejected + self.failure_events + self.in_dead_letter_queues
+        accounted = self.results + self.rejected + self.unrouted + self.failure_events + self.in_dead_letter_queues
         return accounted == self.sent + self.malformed and not self.duplicate_results
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "component": self.component, "input_type": self.input_type,
             "sent": self.sent, "malformed": self.malformed, "duplicate_deliveries": self.duplicates,
-            "results": self.results, "rejected": self.rejected, "failure_events": self.failure_events,
+            "results": self.results, "rejected": self.rejected, "unrouted": self.unrouted,
+            "failure_events": self.failure_events,
             "in_dead_letter_queues": self.in_dead_letter_queues,
             "duplicate_results": self.duplicate_results, "balanced": self.balanced,
             "accuracy": rounded(self.accuracy, 4), "scored": self.scored,

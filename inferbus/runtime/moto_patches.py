@@ -7,10 +7,13 @@ version, or the signature of a function patched here).
 
 Faithfulness:
 
-- **Patterns**: a rule's pattern is validated and matched by :mod:`.patterns` (AWS's
-  documented semantics) instead of moto's matcher, against the event as AWS matches it
+- **Patterns**: a rule's pattern is validated and matched by ``inferbus_lambda.patterns`` (AWS's
+  documented semantics, the matcher the unrouted-events check runs in Lambda too) instead of moto's matcher, against the event as AWS matches it
   (``time`` as an ISO string, not moto's raw request time).
 - **Disabled rules** deliver nothing (moto delivers anyway).
+- **A Detail that is not a JSON object** (``[]``, ``42``, a JSON string, ``null``) is refused
+  with ``MalformedDetail``, as AWS documents PutEvents ("Detail: a valid JSON object"); moto
+  accepts it with a warning, and some such events crash its delivery to a queue.
 - **Delivered events** keep their ``account`` (moto's default input template drops it).
 - **State machine targets** (moto raises ``NotImplementedError``) and the runtime's own
   local-only targets are handed to :data:`Hooks.deliver` in-process.
@@ -49,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .patterns import PatternError, compile_pattern_text
+from inferbus_lambda.patterns import PatternError, compile_pattern_text
 
 MOTO_VERSION = "5.2.5"
 REQUEST_LOCK = threading.RLock()
@@ -59,6 +62,8 @@ SERVICE_LOCKS = {"dynamodb": threading.RLock()}
 # Actions that wait on other callers inside the request: never under REQUEST_LOCK.
 WAITING_ACTIONS = {"StartSyncExecution"}
 DROPPED_FROM_EVENTS = ("ingestion-time",)
+PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
+MALFORMED_DETAIL = {"ErrorCode": "MalformedDetail", "ErrorMessage": "Detail is malformed."}  # as AWS answers it
 # Step Functions service integrations that make their AWS clients with moto's boto_client_for.
 CLIENT_USING_SERVICES = ("aws_sdk", "batch", "dynamodb", "ecs", "events", "glue", "sfn", "sns", "sqs", "unsupported")  # moto's bookkeeping, not part of an EventBridge event
 
@@ -158,10 +163,26 @@ def _patch_sqs() -> None:
     _patch(SQSBackend, "change_message_visibility", change_visibility_and_notify)
 
 
+def _detail_is_json_but_no_object(entry: dict[str, Any]) -> bool:
+    try:
+        return not isinstance(json.loads(entry.get("Detail") or "{}"), dict)
+    except (TypeError, ValueError, RecursionError):
+        return False  # not JSON at all: moto answers MalformedDetail itself
+
+
 def _patch_events() -> None:
     from moto.events.exceptions import InvalidEventPatternException
-    from moto.events.models import EventPattern, Rule
+    from moto.events.models import EventPattern, EventsBackend, Rule
     from moto.events.responses import EventsHandler
+
+    put_events = EventsBackend.put_events
+
+    def put_events_refusing_non_objects(self: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        refused = [_detail_is_json_but_no_object(event) for event in events]
+        if len(events) > PUT_EVENTS_LIMIT or not any(refused):
+            return put_events(self, events)  # moto's own answer, its ValidationException for more than 10
+        answers = iter(put_events(self, [e for e, no in zip(events, refused, strict=True) if not no]) if not all(refused) else [])
+        return [dict(MALFORMED_DETAIL) if no else next(answers) for no in refused]
 
     load = EventPattern.__dict__["load"].__func__
 
@@ -210,6 +231,7 @@ def _patch_events() -> None:
             raise InvalidEventPatternException(reason=str(error)) from None
         return json.dumps({"Result": compiled.matches(json.loads(self._get_param("Event") or "{}"))})
 
+    _patch(EventsBackend, "put_events", put_events_refusing_non_objects)
     _patch(EventPattern, "load", classmethod(validated_load))
     _patch(EventPattern, "matches_event", matches_event)
     _patch(Rule, "send_to_targets", send_to_targets_as_aws)

@@ -16,7 +16,8 @@ def receive_all(sqs: Any, queue_url: str, *, visibility_timeout_s: int = 30) -> 
     messages: list[dict[str, Any]] = []
     seen: set[str] = set()
     while batch := sqs.receive_message(
-        QueueUrl=queue_url, MaxNumberOfMessages=SQS_BATCH_LIMIT, AttributeNames=["All"], VisibilityTimeout=visibility_timeout_s
+        QueueUrl=queue_url, MaxNumberOfMessages=SQS_BATCH_LIMIT, AttributeNames=["All"], MessageAttributeNames=["All"],
+        VisibilityTimeout=visibility_timeout_s,
     ).get("Messages", []):
         fresh = [message for message in batch if message["MessageId"] not in seen]
         if not fresh:

@@ -20,12 +20,16 @@ from constructs import Construct
 from inferbus_lambda.metric_names import (
     BATCH_SIZE,
     EVENT_LATENCY_MS,
+    EVENTS_ROUTED,
+    EVENTS_UNROUTED,
     INFERENCE_MS,
     PROCESSING_MS,
     PUT_EVENTS_FAILED_ENTRIES,
+    RECORDS_DEAD_LETTERED,
     RECORDS_FAILED,
     RECORDS_PUBLISHED,
     RECORDS_REJECTED,
+    RESULT_EVENTS,
 )
 
 from .alarms import (
@@ -46,6 +50,9 @@ CONSUMER_ALARMS = ("DeadLetters", "UndeliveredEvents", "Latency", "FunctionError
                    "EventLatency", "ProcessingLatency", "Throttles", "Concurrency", "PutEventsFailedEntries")
 INSIGHTS_ALARMS = ("Memory",)
 ROUTE_ALARMS = ("DeadLetters", "UndeliveredEvents")
+# The unrouted-events check's alarms (Memory too with Lambda Insights).
+UNROUTED_CHECK_ALARMS = ("DeadLetters", "UndeliveredEvents", "Latency", "FunctionErrors", "RecordFailures", "Throttles",
+                         "Unrouted")
 
 
 class ConsumerMonitoring(Construct):
@@ -94,6 +101,7 @@ class ConsumerMonitoring(Construct):
         published = handler_metric(RECORDS_PUBLISHED, label="records consumed per minute")
         failed = handler_metric(RECORDS_FAILED, label="records failed per minute")
         rejected = handler_metric(RECORDS_REJECTED, label="records rejected per minute")
+        dead_lettered = handler_metric(RECORDS_DEAD_LETTERED, label="records dead-lettered per minute (with the reason)")
         records = handler_metric(BATCH_SIZE, label="records received per minute")
         event_latency = handler_metric(EVENT_LATENCY_MS, "p95", "event latency p95 (ms)")
         processing = handler_metric(PROCESSING_MS, "p95", "batch processing p95 (ms)")
@@ -127,7 +135,8 @@ class ConsumerMonitoring(Construct):
         self.alarms = add_alarms(self, levels, construct_id, alarm_topic)
 
         dashboard.add_widgets(
-            cloudwatch.GraphWidget(title=f"{name}: consumption rate (records/min)", left=[published, failed, rejected]),
+            cloudwatch.GraphWidget(title=f"{name}: consumption rate (records/min)",
+                                   left=[published, failed, rejected, dead_lettered]),
             cloudwatch.GraphWidget(title=f"{name}: latency (ms; oldest message s)", left=[event_latency, processing,
                                    handler_metric(INFERENCE_MS, "p95", "inference p95 (ms)")], right=[oldest]),
             cloudwatch.GraphWidget(title=f"{name}: errors (error rate %)", left=[rate],
@@ -166,3 +175,61 @@ class RouteMonitoring(Construct):
             title=f"{name}: queue depth and DLQ depth",
             left=[route.queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
                   dlq_depth, undelivered]))
+
+
+class UnroutedCheckMonitoring(Construct):
+    """Alarms and widgets for the unrouted-events check: its queue and function like a consumer's, and
+    an alarm when it keeps an event that no rule takes (a producer sends what the pipeline does not handle).
+
+    Parameters
+    ----------
+    check
+        The check's queue, function and DLQs.
+    alarm_topic
+        Where alarms notify.
+    metrics_namespace, service
+        Where the check's EMF metrics go.
+    thresholds
+        Alarm levels (from the settings).
+    dashboard
+        The dashboard to add its row to.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, check: QueueConsumer, alarm_topic: sns.ITopic,
+                 metrics_namespace: str, service: str, thresholds: Thresholds, dashboard: cloudwatch.Dashboard) -> None:
+        super().__init__(scope, construct_id)
+
+        def handler_metric(name: str, label: str) -> cloudwatch.Metric:
+            return emf_metric(metrics_namespace, name, {"service": service}, "Sum", label)
+
+        oldest = check.queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum")
+        dlq_depth = check.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
+        target_dlq_depth = check.target_dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=PERIOD, statistic="Maximum")
+        unrouted = handler_metric(EVENTS_UNROUTED, "events no rule takes, kept with the reason")
+        failed = handler_metric(RECORDS_FAILED, "records whose rejection could not be sent")
+        function_errors = check.function.metric_errors(period=PERIOD, statistic="Sum")
+        resources = function_metrics(check.function, thresholds.insights)
+        name = check.node.id
+        levels: list[Level] = [
+            ("DeadLetters", dlq_depth, 1, "events the check failed max_receive_count times (not checked)"),
+            ("UndeliveredEvents", target_dlq_depth, 1, "events EventBridge could not deliver to the check's queue"),
+            ("Latency", oldest, thresholds.max_message_age_s,
+             f"oldest event waited {thresholds.max_message_age_s} s or more to be checked"),
+            ("FunctionErrors", function_errors, 1, "invocations that failed as a whole"),
+            ("RecordFailures", failed, 1, "unrouted events whose rejection could not be sent (retried)"),
+            ("Throttles", resources.throttles, 1, "invocations throttled"),
+            ("Unrouted", unrouted, 1, "events that no rule takes were kept in the invalid-events queue with the reason"),
+        ]
+        if resources.memory_percent is not None:
+            levels.append(("Memory", resources.memory_percent, thresholds.memory_percent,
+                           f"memory use reached {thresholds.memory_percent:g} % (Lambda Insights)"))
+        self.alarms = add_alarms(self, levels, construct_id, alarm_topic)
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title=f"{name}: every event on the bus, by verdict (per min)", left=[
+                handler_metric(RESULT_EVENTS, "results"), handler_metric(EVENTS_ROUTED, "taken by a rule"), unrouted]),
+            cloudwatch.GraphWidget(title=f"{name}: latency and errors (oldest message s)", left=[oldest],
+                                   right=[function_errors, failed]),
+            resource_widget(f"{name}: resource use (throttles, concurrency, memory %, CPU ms)", [resources]),
+            cloudwatch.GraphWidget(title=f"{name}: DLQ depth", left=[dlq_depth, target_dlq_depth]),
+        )

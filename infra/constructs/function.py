@@ -64,6 +64,7 @@ class FunctionSpec:
     environment: dict[str, str]
     log_retention: logs.RetentionDays
     description: str = ""
+    reserved_concurrency: int | None = None  # None: bounded by its event source's MaximumConcurrency instead
     insights: bool = False
 
 
@@ -87,6 +88,7 @@ def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function
         log_group=log_group,
         tracing=lambda_.Tracing.ACTIVE,
         description=spec.description,
+        reserved_concurrent_executions=spec.reserved_concurrency,
         insights_version=INSIGHTS_VERSION if spec.insights else None,
     )
     if spec.code.image_code is not None:

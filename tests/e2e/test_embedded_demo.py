@@ -4,6 +4,7 @@ then the archive replayed with nothing processed twice, and the report written."
 import pytest
 
 from inferbus.demo import demo_components, run_demo
+from inferbus.demo.inputs import UNROUTED
 from tests.declared import PIPELINE
 
 COMPONENTS = demo_components(PIPELINE)
@@ -26,11 +27,14 @@ def test_demo_ledger_balances_for_every_component(report):
         assert kind.balanced, component.name
         assert kind.duplicate_results == 0, component.name
         assert kind.results == kind.sent == COUNTS[component.name], component.name  # every valid event got its result ...
-        assert kind.rejected == kind.malformed == len(component.demo.malformed), component.name  # ... every bad one kept aside
+        assert kind.rejected == len(component.demo.malformed), component.name  # ... every bad one kept aside ...
+        assert kind.unrouted == len(UNROUTED), component.name  # ... those no rule takes by the unrouted-events check
+        assert kind.malformed == kind.rejected + kind.unrouted, component.name
         assert kind.failure_events == kind.in_dead_letter_queues == 0, component.name
         if kind.scored:
             assert kind.accuracy >= 0.5, component.name  # far better than chance on held-out data
-    assert set(report.rejection_reasons) == {f"malformed-{c.name}-{i}" for c in COMPONENTS for i in range(len(c.demo.malformed))}
+    assert set(report.rejection_reasons) == {f"malformed-{c.name}-{i}" for c in COMPONENTS
+                                             for i in range(len(c.demo.malformed) + len(UNROUTED))}
     assert report.metrics["DuplicatesSkipped"] == sum(DUPLICATES[c.name] for c in PIPELINE.consumers if c.name in DUPLICATES)
     assert report.dead_letters and not any(report.dead_letters.values())
 
@@ -50,9 +54,11 @@ def test_replaying_the_archive_processes_nothing_twice(report):
     assert replay.duplicates_skipped == valid_to_consumers  # every valid event a consumer took, skipped this time
     assert replay.workflow_duplicates >= sum(COUNTS[w.name] for w in PIPELINE.workflows if w.name in COUNTS)
     # Inputs that broke their contract are refused again, with the same ids: a consumer's once; a workflow's twice,
-    # since the archive also holds the failure event of the first refusal, and its rule brings it back too.
+    # since the archive also holds the failure event of the first refusal, and its rule brings it back too; those
+    # no rule takes, once more by the unrouted-events check.
     consumers = {c.name for c in PIPELINE.consumers}
-    assert replay.rerejected == sum(len(c.demo.malformed) * (1 if c.name in consumers else 2) for c in COMPONENTS)
+    assert replay.rerejected == sum(len(c.demo.malformed) * (1 if c.name in consumers else 2) + len(UNROUTED)
+                                    for c in COMPONENTS)
 
 
 def test_each_flow_shows_latency_rate_and_errors_from_the_emf_its_handlers_emitted(report):

@@ -14,7 +14,7 @@ from inferbus.cli import main
 from inferbus.demo.inputs import demo_components, sample_events
 from inferbus.local import LocalPipeline
 from inferbus.reviews import list_reviews
-from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, INSIGHTS_ALARMS, ROUTE_ALARMS
+from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, INSIGHTS_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
 from infra.constructs.ingest_api import INGEST_ALARMS
 from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
 from infra.declarations import DEAD_LETTER_QUEUE_URL
@@ -36,7 +36,7 @@ def guide_commands() -> list[str]:
 def test_every_alarm_is_explained(template):
     documented = set(re.findall(r"`(?:<[A-Za-z]+>Monitoring |[A-Za-z]+ )?([A-Za-z]+)(?:…)?`", TEXT))
     # the opt-in AWS FIS experiments' stop conditions (tests/infra checks their template)
-    for name in (*CONSUMER_ALARMS, *WORKFLOW_ALARMS, *ROUTE_ALARMS, *INGEST_ALARMS, *INSIGHTS_ALARMS,
+    for name in (*CONSUMER_ALARMS, *WORKFLOW_ALARMS, *ROUTE_ALARMS, *UNROUTED_CHECK_ALARMS, *INGEST_ALARMS, *INSIGHTS_ALARMS,
                  "FaultInjectionWorkLost"):
         assert name in documented, name
     for logical_id in of_type(template, "AWS::CloudWatch::Alarm"):

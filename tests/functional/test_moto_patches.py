@@ -15,7 +15,7 @@ import pytest
 from moto.core import responses as moto_responses
 from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
-from moto.events.models import EventPattern, Rule
+from moto.events.models import EventPattern, EventsBackend, Rule
 from moto.events.responses import EventsHandler
 from moto.sqs.models import Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -32,6 +32,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (SQSBackend, "is_message_valid_based_on_retention_period", ["self", "queue_name", "message"]),
     (Queue, "add_message", ["self", "message"]),
     (SQSBackend, "change_message_visibility", ["self", "queue_name", "receipt_handle", "visibility_timeout"]),
+    (EventsBackend, "put_events", ["self", "events"]),
     (EventPattern, "load", ["raw_pattern"]),
     (EventPattern, "matches_event", ["self", "event"]),
     (Rule, "send_to_targets", ["self", "original_event", "transform_input"]),
@@ -98,6 +99,18 @@ def test_delivered_events_keep_their_account_and_disabled_rules_deliver_nothing(
         pipeline.events.disable_rule(Name=rule, EventBusName=pipeline.bus_name)
         pipeline.put_events([entry])
         assert pipeline.sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+
+
+def test_a_detail_that_is_json_but_not_an_object_is_malformed_as_aws_answers():
+    with runtime(WATCHED, tap=False) as pipeline:
+        entry = {"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work", "Detail": "{}"}
+        details = ["[]", "42", '"text"', "null", "{}", "{not json"]
+        answer = pipeline.events.put_events(Entries=[entry | {"Detail": detail} for detail in details])
+        codes = [result.get("ErrorCode") for result in answer["Entries"]]
+        assert codes == ["MalformedDetail"] * 4 + [None, "MalformedDetail"] and answer["FailedEntryCount"] == 5
+        url = pipeline.deployment.queues["WorkQueue"].url
+        (message,) = pipeline.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        assert json.loads(message["Body"])["detail"] == {}  # only the object was delivered
 
 
 def test_test_event_pattern_answers_and_an_invalid_pattern_is_refused():

@@ -68,3 +68,24 @@ def test_redrive_names_the_problem_when_the_source_queue_cannot_be_told(template
         lonely = pipeline.review_queue_url("risk-review")  # no queue dead-letters into it
         assert main(["redrive", lonely, "--dry-run"]) == 2
         assert "is the DLQ of 0 queues (none): name the one with --source-url" in capsys.readouterr().err
+
+
+def test_a_record_failing_on_its_last_receive_reaches_the_dlq_with_its_reason(template, capsys):
+    """The consumer dead-letters it itself, so the reason travels with it; a whole-invocation failure has none."""
+    with LocalPipeline(template) as pipeline:
+        consumer = pipeline.consumer("image-classifier")
+        runtime = consumer.function.handler.runtime
+        runtime.events = BusDown()  # every publish fails, so the record fails on every receive
+        pipeline.sqs.send_message(QueueUrl=consumer.queue_url, MessageBody=json.dumps(envelope(valid_detail("bus-down-1"))))
+        pipeline.drain()
+        runtime.events = pipeline.session.client("events")
+
+        (letter,) = inspect_dead_letters(pipeline.sqs, consumer.dead_letter_queue_url)
+        max_receives = consumer.source.queue.max_receive_count
+        assert letter.event_id == "bus-down-1" and letter.valid
+        assert letter.last_reason == f"failed: publish: InternalFailure (after {max_receives} receives)"
+        assert consumer.source.deliveries == max_receives  # delivered as often as SQS would, then moved aside
+        assert sum(consumer.function.metrics["RecordsDeadLettered"]) == 1
+
+        assert main(["redrive", consumer.dead_letter_queue_url, "--dry-run"]) == 0
+        assert "InternalFailure" in capsys.readouterr().out  # the table shows the last reason

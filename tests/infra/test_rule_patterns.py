@@ -19,6 +19,7 @@ from inferbus_lambda.contracts import to_put_events_entry
 
 from inferbus.demo.inputs import demo_components, sample_events
 from inferbus.runtime import moto_patches
+from infra.declarations import UNROUTED_CHECK_ID
 from infra.settings import InferbusSettings
 from tests.declared import PIPELINE, RESULT_SOURCES
 
@@ -108,7 +109,8 @@ def patched_moto():
 @pytest.fixture(scope="module")
 def routes(template):
     """Send every case once; return, per case, the components whose rules matched it."""
-    rules = {k: r["Properties"] for k, r in template["Resources"].items() if r["Type"] == "AWS::Events::Rule"}
+    rules = {k: r["Properties"] for k, r in template["Resources"].items()
+             if r["Type"] == "AWS::Events::Rule" and not k.startswith(UNROUTED_CHECK_ID)}  # not the catch-all
     with mock_aws(), patched_moto():
         events, sqs = boto3.client("events", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
         events.create_event_bus(Name="patterns")

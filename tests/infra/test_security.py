@@ -242,8 +242,8 @@ def test_two_experiment_templates_fail_and_delay_invocations(fis_template):
 def test_the_experiments_target_exactly_inferbus_functions_by_arn(fis_template):
     expected = zip_function_arns(fis_template)
     tasks = sum(len(w.tasks) for w in PIPELINE.workflows)
-    # + the shared Accept step and the ingest endpoint
-    assert len(expected) == len(PIPELINE.consumers) + tasks + bool(PIPELINE.workflows) + SETTINGS.ingest_api
+    # + the unrouted-events check, the shared Accept step and the ingest endpoint
+    assert len(expected) == len(PIPELINE.consumers) + tasks + 1 + bool(PIPELINE.workflows) + SETTINGS.ingest_api
     for experiment in experiment_templates(fis_template).values():
         targets = experiment["Targets"].values()
         arns = [arn for target in targets for arn in target["ResourceArns"]]
@@ -416,14 +416,15 @@ def test_the_fis_variant_still_runs_embedded(fis_template):
 
 
 def test_fault_injection_scales_past_fis_limits_with_many_consumers(tmp_path):
-    """FIS takes 5 stop conditions and 5 ARNs a target: twelve more consumers still synthesize, every DLQ watched."""
+    """FIS takes 5 stop conditions and 5 ARNs a target: eleven more consumers still synthesize, every DLQ watched
+    (more than that, with the shared core, would pass CloudFormation's 500 resources a stack)."""
     import dataclasses
 
     from infra.declarations import Pipeline
 
     from inferbus.template import synthesize
 
-    extra = tuple(dataclasses.replace(PIPELINE.consumers[0], name=f"extra-consumer-{i}") for i in range(12))
+    extra = tuple(dataclasses.replace(PIPELINE.consumers[0], name=f"extra-consumer-{i}") for i in range(11))
     crowded = Pipeline(PIPELINE.consumers + extra, PIPELINE.workflows, PIPELINE.routes)
     template = synthesize(FIS_SETTINGS, pipeline=crowded, outdir=str(tmp_path))
     alarms = of_type(template, "AWS::CloudWatch::Alarm")

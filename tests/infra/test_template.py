@@ -16,18 +16,21 @@ from inferbus_lambda.environment import (
     FunctionEnvironment,
     IngestEnvironment,
     StepEnvironment,
+    UnroutedEnvironment,
 )
 
-from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS
+from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
 from infra.constructs.ingest_api import INGEST_ALARMS
 from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
 from infra.declarations import (
+    ACCEPT_STEM,
     DEAD_LETTER_QUEUE_URL,
     FUNCTION_NAME,
     INGEST_FUNCTION_OUTPUT,
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
     STATE_MACHINE_ARN,
+    UNROUTED_CHECK_ID,
 )
 from infra.settings import InferbusSettings
 from tests.declared import PIPELINE, RESULT_SOURCES
@@ -39,8 +42,15 @@ WILDCARD_RESOURCE_ACTIONS = {
     "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets",
     "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
     "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+    "events:ListRules",  # the unrouted-events check reads the bus's rules
 }
 TASKS = [(workflow, stem, task) for workflow in PIPELINE.workflows for stem, task in workflow.tasks.items()]
+CORE_FUNCTIONS = 1 + bool(PIPELINE.workflows)  # the unrouted-events check, and the Accept step every workflow shares
+
+
+def is_catch_all(rule: dict) -> bool:
+    """The unrouted-events check's rule: every event on the bus (its account), nothing else."""
+    return set(rule["EventPattern"]) == {"account"}
 
 
 def of_type(template, resource_type):
@@ -61,14 +71,16 @@ def function_of(template, workflow, stem):
 
 def test_event_source_mappings_read_each_consumers_settings(template):
     mappings = {m["FunctionName"]["Ref"]: m for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
-    assert len(mappings) == len(PIPELINE.consumers)
-    for consumer in PIPELINE.consumers:
-        mapping, settings = mappings[output_id(template, consumer.output_key(FUNCTION_NAME))], consumer.settings
+    assert len(mappings) == len(PIPELINE.consumers) + 1  # and the unrouted-events check's
+    consumers = [(c.output_key(FUNCTION_NAME), c.output_key(QUEUE_URL), c.settings) for c in PIPELINE.consumers]
+    consumers.append((f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", f"{UNROUTED_CHECK_ID}{QUEUE_URL}", SETTINGS.unrouted_check))
+    for function_output, queue_output, settings in consumers:
+        mapping = mappings[output_id(template, function_output)]
         assert mapping["BatchSize"] == settings.batch_size
         assert mapping["MaximumBatchingWindowInSeconds"] == settings.max_batching_window_s
         assert mapping["ScalingConfig"] == {"MaximumConcurrency": settings.max_concurrency}
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-        assert mapping["EventSourceArn"] == {"Fn::GetAtt": [output_id(template, consumer.output_key(QUEUE_URL)), "Arn"]}
+        assert mapping["EventSourceArn"] == {"Fn::GetAtt": [output_id(template, queue_output), "Arn"]}
 
 
 def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(template):
@@ -76,7 +88,8 @@ def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(templ
     assert all(q.get("SqsManagedSseEnabled") for q in queues.values())
     work = {k: q for k, q in queues.items() if "RedrivePolicy" in q}
     declared = [*PIPELINE.consumers, *PIPELINE.routes]
-    assert set(work) == {output_id(template, c.output_key(QUEUE_URL)) for c in declared}
+    assert set(work) == {output_id(template, c.output_key(QUEUE_URL)) for c in declared} | {
+        output_id(template, f"{UNROUTED_CHECK_ID}{QUEUE_URL}")}
     for component in declared:
         queue = work[output_id(template, component.output_key(QUEUE_URL))]
         dead_letter_queue = output_id(template, component.output_key(DEAD_LETTER_QUEUE_URL))
@@ -115,11 +128,12 @@ def test_every_queue_denies_requests_without_tls(template):
 
 def test_every_rule_target_has_a_dlq_and_retries(template):
     rules = of_type(template, "AWS::Events::Rule")
-    # one per component, the one that brings the workflows' rejections to the invalid-events queue,
-    # and the results archive's
-    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + SETTINGS.results_archive
+    # one per component, the one that brings the workflows' rejections to the invalid-events queue, the results
+    # archive's, and the unrouted-events check's catch-all
+    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + SETTINGS.results_archive + 1
+    assert sum(map(is_catch_all, rules.values())) == 1
     for rule in rules.values():
-        assert rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
+        assert is_catch_all(rule) or rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
         (target,) = rule["Targets"]
         assert "DeadLetterConfig" in target
         assert target["RetryPolicy"]["MaximumRetryAttempts"] == SETTINGS.target_retry_attempts
@@ -128,6 +142,8 @@ def test_every_rule_target_has_a_dlq_and_retries(template):
 def test_rules_on_results_accept_only_internal_producers(template):
     result_types = {t for producer in PIPELINE.producers for t in producer.result_types}
     for rule in of_type(template, "AWS::Events::Rule").values():
+        if is_catch_all(rule):
+            continue
         if set(rule["EventPattern"].get("detail-type", [])) & result_types or "detail-type" not in rule["EventPattern"]:
             assert set(rule["EventPattern"]["source"]) <= set(RESULT_SOURCES.values())
 
@@ -161,8 +177,8 @@ def test_idempotency_table_has_ttl_pitr_and_sse(template):
 
 def test_functions_runtime_handler_and_sizing_come_from_the_declarations(template):
     functions = of_type(template, "AWS::Lambda::Function")
-    # each consumer, each workflow task, the kit's Accept step that every workflow shares, the ingest endpoint
-    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + bool(PIPELINE.workflows) + SETTINGS.ingest_api
+    # each consumer, each workflow task, the unrouted-events check and the Accept step, the ingest endpoint
+    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + CORE_FUNCTIONS + SETTINGS.ingest_api
     for function in functions.values():
         assert function["Runtime"] == f"python{SETTINGS.python_version}"
         assert function["Architectures"] == ["arm64"]
@@ -177,9 +193,12 @@ def test_functions_runtime_handler_and_sizing_come_from_the_declarations(templat
 
 def environment_model(template, logical_id) -> type[FunctionEnvironment]:
     """The environment model a function's handler validates at init: a consumer's (it has an event
-    source), the Accept step's (every state machine names it), the ingest endpoint's, or a workflow step's."""
+    source), the Accept step's (every state machine names it), the ingest endpoint's, the unrouted-events
+    check's, or a workflow step's."""
     if logical_id == output_id(template, INGEST_FUNCTION_OUTPUT):
         return IngestEnvironment
+    if logical_id == output_id(template, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}"):
+        return UnroutedEnvironment
     if logical_id in {m["FunctionName"]["Ref"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}:
         return ConsumerEnvironment
     accepts = {m["DefinitionSubstitutions"]["AcceptFunctionArn"]["Fn::GetAtt"][0]
@@ -295,12 +314,13 @@ def test_alarms_watch_queues_functions_and_workflows_and_notify_the_encrypted_to
     metrics = set().union(*(alarm_metrics(alarm) for alarm in alarms.values()))
     assert metrics == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", "Errors", "RecordsFailed",
                        "ExecutionsFailed", "ExecutionsTimedOut", "EventLatencyMs", "ProcessingMs", "Throttles",
-                       "ConcurrentExecutions", "PutEventsFailedEntries", "ExecutionTime", "BatchSize", "ExecutionsStarted"}
+                       "ConcurrentExecutions", "PutEventsFailedEntries", "ExecutionTime", "BatchSize", "ExecutionsStarted",
+                       "EventsUnrouted"}
     # Insights is off outside prod, so no Memory alarms; the results archive watches its target DLQ.
     assert not SETTINGS.insights_enabled
     assert len(alarms) == (len(CONSUMER_ALARMS) * len(PIPELINE.consumers) + len(WORKFLOW_ALARMS) * len(PIPELINE.workflows)
                            + len(ROUTE_ALARMS) * len(PIPELINE.routes) + len(INGEST_ALARMS) * SETTINGS.ingest_api
-                           + SETTINGS.results_archive)
+                           + SETTINGS.results_archive + len(UNROUTED_CHECK_ALARMS))
     (topic_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
     assert all(alarm["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms.values())
     assert "alias/aws/sns" in json.dumps(template["Resources"][topic_id]["Properties"]["KmsMasterKeyId"])
@@ -389,6 +409,26 @@ def test_context_overrides_a_setting_and_a_components_setting_naming_a_bad_one(t
             synthesize(context=context, outdir=str(tmp_path / "b"))
 
 
+def test_every_function_has_a_concurrency_bound_from_the_settings(template):
+    """Backpressure: a consumer is bounded by its event source's MaximumConcurrency, a workflow step, the
+    Accept step and the ingest endpoint by their reserved concurrency; no function can take the account's
+    whole Lambda concurrency."""
+    mapped = {m["FunctionName"]["Ref"]: m["ScalingConfig"]["MaximumConcurrency"]
+              for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
+    reserved = {function_of(template, workflow, stem): task.settings.reserved_concurrency for workflow, stem, task in TASKS}
+    if PIPELINE.workflows:
+        reserved[function_of(template, PIPELINE.workflows[0], ACCEPT_STEM)] = SETTINGS.accept_step.reserved_concurrency
+    if SETTINGS.ingest_api:
+        reserved[output_id(template, INGEST_FUNCTION_OUTPUT)] = SETTINGS.ingest_function.reserved_concurrency
+    functions = of_type(template, "AWS::Lambda::Function")
+    assert set(functions) == set(mapped) | set(reserved)
+    for logical_id, function in functions.items():
+        if logical_id in mapped:
+            assert "ReservedConcurrentExecutions" not in function and mapped[logical_id] >= 2
+        else:
+            assert function["ReservedConcurrentExecutions"] == reserved[logical_id], logical_id
+
+
 def test_the_ingest_endpoint_is_an_iam_authenticated_function_url_that_puts_on_the_bus(template):
     if not SETTINGS.ingest_api:
         pytest.skip("ingest_api is off")
@@ -451,7 +491,7 @@ def test_lambda_insights_is_on_in_prod_and_adds_a_memory_alarm_per_flow(template
             assert (insights_policy in json.dumps(role.get("ManagedPolicyArns", []))) is on
     prod_alarms = of_type(prod_template, "AWS::CloudWatch::Alarm")
     memory = [a for a in prod_alarms.values() if "memory_utilization" in json.dumps(a)]
-    assert len(memory) == len(INSIGHTS_ALARMS) * len(PIPELINE.producers)
+    assert len(memory) == len(INSIGHTS_ALARMS) * (len(PIPELINE.producers) + 1)  # and the unrouted-events check
     assert {a["Threshold"] for a in memory} == {PROD_SETTINGS.memory_alarm_percent}
     assert len(prod_alarms) == len(of_type(template, "AWS::CloudWatch::Alarm")) + len(memory)
 

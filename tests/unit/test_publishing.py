@@ -1,3 +1,5 @@
+import json
+
 from inferbus_lambda.publishing import MAX_REQUEST_BYTES, entry_size, plan_requests, publish_events
 
 
@@ -55,3 +57,24 @@ def test_oversized_entry_is_a_failure_and_the_rest_are_sent():
     failures = publish_events(client, [entry(0), entry(1, MAX_REQUEST_BYTES + 1), entry(2)], sleep=lambda s: None)
     assert [(f.index, f.error_code) for f in failures] == [(1, "EntryTooLarge")]
     assert client.calls == [[0, 2]]
+
+
+def test_throttled_entries_are_retried_until_published():
+    """put_events_throttle_rate: EventBridge's per-entry ThrottlingException, absorbed by the publisher's retries."""
+    from inferbus_lambda.faults import FaultPlan, ThrottledEvents
+
+    class Bus:
+        def __init__(self):
+            self.accepted = []
+
+        def put_events(self, Entries):  # noqa: N803
+            self.accepted += Entries
+            return {"FailedEntryCount": 0, "Entries": [{"EventId": str(i)} for i, _ in enumerate(Entries)]}
+
+    FaultPlan(seed=3)
+    bus = Bus()
+    entries = [{"Source": "s", "DetailType": "t", "Detail": json.dumps({"n": i})} for i in range(40)]
+    failures = publish_events(ThrottledEvents(bus, 0.3), entries, max_attempts=8, sleep=lambda s: None)
+    assert failures == [] and sorted(e["Detail"] for e in bus.accepted) == sorted(e["Detail"] for e in entries)
+    assert publish_events(ThrottledEvents(bus, 1.0), entries[:2], max_attempts=2, sleep=lambda s: None)[0].error_code == \
+        "ThrottlingException"  # still throttled after the last attempt: returned, never dropped

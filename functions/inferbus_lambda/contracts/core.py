@@ -50,6 +50,8 @@ __all__ = [
     "WorkflowFailure",
     "is_identifier",
     "check_distribution",
+    "check_strict_json",
+    "loads_strict",
     "data_model",
     "envelope_model",
     "from_eventbridge_event",
@@ -137,7 +139,8 @@ class CloudEvent(BaseModel, Generic[DataT]):
     """A CloudEvents 1.0 envelope (structured JSON mode) with inferbus's ``correlationid`` extension."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    specversion: Literal["1.0"] = "1.0"
+    # Required, as the bus rules require it: an event without it is refused on every path.
+    specversion: Literal["1.0"]
     id: Identifier
     source: ShortText
     type: ShortText
@@ -186,6 +189,7 @@ def new_event(data: DataT, *, source: str, correlationid: str | None = None, sub
     """
     event_id = event_id or str(uuid.uuid4())
     return envelope_model(data.EVENT_TYPE)(
+        specversion="1.0",
         id=event_id,
         source=source,
         type=data.EVENT_TYPE,
@@ -241,18 +245,109 @@ def to_put_events_entry(event: CloudEvent[Any], bus_name: str) -> dict[str, Any]
     }
 
 
-def _load_json(text: str | bytes, what: str) -> Any:
+# Strict JSON, one definition for every path: what json.loads would let through silently
+# (a repeated key, NaN, a lone surrogate, a number too big for a float) is refused with a reason.
+NOT_JSON = "not valid JSON"
+
+
+class _Refused(Exception):
+    """Raised inside the decoder's hooks; becomes an InvalidEventError naming the reader's ``what``."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise _Refused(f"duplicate key {repeated[:64]!r}")
+    return found
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Refused(f"number {text[:32]} is too large for a float")
+    return value
+
+
+def _has_lone_surrogate(text: str) -> bool:
     try:
-        return json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InvalidEventError(f"{what}: not valid JSON ({error})") from None
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_strict_json(value: Any, what: str = "event") -> None:
+    """Refuse, in an already parsed value, what strict JSON refuses: NaN and infinities, lone surrogates.
+
+    For values that arrive parsed (a workflow's input); text goes through :func:`loads_strict`,
+    which also refuses repeated keys (a parsed value no longer shows them).
+
+    Raises
+    ------
+    InvalidEventError
+        ``<what>: not valid JSON (...)``.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _has_lone_surrogate(item):
+                raise InvalidEventError(f"{what}: {NOT_JSON} (a lone surrogate in a string)")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidEventError(f"{what}: {NOT_JSON} ({item} is not a JSON number)")
+        elif isinstance(item, Mapping):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+
+
+def loads_strict(text: str | bytes, what: str = "body") -> Any:
+    """Parse JSON text strictly: repeated keys, NaN/Infinity, lone surrogates, non-UTF-8 bytes,
+    numbers out of range and nesting too deep to read are refused, each with its reason.
+
+    >>> loads_strict('{"id": "a", "id": "b"}')
+    Traceback (most recent call last):
+    ...
+    inferbus_lambda.errors.InvalidEventError: body: not valid JSON (duplicate key 'id')
+
+    Raises
+    ------
+    InvalidEventError
+        ``<what>: not valid JSON (...)`` or ``<what>: JSON nested too deeply to parse``.
+    """
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        elif _has_lone_surrogate(text):
+            raise _Refused("a lone surrogate, not UTF-8")
+        value = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant,
+                           parse_float=_finite_float)
+    except _Refused as refused:
+        raise InvalidEventError(f"{what}: {NOT_JSON} ({refused})") from None
+    except UnicodeDecodeError:
+        raise InvalidEventError(f"{what}: {NOT_JSON} (bytes that are not UTF-8)") from None
+    except json.JSONDecodeError as error:
+        raise InvalidEventError(f"{what}: {NOT_JSON} ({error})") from None
     except RecursionError:
         raise InvalidEventError(f"{what}: JSON nested too deeply to parse") from None
+    except ValueError as error:  # an integer longer than Python reads (sys.get_int_max_str_digits)
+        raise InvalidEventError(f"{what}: {NOT_JSON} (a number too long to read: {str(error)[:80]})") from None
+    if "\\u" in text:  # an escaped lone surrogate decodes without error: look only when escapes exist
+        check_strict_json(value, what)
+    return value
 
 
 def _parse_detail(detail: Any, source: Any, detail_type: Any) -> CloudEvent[EventData]:
     if isinstance(detail, str | bytes):
-        detail = _load_json(detail, "detail")
+        detail = loads_strict(detail, "detail")
     event = parse_event(detail)
     # The bus routes on Source/DetailType: they must say what the envelope says.
     if source != event.source or detail_type != event.type:
@@ -262,6 +357,20 @@ def _parse_detail(detail: Any, source: Any, detail_type: Any) -> CloudEvent[Even
             event.id,
         )
     return event
+
+
+def _readable_id(body: Any) -> str | None:
+    """The event id of a refused body, if a lenient reading finds one: the operator sees which event it was."""
+    try:
+        if isinstance(body, str | bytes):
+            body = json.loads(body)
+        detail = body.get("detail") if isinstance(body, Mapping) else None
+        if isinstance(detail, str):
+            detail = json.loads(detail)
+        event_id = detail.get("id") if isinstance(detail, Mapping) else None
+    except (ValueError, RecursionError):
+        return None
+    return event_id if is_identifier(event_id) else None
 
 
 def from_put_events_entry(entry: Mapping[str, Any]) -> CloudEvent[EventData]:
@@ -277,8 +386,13 @@ def from_eventbridge_event(body: str | bytes | Mapping[str, Any]) -> CloudEvent[
     InvalidEventError
         If the body is not JSON, not an EventBridge event, or its detail breaks the contract.
     """
-    if isinstance(body, str | bytes):
-        body = _load_json(body, "body")
+    try:
+        if isinstance(body, str | bytes):
+            body = loads_strict(body, "body")
+        else:
+            check_strict_json(body, "body")
+    except InvalidEventError as refused:
+        raise InvalidEventError(refused.reason, _readable_id(body)) from None
     if not isinstance(body, Mapping) or "detail" not in body:
         raise InvalidEventError("body: not an EventBridge event (no 'detail')")
     return _parse_detail(body["detail"], body.get("source"), body.get("detail-type"))

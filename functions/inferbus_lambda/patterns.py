@@ -1,8 +1,16 @@
-"""EventBridge event patterns, matched as AWS matches them (the semantics of AWS's event-ruler).
+"""EventBridge event patterns, matched as AWS documents them (the semantics of AWS's event-ruler).
 
-moto 5.2.5's matcher differs from AWS in several documented cases (:mod:`.moto_patches` plugs
-this one in its place); this module is pure: no moto, no boto3. The semantics, and where each
-was settled:
+One implementation, shared by the Lambda bundle and the embedded runtime:
+
+- the unrouted-events check (:mod:`.unrouted`), inside a Lambda function, asks of every event
+  whether any rule of the bus takes it, so an event no rule takes is kept with its reason;
+- the embedded runtime matches every rule with it in place of moto 5.2.5's matcher, which
+  differs from AWS in several documented cases (``inferbus.runtime.moto_patches``), and
+  ``inferbus rules test`` answers with it.
+
+It lives in the shared package because it ships in the bundle; it imports nothing but the
+standard library (no moto, no boto3). The semantics, and where each was settled
+(``tests/pattern_cases.py`` holds the documented cases it is checked on):
 
 - A pattern is an object; each field holds a nested pattern or a non-empty array of matchers;
   fields are ANDed, the matchers of one field ORed (AWS "Creating event patterns").

@@ -1,0 +1,135 @@
+"""Nothing vanishes at the bus: an event that no rule takes is kept, with the reason.
+
+EventBridge has no "else" rule: an event PutEvents accepts and no rule matches is dropped
+without a word. So a catch-all rule (``{"account": [<account>]}``) sends every event on the bus
+to one more queue, and this check, a Lambda consumer of that queue, asks of each event:
+
+1. is it a result (its ``source`` is one of the pipeline's producers)? Then it ended as a result;
+2. does any other rule of the bus take it (its pattern, read with ``events:ListRules``, matched
+   by :mod:`.patterns` as AWS documents, the matcher the embedded runtime uses too)? Then its
+   path goes on there: a consumer, a workflow, a route;
+3. otherwise it is kept in the invalid-events destination with the reason: the contract's
+   (``specversion: Input should be '1.0'``, ``type: unknown event type ...``), or, for a valid
+   event that no rule takes, :class:`~.errors.UnroutedEventError` naming its type and source.
+
+The rules are read once per container and again after ``RULES_TTL_SECONDS``. A rule whose
+pattern :mod:`.patterns` refuses counts as not matching, and the reason says so: an event is
+kept twice rather than lost.
+
+Example
+-------
+>>> check = UnroutedCheck({"text": {"detail-type": ["TextSubmitted"]}}, result_sources={"inferbus.text-pipeline"})
+>>> check.verdict('{"source": "me", "detail-type": "TextSubmitted", "detail": {}}').status
+'routed'
+>>> check.verdict('{"source": "me", "detail-type": "TextSubmited", "detail": {"type": "TextSubmited"}}').reason
+"type: unknown event type 'TextSubmited' (known: ...)"
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .contracts.core import EVENT_DATA_MODELS, from_eventbridge_event, known_event_types
+from .errors import InvalidEventError, UnroutedEventError
+from .patterns import CompiledPattern, PatternError, compile_pattern
+
+__all__ = ["BusRules", "UnroutedCheck", "Verdict", "read_rules"]
+
+ENABLED_STATES = {"ENABLED", "ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``result``, ``routed`` or ``unrouted``; an unrouted event's error, reason and id."""
+
+    status: str
+    error: str | None = None
+    reason: str | None = None
+    event_id: str | None = None
+
+
+def read_rules(events: Any, *, bus: str, name_prefix: str, exclude: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
+    """The patterns of the bus's enabled rules whose names start with ``name_prefix``, by rule name.
+
+    Rules managed by AWS (an archive's), rules without a pattern (schedules) and ``exclude`` are
+    left out.
+    """
+    excluded = set(exclude)
+    patterns = {}
+    for page in events.get_paginator("list_rules").paginate(EventBusName=bus, NamePrefix=name_prefix):
+        for rule in page["Rules"]:
+            if (rule["Name"] in excluded or rule.get("ManagedBy") or not rule.get("EventPattern")
+                    or rule.get("State", "ENABLED") not in ENABLED_STATES):
+                continue
+            patterns[rule["Name"]] = json.loads(rule["EventPattern"])
+    return patterns
+
+
+class UnroutedCheck:
+    """Decides, for one delivered event, whether it ended as a result, goes on along a rule, or is unrouted.
+
+    Parameters
+    ----------
+    patterns
+        The bus's rules' patterns, by rule name.
+    result_sources
+        The pipeline's producers' sources.
+    """
+
+    def __init__(self, patterns: Mapping[str, Mapping[str, Any]], *, result_sources: Iterable[str]) -> None:
+        self.compiled: dict[str, CompiledPattern] = {}
+        self.unevaluated: list[str] = []  # rules whose pattern could not be compiled, with why
+        for name, pattern in patterns.items():
+            try:
+                self.compiled[name] = compile_pattern(pattern)
+            except PatternError as error:
+                self.unevaluated.append(f"rule {name}: {error}")
+        self.result_sources = frozenset(result_sources)
+        known_event_types()  # every contract module imported: an unknown type is really unknown
+
+    def verdict(self, body: str) -> Verdict:
+        """The verdict on one SQS body as EventBridge delivered it."""
+        try:
+            delivered = json.loads(body)  # as EventBridge read it; strictness is the contract's to judge
+        except (ValueError, RecursionError):
+            delivered = None
+        if not isinstance(delivered, dict):
+            return self._unrouted(body, "the bus delivered something that is not an event")
+        if delivered.get("source") in self.result_sources:
+            return Verdict("result")
+        if any(pattern.matches(delivered) for pattern in self.compiled.values()):
+            return Verdict("routed")
+        note = f" (not evaluated: {'; '.join(self.unevaluated)})" if self.unevaluated else ""
+        return self._unrouted(body, note)
+
+    def _unrouted(self, body: str, note: str) -> Verdict:
+        try:
+            event = from_eventbridge_event(body)
+        except InvalidEventError as invalid:  # the contract says why no rule took it
+            return Verdict("unrouted", InvalidEventError.__name__, invalid.reason + note, invalid.event_id)
+        reason = (f"no rule of the bus takes a valid {event.type} event from {event.source!r} "
+                  f"(known types: {', '.join(sorted(EVENT_DATA_MODELS))})")
+        return Verdict("unrouted", UnroutedEventError.__name__, reason + note, event.id)
+
+
+class BusRules:
+    """The bus's rules, read through ``read`` and kept ``ttl_s`` seconds."""
+
+    def __init__(self, read: Callable[[], dict[str, dict[str, Any]]], ttl_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.read = read
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self._patterns: dict[str, dict[str, Any]] | None = None
+        self._read_at = 0.0
+
+    def patterns(self) -> dict[str, dict[str, Any]]:
+        if self._patterns is None or self.clock() - self._read_at > self.ttl_s:
+            self._patterns, self._read_at = self.read(), self.clock()
+        return self._patterns
+
+

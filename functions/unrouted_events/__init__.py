@@ -1,0 +1,1 @@
+"""The bus's unrouted-events check (see ``inferbus_lambda.unrouted``)."""

@@ -1,0 +1,93 @@
+"""Nothing vanishes at the bus: an event PutEvents accepts and no rule takes is kept with its reason.
+
+The catch-all rule sends every event to the unrouted-events check, which keeps in the
+invalid-events queue each event that is no producer's result and that no other rule of the bus
+takes, with the contract's reason (or, for a valid event, which type from which source).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inferbus.local import LocalPipeline
+from infra.declarations import FUNCTION_NAME, UNROUTED_CHECK_ID, UNROUTED_CHECK_SOURCE
+from tests.catalogue import valid_detail
+from tests.declared import PIPELINE, RESULT_SOURCES
+
+# (name, change to a valid ImageSubmitted detail, the start of the reason it must be kept with)
+UNROUTED = [
+    ("specversion 0.3", lambda d: d.update(specversion="0.3"), "specversion: Input should be '1.0'"),
+    ("no specversion", lambda d: d.pop("specversion"), "specversion: Field required"),
+    ("specversion as the number 1.0", lambda d: d.update(specversion=1.0), "specversion: Input should be '1.0'"),
+    ("analysis 'Full'", lambda d: d["data"].update(analysis="Full"), "data.analysis: Input should be 'classify' or 'full'"),
+    ("analysis null", lambda d: d["data"].update(analysis=None), "data.analysis: Input should be 'classify' or 'full'"),
+    ("a type with a zero-width space", lambda d: d.update(type="Image\u200bSubmitted"), "type: unknown event type"),
+    ("a valid RiskScored from an outsider", lambda d: d.update(
+        type="RiskScored", source="evil.producer",
+        data={"input_id": "t-1", "customer": {"id": "c", "segment": "new"}, "risk_score": 0.9,
+              "model": {"name": "m", "version": "1"}, "inference_ms": 1.0, "batch_size": 1}),
+     "no rule of the bus takes a valid RiskScored event from 'evil.producer'"),
+]
+
+
+def entry(detail, bus):
+    return {"EventBusName": bus, "Source": detail.get("source", "x"), "DetailType": detail.get("type", "x"),
+            "Detail": json.dumps(detail)}
+
+
+@pytest.fixture(scope="module")
+def outcome(template):
+    """Every case, a valid event and a result nobody takes, through the embedded pipeline."""
+    with LocalPipeline(template) as pipeline:
+        entries, expected = [], {}
+        for index, (name, change, reason) in enumerate(UNROUTED):
+            detail = valid_detail(f"unrouted-{index}")
+            change(detail)
+            entries.append(entry(detail, pipeline.bus_name))
+            expected[detail["id"]] = (name, reason)
+        valid = valid_detail("routed-1")
+        result = valid_detail("result-1") | {"type": "ImageClassified", "source": RESULT_SOURCES["image-classifier"]}
+        entries += [entry(valid, pipeline.bus_name), entry(result, pipeline.bus_name)]
+        not_objects = [{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "t", "Detail": detail}
+                       for detail in ("[]", "42", '"text"', "null")]
+        refused = pipeline.put_events(entries + not_objects)
+        pipeline.drain()
+        yield pipeline, expected, refused, pipeline.invalid_events(), pipeline.tapped_events()
+
+
+def test_every_unrouted_event_is_kept_with_its_reason(outcome):
+    pipeline, expected, refused, kept, _ = outcome
+    unrouted = {k["event_id"]: k for k in kept if k["consumer"] == UNROUTED_CHECK_SOURCE}
+    assert set(unrouted) == set(expected)
+    for event_id, (name, reason) in expected.items():
+        assert unrouted[event_id]["reason"].startswith(reason), (name, unrouted[event_id]["reason"])
+        assert json.loads(unrouted[event_id]["body"])["detail"]["id"] == event_id  # the event itself is kept
+
+
+def test_a_routed_event_and_a_result_nobody_takes_are_not_kept(outcome):
+    pipeline, _, _, kept, events = outcome
+    assert not [k for k in kept if k["event_id"] in ("routed-1", "result-1")]
+    assert [e["detail"]["subject"] for e in events if e["detail-type"] == "ImageClassified"
+            and e["source"] == RESULT_SOURCES["image-classifier"] and e["detail"]["id"] != "result-1"] == ["routed-1"]
+    assert all(messages == [] for messages in pipeline.dead_letters().values())
+
+
+def test_a_detail_that_is_not_a_json_object_is_refused_at_put_events(outcome):
+    """As AWS answers it (``MalformedDetail``): the embedded runtime's moto patch, see test_moto_patches.py."""
+    _, _, refused, _, _ = outcome
+    assert sorted(r["Detail"] for r in refused) == sorted(["[]", "42", '"text"', "null"])
+
+
+def test_the_check_reads_the_stacks_rules_but_not_its_own(outcome):
+    pipeline, *_ = outcome
+    from inferbus_lambda.unrouted import read_rules
+
+    function = pipeline.function(pipeline.outputs[f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}"])
+    environment = function.spec.environment
+    rules = read_rules(pipeline.events, bus=pipeline.bus_name, name_prefix=environment["RULE_NAME_PREFIX"],
+                       exclude=[environment["CATCH_ALL_RULE_NAME"]])
+    rule_count = sum(1 for r in pipeline.template["Resources"].values() if r["Type"] == "AWS::Events::Rule")
+    assert len(rules) == rule_count - 1  # every rule of the stack but the catch-all; not the local tap
+    assert len(PIPELINE.filters()) < len(rules)  # the components' rules and the rejections' rule

@@ -1,0 +1,142 @@
+"""The real consumer and Accept step, with their AWS calls in memory: fast enough to fuzz.
+
+A consumer is built by its handler module exactly as in Lambda (``consumer_handler``, its models
+loaded from ``models/``); only its claims, publishing and rejections are replaced by in-memory
+ones that record what happened. What runs is the kit's batch pipeline: parse, validate, claim,
+ONE inference, results, rejections, the partial batch response.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferbus_lambda.contracts import CloudEvent, InvalidEventError, from_eventbridge_event, from_put_events_entry
+from inferbus_lambda.idempotency import ClaimStatus
+
+from infra.declarations import Consumer
+from inferbus.local import HOST
+
+
+class MemoryClaims:
+    """``EventClaims`` in a dict: claimed, completed or conflicting, by event id (one batch at a time)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, tuple[str, str, Any]] = {}  # id -> (status, data json, result)
+
+    @staticmethod
+    def _data(event: CloudEvent[Any]) -> str:
+        return event.data.model_dump_json()
+
+    def _claim_one(self, event: CloudEvent[Any]) -> ClaimStatus:
+        known = self.items.get(event.id)
+        if known is None:
+            self.items[event.id] = ("INPROGRESS", self._data(event), None)
+            return ClaimStatus.CLAIMED
+        if known[1] != self._data(event):
+            return ClaimStatus.CONFLICT
+        return ClaimStatus.ALREADY_DONE if known[0] == "COMPLETED" else ClaimStatus.IN_PROGRESS
+
+    def claim(self, events: Sequence[CloudEvent[Any]], *, remaining_ms: int | None,
+              faults: Any = None) -> list[ClaimStatus]:
+        return [self._claim_one(event) for event in events]  # a second copy in the batch finds the first's claim
+
+    def complete(self, completions: Sequence[tuple[CloudEvent[Any], Any]], faults: Any = None) -> list[str]:
+        for event, result in completions:
+            self.items[event.id] = ("COMPLETED", self._data(event), result)
+        return []
+
+    def release(self, events: Sequence[CloudEvent[Any]], faults: Any = None) -> list[str]:
+        for event in events:
+            self.items.pop(event.id, None)
+        return []
+
+    def accept_once(self, event: CloudEvent[Any], *, owner: str) -> ClaimStatus:
+        status = self._claim_one(event)
+        if status is ClaimStatus.CLAIMED:
+            self.items[event.id] = ("COMPLETED", self._data(event), {"owner": owner})
+        elif status is ClaimStatus.ALREADY_DONE and self.items[event.id][2] == {"owner": owner}:
+            return ClaimStatus.CLAIMED
+        return status
+
+
+@dataclass
+class Outcomes:
+    """What one batch did: results published (by input id), rejections kept (by message id)."""
+
+    published: list[CloudEvent[Any]] = field(default_factory=list)
+    rejected: dict[str, Any] = field(default_factory=dict)
+
+
+class MemoryConsumer:
+    """A declared consumer's real handler, its AWS calls in memory."""
+
+    def __init__(self, declaration: Consumer) -> None:
+        environment = {
+            "POWERTOOLS_SERVICE_NAME": declaration.name, "POWERTOOLS_METRICS_NAMESPACE": "Fuzz",
+            "INFERBUS_MODELS": ",".join(declaration.models), "IDEMPOTENCY_TABLE_NAME": "fuzz",
+            "IDEMPOTENCY_TTL_SECONDS": "60", "EVENT_BUS_NAME": "fuzz", "RESULT_SOURCE": declaration.result_source,
+            "CONSUMES": declaration.consumes.type, "PRODUCES": declaration.produces, "INVALID_EVENTS_QUEUE_URL": "fuzz",
+            "LAMBDA_TASK_ROOT": str(HOST.task_root), "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": "CRITICAL",
+        }
+        saved = {key: os.environ.get(key) for key in environment}
+        os.environ.update(environment)
+        try:
+            module_name, _, attribute = declaration.handler.rpartition(".")
+            if str(HOST.code_root) not in sys.path:
+                sys.path.insert(0, str(HOST.code_root))
+            sys.modules.pop(module_name, None)
+            self.runtime = getattr(importlib.import_module(module_name), attribute).runtime
+        finally:
+            for key, value in saved.items():
+                os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+        self.declaration = declaration
+        self.consumer = self.runtime.consumer
+
+    def run(self, bodies: Sequence[str]) -> tuple[Any, Outcomes]:
+        """One batch through the consumer; returns its report and what it published and kept aside."""
+        outcomes = Outcomes()
+        self.consumer.claims = MemoryClaims()
+
+        def publish(entries: Sequence[dict[str, Any]]) -> list[Any]:
+            outcomes.published.extend(from_put_events_entry(entry) for entry in entries)
+            return []
+
+        def reject(rejections: Sequence[Any]) -> set[str]:
+            outcomes.rejected.update({r.message_id: r for r in rejections})
+            return set()
+
+        self.consumer.publish, self.consumer.reject = publish, reject
+        records = [{"messageId": f"m-{i}", "body": body, "attributes": {"ApproximateReceiveCount": "1"}}
+                   for i, body in enumerate(bodies)]
+        report = self.consumer.process(records, remaining_ms=None)
+        self.runtime.metrics.clear_metrics()
+        return report, outcomes
+
+
+def contract_verdict(body: str | dict[str, Any], event_type: str) -> tuple[bool, str | None]:
+    """The oracle: is ``body`` (text, or as parsed) a valid event of ``event_type`` (the contracts say), and its id."""
+    try:
+        event = from_eventbridge_event(body)
+    except InvalidEventError as invalid:
+        return False, invalid.event_id
+    return event.type == event_type, event.id
+
+
+def delivered(detail: Any, *, source: str | None = None, detail_type: str | None = None) -> dict[str, Any]:
+    """An event as EventBridge delivers it to a target, around ``detail``."""
+    source = source if source is not None else (detail.get("source") if isinstance(detail, dict) else None)
+    detail_type = detail_type if detail_type is not None else (detail.get("type") if isinstance(detail, dict) else None)
+    return {"version": "0", "id": "00000000-0000-0000-0000-000000000000", "detail-type": detail_type, "source": source,
+            "account": "123456789012", "time": "2026-12-02T00:00:00Z", "region": "us-east-1", "resources": [],
+            "detail": detail}
+
+
+def as_body(event: dict[str, Any]) -> str:
+    return json.dumps(event, allow_nan=True)

@@ -1,0 +1,303 @@
+"""Fuzzing every input type: bodies from the contracts' JSON Schemas and mutations of valid events.
+
+For each batch: no invocation crashes; every valid record produces exactly one result; every
+invalid record has a reason and a destination (the invalid-events queue); and the bus agrees
+with the contract (a valid input is taken by exactly one rule; an invalid one either by a rule
+whose consumer refuses it, or by none, and then the unrouted-events check keeps it with a reason).
+
+The input types and their consumers and workflows come from the declarations. The default run
+is a bounded profile; ``make fuzz`` runs the long one (``INFERBUS_FUZZ_PROFILE=long``, at least
+10,000 bodies per input type and way of generating) and writes the counts to ``fuzz-report.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+from inferbus_lambda.contracts import data_model
+from inferbus_lambda.errors import REJECTION_ERRORS, TransientError
+from inferbus_lambda.patterns import CompiledPattern, compile_pattern
+from inferbus_lambda.unrouted import UnroutedCheck
+from inferbus_lambda.workflow import accept
+
+from infra.declarations import UNROUTED_CHECK_ID, Consumer, Workflow
+from inferbus.demo.inputs import sample_events
+from tests.declared import PIPELINE, RESULT_SOURCES
+from tests.fuzz.harness import MemoryClaims, MemoryConsumer, as_body, contract_verdict, delivered
+
+PROFILE = os.environ.get("INFERBUS_FUZZ_PROFILE", "ci")
+LONG = PROFILE == "long"
+BATCH = (10, 30) if LONG else (1, 8)
+MIN_BODIES = 10_000  # per input type and way of generating, in the long profile
+settings.register_profile("ci", max_examples=6, deadline=None, database=None, derandomize=True,
+                          suppress_health_check=list(HealthCheck))
+settings.register_profile("long", max_examples=700, deadline=None, database=None,
+                          suppress_health_check=list(HealthCheck))
+settings.load_profile("long" if LONG else "ci")
+pytestmark = [pytest.mark.fuzz_long] if LONG else []
+
+CONSUMERS = {c.consumes.type: c for c in PIPELINE.consumers}
+WORKFLOWS = [w for w in PIPELINE.workflows if not w.trigger.sources]  # taking events from any producer
+INPUT_TYPES = sorted({*CONSUMERS, *(w.trigger.type for w in WORKFLOWS)})
+SAMPLES = {t: [event.model_dump(mode="json") for c in PIPELINE.producers if c.demo is not None
+               and (c.consumes.type if isinstance(c, Consumer) else c.trigger.type) == t
+               for event, _ in sample_events(c, min(c.demo.limit, 5))] for t in INPUT_TYPES}
+
+# -- generating ---------------------------------------------------------------------------------
+
+EDGE_NUMBERS = [0, -0.0, 1, -1, 16, 17, 255, 1e6, 1e6 + 1, -1e6 - 1, 2**31, 2**53 + 1, 2**63, -(2**63) - 1, 1e308, 5e-324,
+                0.1, 1.5, 1e-7]
+EDGE_STRINGS = ["", " ", "\u200b", "a" * 129, "x" * 2001, "🙂", "é", "\u0000", "1.0", "full", "Full", "classify", "null"]
+EDGE_VALUES = [None, True, False, [], {}, *EDGE_NUMBERS, *EDGE_STRINGS]
+
+
+def envelope(event_type: str, data: Any, index: int) -> dict[str, Any]:
+    return {"specversion": "1.0", "id": f"fuzz-{index}-{uuid.uuid4().hex[:8]}", "source": "fuzz.producer",
+            "type": event_type, "time": datetime.now(UTC).isoformat(), "correlationid": "fuzz",
+            "datacontenttype": "application/json", "data": data}
+
+
+def from_contract(event_type: str) -> st.SearchStrategy[dict[str, Any]]:
+    """``data`` from the type's JSON Schema (as pydantic writes it), mostly valid, sometimes not
+    (the schema does not say 'not blank' or 'sums to 1')."""
+    return from_schema(data_model(event_type).model_json_schema())
+
+
+def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += paths(item, (*prefix, key))
+    elif isinstance(value, list) and value:
+        found += paths(value[0], (*prefix, 0)) + paths(value[-1], (*prefix, len(value) - 1))
+    return found
+
+
+def set_path(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    parent = value
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = new
+    return value
+
+
+@st.composite
+def mutated(draw: st.DrawFn, event_type: str, index: int) -> str:
+    """A valid event of ``event_type``, changed in one way: a value's type, size or encoding, its
+    nesting, a number at or beyond a limit, a key dropped or added; or its JSON text broken."""
+    detail = json.loads(json.dumps(draw(st.sampled_from(SAMPLES[event_type]))))
+    detail["id"] = f"fuzz-{index}-{uuid.uuid4().hex[:8]}"
+    kind = draw(st.sampled_from(["value", "value", "value", "size", "nest", "drop", "add", "text"]))
+    path = draw(st.sampled_from(paths(detail)[1:]))
+    current: Any = detail
+    for key in path:
+        current = current[key]
+    if kind == "value":
+        detail = set_path(detail, path, draw(st.sampled_from(EDGE_VALUES) | st.integers() | st.floats(allow_nan=False)
+                                             | st.text(max_size=40)))
+    elif kind == "size":
+        if isinstance(current, list):
+            size = draw(st.sampled_from([0, 1, len(current) - 1, len(current) + 1, 10_000]))
+            detail = set_path(detail, path, (current * (size // max(len(current), 1) + 1))[:size] if current else [0] * size)
+        else:
+            detail = set_path(detail, path, draw(st.sampled_from(["", "y" * 257, "z" * 5000])))
+    elif kind == "nest":
+        depth = draw(st.sampled_from([1, 2, 50, 500]))
+        for _ in range(depth):
+            current = [current] if draw(st.booleans()) else {"v": current}
+        detail = set_path(detail, path, current)
+    elif kind == "drop" and len(path) >= 1 and isinstance(path[-1], str):
+        parent = detail
+        for key in path[:-1]:
+            parent = parent[key]
+        parent.pop(path[-1])
+    elif kind == "add":
+        parent = detail if not isinstance(current, dict) else current
+        parent[draw(st.sampled_from(["extra", "id", "\u200bdata", "data "]))] = draw(st.sampled_from(EDGE_VALUES))
+    body = as_body(delivered(detail))
+    if kind == "text":
+        body = draw(st.sampled_from([
+            lambda b: b.replace('"correlationid": ', '"correlationid": "dup", "correlationid": ', 1),
+            lambda b: b.replace('"specversion": "1.0"', '"specversion": NaN', 1),
+            lambda b: b.replace('"correlationid": "', '"correlationid": "\\ud800', 1),
+            lambda b: b.replace('"data": {', '"data": {"n": ' + "9" * 5000 + ", ", 1),
+            lambda b: b.replace('"data": {', '"data": {"n": 1e999, ', 1),
+            lambda b: b.replace('"data": {', '"data": {"n": -Infinity, ', 1),
+            lambda b: b[: draw(st.integers(0, len(b) - 1))],
+        ]))(body)
+    return body
+
+
+def batches(make: Any) -> st.SearchStrategy[list[str]]:
+    low, high = BATCH
+    return st.integers(low, high).flatmap(lambda n: st.tuples(*(make(i) for i in range(n))).map(list))
+
+
+def schema_bodies(event_type: str) -> st.SearchStrategy[list[str]]:
+    return batches(lambda i: from_contract(event_type).map(lambda data, i=i: as_body(delivered(envelope(event_type, data, i)))))
+
+
+def mutated_bodies(event_type: str) -> st.SearchStrategy[list[str]]:
+    return batches(lambda i: mutated(event_type, i))
+
+
+STRATEGIES = {"schema": schema_bodies, "mutation": mutated_bodies}
+COUNTS: Counter[tuple[str, str]] = Counter()
+
+# -- checking -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def consumers() -> dict[str, MemoryConsumer]:
+    return {event_type: MemoryConsumer(consumer) for event_type, consumer in CONSUMERS.items()}
+
+
+@pytest.fixture(scope="module")
+def bus(template) -> tuple[dict[str, CompiledPattern], UnroutedCheck]:
+    patterns = {k: r["Properties"]["EventPattern"] for k, r in template["Resources"].items()
+                if r["Type"] == "AWS::Events::Rule" and not k.startswith(UNROUTED_CHECK_ID)}  # not the catch-all
+    rules = {name: compile_pattern(pattern) for name, pattern in patterns.items()}
+    return rules, UnroutedCheck(patterns, result_sources=RESULT_SOURCES.values())
+
+
+def check_bus(bodies: list[str], event_type: str, bus: tuple[dict[str, CompiledPattern], UnroutedCheck]) -> None:
+    """One contract, one outcome: a valid input is taken by exactly one rule; one no rule takes has a reason."""
+    rules, check = bus
+    for body in bodies:
+        try:
+            event = json.loads(body)  # as EventBridge parsed it; NaN and repeated keys pass there
+        except (ValueError, RecursionError):
+            continue  # not JSON: PutEvents would have refused it (MalformedDetail)
+        if not isinstance(event.get("detail"), dict):
+            continue
+        valid, _ = contract_verdict(body, event_type)
+        taken = [name for name, pattern in rules.items() if pattern.matches(event)]
+        if valid:
+            assert len(taken) == 1, (taken, body[:300])
+        elif not taken:
+            verdict = check.verdict(body)
+            assert verdict.status == "unrouted" and verdict.reason and verdict.error in (*REJECTION_ERRORS, "UnroutedEventError")
+
+
+def check_consumer_batch(bodies: list[str], consumer: MemoryConsumer) -> None:
+    report, outcomes = consumer.run(bodies)  # no crash: an exception here fails the test
+    event_type = consumer.declaration.consumes.type
+    valid_ids = Counter()
+    for index, body in enumerate(bodies):
+        outcome = report.outcomes[f"m-{index}"]
+        valid, event_id = contract_verdict(body, event_type)
+        if valid:
+            again = valid_ids[event_id] > 0  # the same event twice in one batch (at-least-once delivery)
+            valid_ids[event_id] += 1
+            assert outcome.status in ("published", "duplicate") or (again and outcome.status == "in_progress") or (
+                outcome.status == "rejected" and "different data" in outcome.reason), (outcome, body[:300])
+        else:
+            assert outcome.status == "rejected" and outcome.reason, (outcome, body[:300])
+            assert f"m-{index}" in outcomes.rejected  # its destination: the invalid-events queue
+    published = Counter(result.subject for result in outcomes.published)
+    assert set(published) == set(valid_ids), "a result for every valid record and for nothing else"
+    assert all(count == 1 for count in published.values()), "exactly one result per valid input"
+    assert all(r.type == consumer.declaration.produces and r.source == consumer.declaration.result_source
+               for r in outcomes.published)
+
+
+def check_accept(bodies: list[str], workflow: Workflow) -> None:
+    claims = MemoryClaims()
+    accepted = Counter()
+    for index, body in enumerate(bodies):
+        try:
+            event = json.loads(body)  # Step Functions hands Accept the parsed event
+        except (ValueError, RecursionError):
+            continue
+        request = {"event": event, "workflow": workflow.name, "types": [workflow.trigger.type],
+                   "emits": list(workflow.produces), "result_source": workflow.result_source, "execution": f"exec-{index}"}
+        try:
+            answer = accept(request, claims)
+        except TransientError:  # another execution is accepting it right now: the state machine retries
+            continue
+        # Accept sees the event as Step Functions parsed it: a repeated key is already gone (the one
+        # strictness the workflow path cannot have), NaN and lone surrogates are still there and refused.
+        valid, event_id = contract_verdict(event, workflow.trigger.type)
+        if valid:
+            assert answer["status"] in ("accepted", "duplicate") or answer["error"] == "IdConflictError", answer
+            accepted[event_id] += answer["status"] == "accepted"
+        else:
+            assert answer["status"] == "rejected" and answer["reason"] and answer["error"] in REJECTION_ERRORS, answer
+        json.dumps(answer, allow_nan=False)  # what Accept returns, Step Functions must be able to carry
+    assert all(count == 1 for count in accepted.values())
+
+
+def record(event_type: str, strategy: str, bodies: list[str]) -> None:
+    COUNTS[(event_type, strategy)] += len(bodies)
+
+
+def finish(event_type: str, strategy: str, path: str) -> None:
+    count = COUNTS[(event_type, strategy)]
+    report = os.environ.get("INFERBUS_FUZZ_REPORT")
+    if report:
+        with open(report, "a") as file:
+            file.write(json.dumps({"input": event_type, "path": path, "strategy": strategy, "bodies": count,
+                                   "profile": PROFILE}) + "\n")
+    if LONG:
+        assert count >= MIN_BODIES, f"{event_type}/{strategy}: only {count} bodies"
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("event_type", sorted(CONSUMERS))
+def test_a_consumer_never_crashes_and_gives_each_record_one_outcome(consumers, bus, event_type, strategy):
+    consumer = consumers[event_type]
+
+    @given(STRATEGIES[strategy](event_type))
+    def run(bodies: list[str]) -> None:
+        record(event_type, strategy, bodies)
+        check_consumer_batch(bodies, consumer)
+        check_bus(bodies, event_type, bus)
+
+    run()
+    finish(event_type, strategy, f"consumer {consumer.declaration.name}")
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=[w.name for w in WORKFLOWS])
+def test_a_workflows_accept_step_never_crashes_and_gives_each_event_one_outcome(workflow, strategy):
+    event_type = workflow.trigger.type
+
+    @given(STRATEGIES[strategy](event_type))
+    def run(bodies: list[str]) -> None:
+        record(event_type, f"{strategy}:{workflow.name}", bodies)
+        check_accept(bodies, workflow)
+
+    run()
+    finish(event_type, f"{strategy}:{workflow.name}", f"workflow {workflow.name} (Accept)")
+
+
+def test_the_poison_records_of_the_issue_fail_nothing_but_themselves(consumers):
+    """A 5,000-digit integer, a repeated key, NaN and a body the parser cannot even read, beside 20 valid records."""
+    consumer = consumers[sorted(CONSUMERS)[0]]
+    event_type = consumer.declaration.consumes.type
+    valid = [as_body(delivered(envelope(event_type, SAMPLES[event_type][i % len(SAMPLES[event_type])]["data"], i)))
+             for i in range(20)]
+    poison = [valid[0].replace('"data": {', '"data": {"n": ' + "7" * 5000 + ", ", 1),
+              valid[1].replace('"correlationid": ', '"correlationid": "x", "correlationid": ', 1),
+              valid[2].replace('"data": {', '"data": {"n": NaN, ', 1)]
+    original = consumer.consumer.parse
+    consumer.consumer.parse = lambda body: (_ for _ in ()).throw(TypeError("unforeseen")) if body == "boom" else original(body)
+    try:
+        report, outcomes = consumer.run(valid[3:] + poison + ["boom"])
+    finally:
+        consumer.consumer.parse = original
+    assert len(outcomes.published) == 17 and len(outcomes.rejected) == 4
+    reasons = sorted(o.reason for o in report.outcomes.values() if o.status == "rejected")
+    assert [r.split(" (")[0] for r in reasons] == ["body: could not be read", "body: not valid JSON",
+                                                   "body: not valid JSON", "body: not valid JSON"]
