@@ -6,7 +6,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: setup demo test fuzz synth models clean
+.PHONY: setup demo test fuzz docs synth models clean
 
 $(STAMP): pyproject.toml package.json
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ fuzz: $(STAMP)
 	rm -f fuzz-report.jsonl
 	INFERBUS_FUZZ_PROFILE=long INFERBUS_FUZZ_REPORT=fuzz-report.jsonl $(VENV)/bin/python -m pytest -n 2 -m fuzz_long tests/fuzz -p no:cacheprovider
 	cat fuzz-report.jsonl
+
+# The generated docs, rewritten from the declarations after a component is added or changed (make test checks them).
+docs: $(STAMP)
+	$(VENV)/bin/inferbus docs
+	$(VENV)/bin/inferbus schemas --write
+	$(VENV)/bin/inferbus diagram
 
 # A real synth with Lambda bundling (pip fetches the arm64 wheels); needs no AWS credentials.
 synth: $(STAMP)

@@ -334,6 +334,8 @@ def _next_steps(plan: ConsumerPlan) -> list[str]:
         steps.append(f"Replace the random demo samples in pipeline/{plan.module}.py with held-out data (or run this "
                      "again with --samples FILE).")
     steps += [
+        "make docs   (the README's event table, docs/schemas/ and the topology picture are generated from the "
+        "declarations; make test checks that they are current)",
         f".venv/bin/python -m pytest tests/functional/test_{plan.module}.py -q   (then: make test)",
         f".venv/bin/inferbus demo   ({plan.name} is in the summary and the ledger)",
     ]

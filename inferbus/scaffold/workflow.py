@@ -139,6 +139,8 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
         steps.append(f"Replace {event_type}'s placeholder field `values` with your input's fields, and the demo "
                      f"samples in pipeline/{module}.py with held-out ones.")
     steps += [
+        "make docs   (the README's event table, docs/schemas/ and the topology picture are generated from the "
+        "declarations; make test checks that they are current)",
         f".venv/bin/python -m pytest tests/functional/test_{module}.py -q   (then: make test)",
         f".venv/bin/inferbus demo   ({name} is in the summary" + (" and the ledger)" if producer is None else
                                                                  f", taking {producer}'s {event_type} events)"),

@@ -416,15 +416,19 @@ def test_the_fis_variant_still_runs_embedded(fis_template):
 
 
 def test_fault_injection_scales_past_fis_limits_with_many_consumers(tmp_path):
-    """FIS takes 5 stop conditions and 5 ARNs a target: eleven more consumers still synthesize, every DLQ watched
-    (more than that, with the shared core, would pass CloudFormation's 500 resources a stack)."""
+    """FIS takes 5 stop conditions, 10 metrics an alarm and 5 ARNs a target: a pipeline of 12 consumers
+    (past one alarm's metrics and one stop condition each) still synthesizes, every DLQ watched. However many the
+    pipeline declares, it is filled up to 12, not beyond (each consumer adds about 25 resources, and a stack
+    holds at most 500)."""
     import dataclasses
 
     from infra.declarations import Pipeline
 
     from inferbus.template import synthesize
 
-    extra = tuple(dataclasses.replace(PIPELINE.consumers[0], name=f"extra-consumer-{i}") for i in range(11))
+    crowded_consumers = 12
+    extra = tuple(dataclasses.replace(PIPELINE.consumers[0], name=f"extra-consumer-{i}")
+                  for i in range(max(1, crowded_consumers - len(PIPELINE.consumers))))
     crowded = Pipeline(PIPELINE.consumers + extra, PIPELINE.workflows, PIPELINE.routes)
     template = synthesize(FIS_SETTINGS, pipeline=crowded, outdir=str(tmp_path))
     alarms = of_type(template, "AWS::CloudWatch::Alarm")
