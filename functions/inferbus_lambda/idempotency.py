@@ -73,8 +73,11 @@ class ClaimStatus(enum.Enum):
 
 
 def data_hash(event: CloudEvent[Any]) -> str:
-    """What tells two events with one id apart: a hash of the canonical JSON of their ``data``."""
-    return hashlib.md5(event.data.model_dump_json().encode(), usedforsecurity=False).hexdigest()
+    """What tells two events with one id apart: a hash of the canonical JSON of their ``data``, less
+    its measurements (``EventData.MEASUREMENTS``: a result scored again differs only in those)."""
+    data = event.data
+    measured = data.MEASUREMENTS.intersection(type(data).model_fields)
+    return hashlib.md5(data.model_dump_json(exclude=measured or None).encode(), usedforsecurity=False).hexdigest()
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -41,19 +41,22 @@ def print_flow(flow: FlowReport, console: Console) -> None:
     if flow.failure_reasons:
         faults.add_row("failure events by error", ", ".join(f"{k} {v}" for k, v in sorted(flow.failure_reasons.items())))
     console.print(faults)
+    # One row per outcome, one column per moment: it reads at 80 columns and piped.
     ledger = Table(title=f"ledger of {flow.flow}: where every input ended up", title_justify="left")
     ledger.add_column("")
-    for column in LEDGER_COLUMNS:
-        ledger.add_column(column, justify="right")
-    rows = [("after the faults", flow.ledger)] + ([("after redrive", flow.after_redrive)] if flow.after_redrive else [])
-    for name, entry in rows:
+    moments = [("after the faults", flow.ledger)] + ([("after redrive", flow.after_redrive)] if flow.after_redrive else [])
+    cells: list[list[str]] = []
+    for name, entry in moments:
+        ledger.add_column(name, justify="right")
         # After the faults are off and the DLQ redriven, every input (all valid) must have been processed.
         ok = (entry.balanced(flow.events, flow.repeat_bound)
               and not (entry is flow.after_redrive and entry.in_dead_letter_queue))
-        ledger.add_row(name, str(entry.processed_once), str(entry.in_dead_letter_queue), str(entry.failed_with_reason),
-                       str(entry.pending_review), str(entry.processed_twice),
-                       f"{entry.repeated_results} (bound {flow.repeat_bound})", str(entry.lost),
-                       str(entry.dead_lettered_after_processing), "[green]yes[/green]" if ok else "[red]NO[/red]")
+        cells.append([str(entry.processed_once), str(entry.in_dead_letter_queue), str(entry.failed_with_reason),
+                      str(entry.pending_review), str(entry.processed_twice),
+                      f"{entry.repeated_results} (bound {flow.repeat_bound})", str(entry.lost),
+                      str(entry.dead_lettered_after_processing), "[green]yes[/green]" if ok else "[red]NO[/red]"])
+    for row, column in enumerate(LEDGER_COLUMNS):
+        ledger.add_row(column, *(values[row] for values in cells))
     console.print(ledger)
     console.print(f"{flow.result_events} result events in all; {flow.redriven} redriven")
     if flow.after_redrive is not None and flow.after_redrive.in_dead_letter_queue:

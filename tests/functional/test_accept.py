@@ -91,6 +91,26 @@ def test_the_same_id_with_other_data_is_a_conflict(claims):
     assert (answer["status"], answer["error"]) == ("rejected", "IdConflictError")
 
 
+def test_a_result_scored_again_is_a_duplicate_not_a_conflict(claims):
+    """A consumer that crashed between publishing and completing scores the input again: the same
+    result id, the same answer, other timings. Downstream that is a duplicate; another answer is a conflict."""
+    from inferbus_lambda.contracts import Customer, ModelRef, RiskScored
+
+    def scored(risk_score: float, inference_ms: float, batch_size: int) -> dict:
+        data = RiskScored(input_id="txn-1", customer=Customer(id="c-1", segment="new"), risk_score=risk_score,
+                          model=ModelRef(name="risk", version="1"), inference_ms=inference_ms, batch_size=batch_size)
+        return json.loads(new_event(data, source="inferbus.risk-scorer", event_id="result-1").model_dump_json())
+
+    def accepting(detail: dict, execution: str) -> dict:
+        return {"event": delivered(detail), "workflow": "auto-approve", "types": ["RiskScored"],
+                "emits": ["TransactionApproved"], "result_source": "inferbus.auto-approve", "execution": execution}
+
+    assert accept(accepting(scored(0.2, 1.5, 10), "arn:execution:1"), claims)["status"] == "accepted"
+    assert accept(accepting(scored(0.2, 9.0, 3), "arn:execution:2"), claims)["status"] == "duplicate"
+    answer = accept(accepting(scored(0.9, 1.5, 10), "arn:execution:3"), claims)
+    assert (answer["status"], answer["error"]) == ("rejected", "IdConflictError")
+
+
 def test_an_event_being_accepted_elsewhere_is_a_transient_error(claims):
     detail = text_detail()
     event = new_event(TextSubmitted(text=detail["data"]["text"]), source="x").model_copy(update={"id": detail["id"]})

@@ -93,6 +93,10 @@ class EventData(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     EVENT_TYPE: ClassVar[str]
+    # Top-level fields that say how an answer was computed, not what it is: an input scored again
+    # (a redelivery after a crash) repeats its result, same id, with other timings. Two events with
+    # one id are compared without them, so that repeat is a duplicate downstream, not a conflict.
+    MEASUREMENTS: ClassVar[frozenset[str]] = frozenset({"inference_ms", "batch_size"})
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
