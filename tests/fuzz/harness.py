@@ -1,9 +1,10 @@
 """The real consumer and Accept step, with their AWS calls in memory: fast enough to fuzz.
 
 A consumer is built by its handler module exactly as in Lambda (``consumer_handler``, its models
-loaded from ``models/``); only its claims, publishing and rejections are replaced by in-memory
-ones that record what happened. What runs is the kit's batch pipeline: parse, validate, claim,
-ONE inference, results, rejections, the partial batch response.
+loaded from ``models/``); only its claims, its EventBridge client and its rejections are replaced
+by in-memory ones that record what happened. What runs is the kit's batch pipeline: parse,
+validate, claim, ONE inference, results published through the kit's own publisher (request
+planning, retries), rejections, the partial batch response.
 """
 
 from __future__ import annotations
@@ -73,6 +74,18 @@ class Outcomes:
     rejected: dict[str, Any] = field(default_factory=dict)
 
 
+class MemoryEventBridge:
+    """PutEvents in memory: every entry accepted, and kept as the event it stands for."""
+
+    def __init__(self, published: list[CloudEvent[Any]]) -> None:
+        self.published = published
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803 - boto3's name
+        self.published.extend(from_put_events_entry(entry) for entry in Entries)
+        return {"FailedEntryCount": 0, "Entries": [{"EventId": f"memory-{len(self.published)}-{i}"}
+                                                   for i in range(len(Entries))]}
+
+
 class MemoryConsumer:
     """A declared consumer's real handler, its AWS calls in memory."""
 
@@ -104,15 +117,13 @@ class MemoryConsumer:
         outcomes = Outcomes()
         self.consumer.claims = MemoryClaims()
 
-        def publish(entries: Sequence[dict[str, Any]]) -> list[Any]:
-            outcomes.published.extend(from_put_events_entry(entry) for entry in entries)
-            return []
+        self.runtime.events = MemoryEventBridge(outcomes.published)
 
         def reject(rejections: Sequence[Any]) -> set[str]:
             outcomes.rejected.update({r.message_id: r for r in rejections})
             return set()
 
-        self.consumer.publish, self.consumer.reject = publish, reject
+        self.consumer.reject = reject
         records = [{"messageId": f"m-{i}", "body": body, "attributes": {"ApproximateReceiveCount": "1"}}
                    for i, body in enumerate(bodies)]
         report = self.consumer.process(records, remaining_ms=None)
