@@ -120,7 +120,7 @@ def result_event_id(input_id: str, producer: str) -> str:
 
 Parse = Callable[[str], CloudEvent[Any]]
 Infer = Callable[[Sequence[CloudEvent[Any]]], Sequence[EventData]]
-Publish = Callable[[Sequence[dict[str, Any]]], list[PublishFailure]]
+Publish = Callable[[Sequence[dict[str, Any]], FaultPlan | None], list[PublishFailure]]
 Reject = Callable[[Sequence[Rejection]], set[str]]
 DeadLetterSend = Callable[[Sequence[DeadLetter]], set[str]]
 
@@ -149,7 +149,8 @@ class InferenceConsumer:
     claims
         The idempotency claims.
     publish
-        PutEvents entries -> the ones that failed (see ``publishing.publish_events``).
+        PutEvents entries and the invocation's fault plan (if any) -> the ones that failed (see
+        ``publishing.publish_events``).
     result_source
         ``source`` of the result events (this producer).
     bus_name
@@ -327,7 +328,7 @@ class InferenceConsumer:
         if crash_in_group is not None and faults is not None:
             crash_in_group = faults.pick(len(groups))
         for number, group in enumerate(groups):
-            failures = {failure.index: failure for failure in self.publish([entries[index] for index in group])}
+            failures = {failure.index: failure for failure in self.publish([entries[index] for index in group], faults)}
             if number == crash_in_group:
                 raise InjectedCrash(f"injected crash after publishing {len(group) - len(failures)} results, "
                                     "before completing their claims")

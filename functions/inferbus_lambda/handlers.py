@@ -245,9 +245,10 @@ class ConsumerRuntime(FunctionRuntime):
                             f"{self.environment.PRODUCES}")
         return results
 
-    def _publish(self, entries: Sequence[dict[str, Any]]) -> list[PublishFailure]:
-        plan = FaultPlan.from_environment()
-        events = ThrottledEvents(self.events, plan.put_events_throttle_rate) if plan and plan.put_events_throttle_rate else self.events
+    def _publish(self, entries: Sequence[dict[str, Any]], faults: FaultPlan | None) -> list[PublishFailure]:
+        events = self.events
+        if faults is not None and faults.put_events_throttle_rate > 0:  # chaos: the invocation's plan, as claims get it
+            events = ThrottledEvents(self.events, faults.put_events_throttle_rate)
         failures = publish_events(events, entries)
         self.metrics.add_metric(name=PUT_EVENTS_FAILED_ENTRIES, unit=MetricUnit.Count, value=len(failures))
         return failures

@@ -38,11 +38,12 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from inferbus_lambda.contracts import to_put_events_entry
 from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
+from inferbus_lambda.faults import FaultPlan
 from inferbus_lambda.metric_names import CLAIMS_NOT_COMPLETED, DUPLICATES_SKIPPED
 
 from infra.declarations import Consumer, Pipeline, Route, Workflow
@@ -54,6 +55,9 @@ CONSUMER_WAVE = 50
 WORKFLOW_WAVE = 250
 
 Component = Consumer | Workflow
+
+
+FAULT_PLAN_FIELDS = frozenset(plan_field.name for plan_field in fields(FaultPlan))
 
 
 class ChaosError(ValueError):
@@ -80,14 +84,10 @@ class FaultRates:
     latency_ms: float = 0.0
 
     def plan(self, seed: int) -> str:
-        """A queue consumer's ``INFERBUS_FAULTS`` value (the duplicates are the event source's)."""
-        return json.dumps({"record_error_rate": self.record_error_rate, "timeout_rate": self.timeout_rate,
-                           "crash_after_publish_rate": self.crash_after_publish_rate,
-                           "crash_before_complete_rate": self.crash_before_complete_rate,
-                           "claim_throttle_rate": self.claim_throttle_rate,
-                           "complete_throttle_rate": self.complete_throttle_rate,
-                           "put_events_throttle_rate": self.put_events_throttle_rate, "latency_ms": self.latency_ms,
-                           "seed": seed})
+        """A queue consumer's ``INFERBUS_FAULTS`` value: every rate a function's ``FaultPlan`` also has
+        (the duplicates are the event source's; the step rates are :meth:`step_plan`'s)."""
+        forwarded = {name: value for name, value in asdict(self).items() if name in FAULT_PLAN_FIELDS}
+        return json.dumps({**forwarded, "seed": seed})
 
     def step_plan(self, seed: int) -> str:
         """A workflow step's ``INFERBUS_FAULTS`` value."""
