@@ -23,12 +23,11 @@ Example
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .contracts.core import CloudEvent, EventData, parse_event
+from .contracts.core import CloudEvent, EventData, loads_strict, parse_event
 from .errors import InvalidEventError
 from .publishing import MAX_REQUEST_BYTES
 
@@ -63,12 +62,11 @@ class IngestRefusal(Exception):
 
 
 def _json(body: bytes, what: str) -> Any:
+    """``body`` read as strict JSON, as every other path reads it (repeated keys, NaN refused)."""
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise IngestRefusal(400, InvalidEventError.__name__, f"{what}: not valid JSON ({error})") from None
-    except RecursionError:
-        raise IngestRefusal(400, InvalidEventError.__name__, f"{what}: JSON nested too deeply") from None
+        return loads_strict(body, what)
+    except InvalidEventError as error:
+        raise IngestRefusal(400, InvalidEventError.__name__, error.reason) from None
 
 
 def read_cloudevent(headers: Mapping[str, str], body: bytes | str | None, *, now: datetime | None = None) -> dict[str, Any]:
