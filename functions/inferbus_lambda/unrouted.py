@@ -12,7 +12,7 @@ to one more queue, and this check, a Lambda consumer of that queue, asks of each
    (``specversion: Input should be '1.0'``, ``type: unknown event type ...``), or, for a valid
    event that no rule takes, :class:`~.errors.UnroutedEventError` naming its type and source.
 
-The rules are read once per container and again after ``RULES_TTL_SECONDS``. A rule whose
+The rules are read and compiled once per container and again after ``RULES_TTL_SECONDS``. A rule whose
 pattern :mod:`.patterns` refuses counts as not matching, and the reason says so: an event is
 kept twice rather than lost.
 
@@ -31,7 +31,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .contracts.core import EVENT_DATA_MODELS, from_eventbridge_event, known_event_types
 from .errors import InvalidEventError, UnroutedEventError
@@ -39,6 +39,7 @@ from .patterns import CompiledPattern, PatternError, compile_pattern
 
 __all__ = ["BusRules", "UnroutedCheck", "Verdict", "read_rules"]
 
+T = TypeVar("T")
 ENABLED_STATES = {"ENABLED", "ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS"}
 
 
@@ -116,20 +117,21 @@ class UnroutedCheck:
         return Verdict("unrouted", UnroutedEventError.__name__, reason + note, event.id)
 
 
-class BusRules:
-    """The bus's rules, read through ``read`` and kept ``ttl_s`` seconds."""
+class BusRules(Generic[T]):
+    """What is made from the bus's rules (the compiled :class:`UnroutedCheck`), made through ``read``
+    and kept ``ttl_s`` seconds: the rules are listed and their patterns compiled once per period,
+    not once per batch."""
 
-    def __init__(self, read: Callable[[], dict[str, dict[str, Any]]], ttl_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, read: Callable[[], T], ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.read = read
         self.ttl_s = ttl_s
         self.clock = clock
-        self._patterns: dict[str, dict[str, Any]] | None = None
+        self._current: T | None = None
         self._read_at = 0.0
 
-    def patterns(self) -> dict[str, dict[str, Any]]:
-        if self._patterns is None or self.clock() - self._read_at > self.ttl_s:
-            self._patterns, self._read_at = self.read(), self.clock()
-        return self._patterns
+    def current(self) -> T:
+        if self._current is None or self.clock() - self._read_at > self.ttl_s:
+            self._current, self._read_at = self.read(), self.clock()
+        return self._current
 
 

@@ -26,14 +26,16 @@ runtime = FunctionRuntime(environment, load=lambda info: info)  # it loads no mo
 # Made after the environment is known good: a broken deployment fails fast.
 EVENTS = aws_client("events")
 SQS = aws_client("sqs")
-RULES = BusRules(lambda: read_rules(EVENTS, bus=environment.EVENT_BUS_NAME, name_prefix=environment.RULE_NAME_PREFIX,
-                                    exclude=[environment.CATCH_ALL_RULE_NAME]),
+CHECK = BusRules(lambda: UnroutedCheck(read_rules(EVENTS, bus=environment.EVENT_BUS_NAME,
+                                                  name_prefix=environment.RULE_NAME_PREFIX,
+                                                  exclude=[environment.CATCH_ALL_RULE_NAME]),
+                                       result_sources=environment.RESULT_SOURCES),
                  ttl_s=environment.RULES_TTL_SECONDS)
 
 
 def check_events(event: dict[str, Any], context: Any) -> dict[str, Any]:
     started = time.perf_counter()
-    check = UnroutedCheck(RULES.patterns(), result_sources=environment.RESULT_SOURCES)
+    check = CHECK.current()
     rejections, counts = [], dict.fromkeys(VERDICT_METRICS, 0)
     for record in event["Records"]:
         verdict = check.verdict(record["body"])
