@@ -62,15 +62,8 @@ def send_rejections(sqs: Any, queue_url: str, consumer: str, rejections: Sequenc
     """Send ``rejections`` with SendMessageBatch (10 and 256 KB per call); return the message
     ids of those that could not be sent, which the caller must report as failed."""
     bodies = [rejection.message_body(consumer) for rejection in rejections]
-    sizes = [len(body.encode()) for body in bodies]
-    unsent = {rejections[i].message_id for i, size in enumerate(sizes) if size > MAX_REQUEST_BYTES}
-    for request in plan_requests(sizes):
-        response = sqs.send_message_batch(
-            QueueUrl=queue_url,
-            Entries=[{"Id": str(index), "MessageBody": bodies[index]} for index in request],
-        )
-        unsent |= {rejections[int(failed["Id"])].message_id for failed in response.get("Failed", [])}
-    return unsent
+    return _send_in_batches(sqs, queue_url, [rejection.message_id for rejection in rejections],
+                            [{"MessageBody": body} for body in bodies], [len(body.encode()) for body in bodies])
 
 
 @dataclass(frozen=True)
@@ -92,11 +85,19 @@ class DeadLetter:
 def send_to_dead_letter_queue(sqs: Any, queue_url: str, consumer: str, letters: Sequence[DeadLetter]) -> set[str]:
     """Send ``letters`` to the DLQ with SendMessageBatch; return the message ids that could not be sent
     (the caller reports them failed, and SQS's redrive moves them, without the reason)."""
-    sizes = [len(letter.body.encode("utf-8", "replace")) + MAX_REASON_CHARS + 256 for letter in letters]
-    unsent = {letters[i].message_id for i, size in enumerate(sizes) if size > MAX_REQUEST_BYTES}
+    return _send_in_batches(
+        sqs, queue_url, [letter.message_id for letter in letters],
+        [{"MessageBody": letter.body, "MessageAttributes": letter.message_attributes(consumer)} for letter in letters],
+        [len(letter.body.encode("utf-8", "replace")) + MAX_REASON_CHARS + 256 for letter in letters])
+
+
+def _send_in_batches(sqs: Any, queue_url: str, message_ids: Sequence[str], entries: Sequence[dict[str, Any]],
+                     sizes: Sequence[int]) -> set[str]:
+    """SendMessageBatch in requests of at most 10 entries and 256 KB (``sizes``, one per entry); the
+    message ids of the entries not sent: too large for any request, or refused by SQS."""
+    unsent = {message_ids[index] for index, size in enumerate(sizes) if size > MAX_REQUEST_BYTES}
     for request in plan_requests(sizes):
-        response = sqs.send_message_batch(QueueUrl=queue_url, Entries=[
-            {"Id": str(index), "MessageBody": letters[index].body,
-             "MessageAttributes": letters[index].message_attributes(consumer)} for index in request])
-        unsent |= {letters[int(failed["Id"])].message_id for failed in response.get("Failed", [])}
+        response = sqs.send_message_batch(QueueUrl=queue_url,
+                                          Entries=[{"Id": str(index), **entries[index]} for index in request])
+        unsent |= {message_ids[int(failed["Id"])] for failed in response.get("Failed", [])}
     return unsent
