@@ -34,6 +34,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -217,7 +218,6 @@ class ConsumerRuntime(FunctionRuntime):
         # Made after the environment is known good: a broken deployment fails fast.
         self.events = aws_client("events")
         self.dynamodb = aws_client("dynamodb")
-        self.sqs: Any = None
         self.consumer = InferenceConsumer(
             parse=expect_type(environment.CONSUMES),
             infer=self.tracer.capture_method(self._infer),
@@ -232,6 +232,11 @@ class ConsumerRuntime(FunctionRuntime):
             dead_letter=self.tracer.capture_method(self._dead_letter) if environment.DEAD_LETTER_QUEUE_URL else None,
             max_receive_count=environment.MAX_RECEIVE_COUNT,
         )
+
+    @cached_property
+    def sqs(self) -> Any:
+        """Made on first use (a batch with a record to set aside); assigning one replaces it."""
+        return aws_client("sqs")
 
     def _infer(self, events: Sequence[CloudEvent[Any]]) -> Sequence[EventData]:
         started = time.perf_counter()
@@ -255,15 +260,11 @@ class ConsumerRuntime(FunctionRuntime):
 
     def _reject(self, rejections: Sequence[Rejection]) -> set[str]:
         assert self.environment.INVALID_EVENTS_QUEUE_URL is not None
-        if self.sqs is None:
-            self.sqs = aws_client("sqs")
         return send_rejections(self.sqs, self.environment.INVALID_EVENTS_QUEUE_URL, self.environment.RESULT_SOURCE,
                                rejections)
 
     def _dead_letter(self, letters: Sequence[DeadLetter]) -> set[str]:
         assert self.environment.DEAD_LETTER_QUEUE_URL is not None
-        if self.sqs is None:
-            self.sqs = aws_client("sqs")
         return send_to_dead_letter_queue(self.sqs, self.environment.DEAD_LETTER_QUEUE_URL, self.environment.RESULT_SOURCE,
                                          letters)
 
