@@ -82,7 +82,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     """
     from moto.server import ThreadedMotoServer
 
-    from infra.declarations import QUEUE_URL, RESULT_SOURCE_PREFIX, UNROUTED_CHECK_ID, UNROUTED_CHECK_SOURCE
+    from infra.declarations import QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 
     from .local import LocalPipeline
     from .runtime.moto_patches import execution_status
@@ -98,7 +98,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
     with LocalPipeline(template) as pipeline:
         consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers}
-        consumers[pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"]] = UNROUTED_CHECK_SOURCE.removeprefix(RESULT_SOURCE_PREFIX)
+        consumers[pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"]] = UNROUTED_CHECK_NAME
 
         def batch_done(source: Any, invocation: Any) -> None:
             lines.put(LogLine("batch", consumers.get(source.queue.url, source.queue.name), {

@@ -42,7 +42,7 @@ __all__ = [
     "SCHEMA_REGISTRY_OUTPUT",
     "Component", "Consumer", "Corruption", "DEAD_LETTER_QUEUE_URL", "DemoInputs", "EventFilter", "FUNCTION_NAME",
     "Pipeline", "Producer", "QUEUE_URL", "RESULT_SOURCE_PREFIX", "Route", "STATE_MACHINE_ARN", "Sample", "Setting",
-    "Task", "UNROUTED_CHECK_ID", "UNROUTED_CHECK_SOURCE", "Workflow", "pascal",
+    "Task", "UNROUTED_CHECK_ID", "UNROUTED_CHECK_NAME", "UNROUTED_CHECK_SOURCE", "Workflow", "pascal",
 ]
 
 NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -61,8 +61,8 @@ INGEST_PRODUCER_POLICY_OUTPUT = "IngestProducerPolicyArn"
 SCHEMA_REGISTRY_OUTPUT = "SchemaRegistryName"
 RESULTS_BUCKET_OUTPUT = "ResultsArchiveBucketName"
 # The shared core's unrouted-events check: a catch-all rule -> queue -> function, outputs <id>QueueUrl, ...
-UNROUTED_CHECK_ID = "UnroutedEvents"
-UNROUTED_CHECK_SOURCE = RESULT_SOURCE_PREFIX + "unrouted-events"  # signs the rejections it keeps
+UNROUTED_CHECK_NAME = "unrouted-events"  # its service name; its construct id is UNROUTED_CHECK_ID (below)
+UNROUTED_CHECK_SOURCE = RESULT_SOURCE_PREFIX + UNROUTED_CHECK_NAME  # signs the rejections it keeps
 # Stack outputs of a component: <construct id><kind>.
 QUEUE_URL = "QueueUrl"
 DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"
@@ -79,6 +79,9 @@ def pascal(name: str) -> str:
     'RiskReview'
     """
     return "".join(part.capitalize() for part in name.split("-"))
+
+
+UNROUTED_CHECK_ID = pascal(UNROUTED_CHECK_NAME)
 
 
 def kebab(stem: str) -> str:

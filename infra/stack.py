@@ -58,6 +58,7 @@ from .declarations import (
     QUEUE_URL,
     STATE_MACHINE_ARN,
     UNROUTED_CHECK_ID,
+    UNROUTED_CHECK_NAME,
     UNROUTED_CHECK_SOURCE,
     Consumer,
     EventFilter,
@@ -267,10 +268,15 @@ class InferbusStack(Stack):
             max_concurrency=declaration.settings.max_concurrency,
             dashboard=self.dashboard,
         )
-        CfnOutput(self, declaration.output_key(QUEUE_URL), value=consumer.queue.queue_url)
-        CfnOutput(self, declaration.output_key(DEAD_LETTER_QUEUE_URL), value=consumer.dead_letter_queue.queue_url)
-        CfnOutput(self, declaration.output_key(FUNCTION_NAME), value=consumer.function.function_name)
+        self._queue_consumer_outputs(consumer)
         return consumer
+
+    def _queue_consumer_outputs(self, consumer: QueueConsumer) -> None:
+        """``<construct id>QueueUrl``, ``...DeadLetterQueueUrl``, ``...FunctionName``: how tools find it."""
+        for kind, value in ((QUEUE_URL, consumer.queue.queue_url),
+                            (DEAD_LETTER_QUEUE_URL, consumer.dead_letter_queue.queue_url),
+                            (FUNCTION_NAME, consumer.function.function_name)):
+            CfnOutput(self, f"{consumer.node.id}{kind}", value=value)
 
     def _accept_function(self) -> lambda_.IFunction:
         """The kit's first step of every workflow: validate the event, claim its id once."""
@@ -366,7 +372,7 @@ class InferbusStack(Stack):
         that no other rule takes and that is no producer's result (EventBridge has no "else" rule)."""
         settings = self.settings.unrouted_check
         environment = UnroutedEnvironment(
-            **self._common_environment(UNROUTED_CHECK_SOURCE.removeprefix("inferbus."), ()),
+            **self._common_environment(UNROUTED_CHECK_NAME, ()),
             EVENT_BUS_NAME=self.bus.event_bus_name,
             RULE_NAME_PREFIX=f"{self.stack_name}-",
             RESULT_SOURCES=tuple(sorted(self.result_producers)),
@@ -389,9 +395,7 @@ class InferbusStack(Stack):
         UnroutedCheckMonitoring(self, f"{UNROUTED_CHECK_ID}Monitoring", check=check, alarm_topic=self.alarm_topic,
                                 metrics_namespace=METRICS_NAMESPACE, service=environment.POWERTOOLS_SERVICE_NAME,
                                 thresholds=self.thresholds, dashboard=self.dashboard)
-        CfnOutput(self, f"{UNROUTED_CHECK_ID}{QUEUE_URL}", value=check.queue.queue_url)
-        CfnOutput(self, f"{UNROUTED_CHECK_ID}{DEAD_LETTER_QUEUE_URL}", value=check.dead_letter_queue.queue_url)
-        CfnOutput(self, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", value=check.function.function_name)
+        self._queue_consumer_outputs(check)
         return check
 
     # -- operating it ------------------------------------------------------------------------------

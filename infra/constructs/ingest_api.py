@@ -23,7 +23,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 from inferbus_lambda.metric_names import EVENTS_INGESTED, EVENTS_REFUSED, PUT_EVENTS_FAILED_ENTRIES
 
-from .alarms import PERIOD, add_alarm, emf_metric, function_metrics, resource_widget
+from .alarms import PERIOD, add_alarms, emf_metric, function_metrics, resource_widget
 from .function import FunctionSpec, add_function
 
 INGEST_ALARMS = ("FunctionErrors", "Throttles", "PutEventsFailedEntries")
@@ -60,11 +60,11 @@ class IngestApi(Construct):
                                 label="PutEvents failed entries")
         errors = self.function.metric_errors(period=PERIOD, statistic="Sum")
         name = self.node.id
-        alarms = [add_alarm(self, alarm, metric, 1, f"{name}: {what}", alarm_topic) for alarm, metric, what in (
-            ("FunctionErrors", errors, "invocations that failed as a whole (callers got 5xx)"),
-            ("Throttles", resources.throttles, "requests throttled (callers got 429)"),
-            ("PutEventsFailedEntries", put_failed, "events the bus refused after the retries (callers got 502/503)"),
-        )]
+        alarms = add_alarms(self, [
+            ("FunctionErrors", errors, 1, "invocations that failed as a whole (callers got 5xx)"),
+            ("Throttles", resources.throttles, 1, "requests throttled (callers got 429)"),
+            ("PutEventsFailedEntries", put_failed, 1, "events the bus refused after the retries (callers got 502/503)"),
+        ], name, alarm_topic)
         dashboard.add_widgets(
             cloudwatch.GraphWidget(title=f"{name}: ingest rate and refusals (per min)", left=[ingested, refused]),
             cloudwatch.GraphWidget(title=f"{name}: latency and errors", left=[

@@ -14,6 +14,7 @@ import boto3
 import pytest
 
 from inferbus.demo.inputs import input_type, sample_event
+from infra.declarations import UNROUTED_CHECK_NAME
 from tests.declared import PIPELINE
 
 pytestmark = pytest.mark.slow
@@ -86,7 +87,7 @@ def test_the_endpoint_answers_test_event_pattern_and_the_log_has_a_line_per_batc
     assert answer["Result"] is True
     # The batch of the event sent above, among the unrouted-events check's (it reads every event on the bus):
     # each line names a component by its declared name, never by a construct id.
-    named = {c.name for c in PIPELINE.components} | {"unrouted-events"}
+    named = {c.name for c in PIPELINE.components} | {UNROUTED_CHECK_NAME}
     seen: list[dict] = []
     while not any(line["component"] == CONSUMER.name for line in seen) and len(seen) < 10:
         seen.append(json.loads(process.stdout.readline()))
