@@ -83,12 +83,8 @@ def _read_events(source: str) -> list[tuple[str, Any]]:
     text = sys.stdin.read() if source == "-" else Path(source).read_text()
     if not text.strip():
         raise CommandError(f"{name}: no events in it; give one CloudEvent as JSON, or one per line (JSON Lines)")
-    try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    else:
-        whole = _strict_json(text, name)
+    whole, not_json = _json_document(text, name)
+    if not_json is None:
         if isinstance(whole, list):
             return [(f"{name} item {number}", event) for number, event in enumerate(whole, start=1)]
         return [(name, whole)]
@@ -96,12 +92,24 @@ def _read_events(source: str) -> list[tuple[str, Any]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            json.loads(line)
-        except json.JSONDecodeError as error:
-            raise CommandError(f"{name} line {number}: not JSON ({error.msg}, column {error.colno}); nothing was sent") from None
-        events.append((f"{name} line {number}", _strict_json(line, f"{name} line {number}")))
+        event, not_json = _json_document(line, f"{name} line {number}")
+        if not_json is not None:
+            raise CommandError(f"{name} line {number}: not JSON ({not_json.msg}, column {not_json.colno}); "
+                               "nothing was sent")
+        events.append((f"{name} line {number}", event))
     return events
+
+
+def _json_document(text: str, where: str) -> tuple[Any, json.JSONDecodeError | None]:
+    """``(value, None)`` for one JSON document, read strictly; ``(None, why)`` for text that is not one
+    JSON document (JSON Lines, or not JSON at all). JSON the strict reader refuses is a one-line error."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, error
+    except (ValueError, RecursionError):
+        pass  # JSON too big for Python's reader (a 5,000-digit number, deep nesting): the strict reader says why
+    return _strict_json(text, where), None
 
 
 def _strict_json(text: str, where: str) -> Any:

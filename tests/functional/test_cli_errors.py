@@ -94,6 +94,18 @@ def test_an_event_file_that_is_missing_or_broken(tmp_path, capsys):
     assert "events.jsonl line 2: not sent, it breaks its contract: event txt-1: data.text" in one_line(capsys)
 
 
+
+@pytest.mark.parametrize(("content", "reason"), [
+    ("[" * 100_000 + "]" * 100_000, ": JSON nested too deeply to parse; nothing was sent"),
+    (json.dumps(EVENT) + '\n{"n": 1' + "0" * 5000 + "}\n", " line 2: not valid JSON (a number too long to read"),
+])
+def test_an_event_file_python_cannot_read_is_one_line_not_a_crash(tmp_path, capsys, content, reason):
+    path = tmp_path / "events.json"
+    path.write_text(content)
+    assert main(["send", "--bus", "inferbus", "--event", str(path)]) == 2
+    assert one_line(capsys).startswith(f"inferbus send: {path}{reason}")
+
+
 @pytest.mark.parametrize(("argv", "expected"), [
     (["send", "--bus", "inferbus"], "one of the arguments --event --sample --type is required"),
     (["demo", "--count", "text-pipeline=lots"], "expected COMPONENT=N"),
