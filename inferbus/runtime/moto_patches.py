@@ -164,8 +164,11 @@ def _patch_sqs() -> None:
 
 
 def _detail_is_json_but_no_object(entry: dict[str, Any]) -> bool:
+    detail = entry.get("Detail")
+    if isinstance(detail, str) and detail.lstrip(" \t\n\r").startswith("{"):
+        return False  # an object, or not JSON at all: either way moto's answer (its put_events parses it anyway)
     try:
-        return not isinstance(json.loads(entry.get("Detail") or "{}"), dict)
+        return not isinstance(json.loads(detail or "{}"), dict)
     except (TypeError, ValueError, RecursionError):
         return False  # not JSON at all: moto answers MalformedDetail itself
 
