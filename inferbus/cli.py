@@ -220,15 +220,12 @@ def _redrive(args: argparse.Namespace) -> int:
 
 
 def _chaos(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
     from .chaos import ChaosError, FaultRates, run_chaos
     from .chaos.report import print_chaos_report
 
-    rates = FaultRates(record_error_rate=args.record_error_rate, timeout_rate=args.timeout_rate,
-                       crash_after_publish_rate=args.crash_rate, crash_before_complete_rate=args.crash_before_complete_rate,
-                       claim_throttle_rate=args.claim_throttle_rate, complete_throttle_rate=args.complete_throttle_rate,
-                       put_events_throttle_rate=args.put_events_throttle_rate, duplicate_rate=args.duplicate_rate,
-                       step_error_rate=args.step_error_rate, step_timeout_rate=args.step_timeout_rate,
-                       latency_ms=args.latency_ms)
+    rates = FaultRates(**{rate.name: getattr(args, rate.name) for rate in fields(FaultRates)})  # a flag per rate
     options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
                    batch_size=args.batch_size)
     report = _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
@@ -590,6 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--timeout-rate", type=_rate, default=defaults.timeout_rate,
                        help=f"share of invocations timing out (default {defaults.timeout_rate})")
     chaos.add_argument("--crash-rate", type=_rate, default=defaults.crash_after_publish_rate,
+                       dest="crash_after_publish_rate", metavar="CRASH_RATE",
                        help=f"share of invocations dying after publishing half their results "
                             f"(default {defaults.crash_after_publish_rate})")
     chaos.add_argument("--crash-before-complete-rate", type=_rate, default=defaults.crash_before_complete_rate,
@@ -608,7 +606,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"share of workflow step invocations failing transiently (default {defaults.step_error_rate})")
     chaos.add_argument("--step-timeout-rate", type=_rate, default=defaults.step_timeout_rate,
                        help=f"share of workflow step invocations timing out (default {defaults.step_timeout_rate})")
-    chaos.add_argument("--latency-ms", type=float, default=0.0, help="added to every invocation (default 0)")
+    chaos.add_argument("--latency-ms", type=float, default=defaults.latency_ms,
+                       help=f"added to every invocation (default {defaults.latency_ms:g})")
     chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
