@@ -50,7 +50,7 @@ def print_flow(flow: FlowReport, console: Console) -> None:
         ledger.add_column(name, justify="right")
         # After the faults are off and the DLQ redriven, every input (all valid) must have been processed.
         ok = (entry.balanced(flow.events, flow.repeat_bound)
-              and not (entry is flow.after_redrive and entry.in_dead_letter_queue))
+              and not (entry is flow.after_redrive and flow.stuck))
         cells.append([str(entry.processed_once), str(entry.in_dead_letter_queue), str(entry.failed_with_reason),
                       str(entry.pending_review), str(entry.processed_twice),
                       f"{entry.repeated_results} (bound {flow.repeat_bound})", str(entry.lost),
@@ -59,8 +59,8 @@ def print_flow(flow: FlowReport, console: Console) -> None:
         ledger.add_row(column, *(values[row] for values in cells))
     console.print(ledger)
     console.print(f"{flow.result_events} result events in all; {flow.redriven} redriven")
-    if flow.after_redrive is not None and flow.after_redrive.in_dead_letter_queue:
-        console.print(f"[red]{flow.after_redrive.in_dead_letter_queue} valid inputs still fail with the faults off: "
+    if flow.stuck:
+        console.print(f"[red]{flow.stuck} valid inputs still fail with the faults off: "
                       "a bug of the flow, not an incident (see inferbus redrive --dry-run for why)[/red]")
 
 

@@ -217,9 +217,13 @@ class FlowReport:
         """Both ledgers balance, and once the faults are off and the DLQ redriven no input stays there:
         every input is valid, so one still failing is a bug of the consumer, not an incident."""
         final = self.after_redrive or self.ledger
-        stuck = self.after_redrive is not None and self.after_redrive.in_dead_letter_queue > 0
         return (self.ledger.balanced(self.events, self.repeat_bound) and final.balanced(self.events, self.repeat_bound)
-                and not stuck)
+                and not self.stuck)
+
+    @property
+    def stuck(self) -> int:
+        """Inputs still in a DLQ after the faults were off and the DLQ redriven (0 without a redrive)."""
+        return self.after_redrive.in_dead_letter_queue if self.after_redrive is not None else 0
 
 
 @dataclass
@@ -328,7 +332,8 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
         _play_reviewers(pipeline, flow, truth, report)
         pipeline.drain()
 
-        _take_ledger(pipeline, flow, sent, report, first=True)
+        delivered: list[dict[str, Any]] = []  # every event the tap saw, across both ledgers
+        _take_ledger(pipeline, flow, sent, report, delivered, first=True)
         _count_faults(pipeline, flow, functions, report)
         if redrive and isinstance(root, Consumer):
             from inferbus.redrive import redrive as move_back
@@ -344,7 +349,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
                 pipeline.drain()
                 _play_reviewers(pipeline, flow, truth, report)
                 pipeline.drain()
-                _take_ledger(pipeline, flow, sent, report, first=False)
+                _take_ledger(pipeline, flow, sent, report, delivered, first=False)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -394,11 +399,9 @@ def _play_reviewers(pipeline: Any, flow: Flow, truth: dict[str, Any], report: Fl
             report.reviews[outcome] = report.reviews.get(outcome, 0) + 1
 
 
-def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport, *, first: bool) -> None:
-    if first or not hasattr(pipeline, "_chaos_events"):
-        pipeline._chaos_events = []
-    pipeline._chaos_events += pipeline.tapped_events()
-    delivered = pipeline._chaos_events
+def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
+                 delivered: list[dict[str, Any]], *, first: bool) -> None:
+    delivered += pipeline.tapped_events()  # the tap hands each event out once
     results: dict[str, Counter[tuple[str, str]]] = defaultdict(Counter)  # subject -> (source, type) -> count
     result_ids: dict[str, list[str]] = defaultdict(list)  # subject -> ids of its results
     failures: dict[str, list[str]] = defaultdict(list)  # input id -> failure reasons
