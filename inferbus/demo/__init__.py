@@ -56,9 +56,10 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
 
     from pipeline import load_pipeline
 
-    check_sizes(load_pipeline(), counts, duplicates)  # before minutes of work, not after
+    declarations = load_pipeline()
+    check_sizes(declarations, counts, duplicates)  # before minutes of work, not after
     notify("synthesize + provision", 0, 1)
-    with LocalPipeline(template) as pipeline:
+    with LocalPipeline(template, pipeline=declarations) as pipeline:
         notify("synthesize + provision", 1, 1)
         running = time.perf_counter()
         sent = build_inputs(pipeline.declarations, pipeline.bus_name, counts=counts, duplicates=duplicates)

@@ -116,8 +116,8 @@ def build_inputs(pipeline: Pipeline, bus_name: str, *, counts: Mapping[str, int]
         Samples per component (default: each declaration's ``demo.count``).
     duplicates
         Samples delivered a second time, per component (default: each declaration's ``demo.duplicates``).
+        Both as :func:`check_sizes` accepted them (the demo checks before it provisions).
     """
-    check_sizes(pipeline, counts, duplicates)
     counts, duplicates = counts or {}, duplicates or {}
     sent = Sent()
     valid: dict[str, list[dict[str, Any]]] = {}
@@ -137,8 +137,6 @@ def build_inputs(pipeline: Pipeline, bus_name: str, *, counts: Mapping[str, int]
         entries = valid[component.name]
         broken = _malformed(component, demo, entries[0], bus_name, sent) if entries else 0
         twice = min(duplicates.get(component.name, demo.duplicates), len(entries))
-        if twice < 0:
-            raise DemoInputError(f"--duplicates {component.name}={twice}: must be 0 or more")
         redelivered += entries[:twice]  # at-least-once redeliveries of events already sent
         sent.counts[component.name] = (len(entries), broken, twice)
     sent.entries += redelivered
