@@ -415,6 +415,13 @@ class Pipeline:
             raise KeyError(f"{name} is a route: it publishes nothing")
         return component.result_source
 
+    def resolved_sources(self, event_filter: EventFilter) -> set[str] | None:
+        """The ``source`` values ``event_filter`` takes, each :class:`Producer` named by its result source;
+        ``None`` for any source."""
+        if not event_filter.sources:
+            return None
+        return {source if isinstance(source, str) else self.source_of(source.name) for source in event_filter.sources}
+
     def resolve(self, value: Any, settings: Any) -> Any:
         """``value`` with every :class:`Setting` and :class:`Producer` marker replaced."""
         if isinstance(value, Setting):

@@ -46,7 +46,7 @@ from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
 from inferbus_lambda.faults import FaultPlan
 from inferbus_lambda.metric_names import CLAIMS_NOT_COMPLETED, DUPLICATES_SKIPPED
 
-from infra.declarations import Consumer, Pipeline, Route, Workflow
+from infra.declarations import Consumer, Pipeline, Workflow
 
 SOURCE = "inferbus.chaos"
 # Inputs sent between drains: a consumer's queue stays shallow (moto's SQS slows as a queue grows); a
@@ -111,21 +111,14 @@ class Flow:
         return tuple(stage for level in self.levels for stage in level)
 
 
-def _sources(pipeline: Pipeline, component: Component | Route) -> set[str] | None:
-    event_filter = component.consumes if isinstance(component, Consumer) else (
-        component.trigger if isinstance(component, Workflow) else component.routes)
-    if not event_filter.sources:
-        return None
-    return {s if isinstance(s, str) else pipeline.source_of(s.name) for s in event_filter.sources}
-
-
 def downstream(pipeline: Pipeline, producer: Component) -> list[Component]:
     """The consumers and workflows that take ``producer``'s results (only from it)."""
+    from inferbus.demo.inputs import input_type  # the demo is loaded only when chaos runs, not for --help
+
     found = []
-    for component in (*pipeline.consumers, *pipeline.workflows):
-        event_type = component.consumes.type if isinstance(component, Consumer) else component.trigger.type
-        sources = _sources(pipeline, component)
-        if event_type in producer.result_types and sources is not None and producer.result_source in sources:
+    for component in pipeline.producers:
+        sources = pipeline.resolved_sources(component.consumes if isinstance(component, Consumer) else component.trigger)
+        if input_type(component) in producer.result_types and sources is not None and producer.result_source in sources:
             found.append(component)
     return found
 
@@ -142,7 +135,9 @@ def flow_of(pipeline: Pipeline, root: Component) -> Flow:
 
 def resolve_flows(pipeline: Pipeline, name: str | None) -> list[Flow]:
     """The flows ``name`` asks for: ``all`` (default), a component's name, or one word of it (``image``, ``review``)."""
-    roots = [c for c in (*pipeline.consumers, *pipeline.workflows) if c.demo is not None]
+    from inferbus.demo.inputs import demo_components
+
+    roots = demo_components(pipeline)
     flows = [flow_of(pipeline, root) for root in roots]
     if not flows:
         raise ChaosError("no declared consumer or workflow has demo samples to send")

@@ -27,7 +27,7 @@ from inferbus_lambda.metric_names import (
     RECORDS_PUBLISHED,
 )
 
-from infra.declarations import ACCEPT_STEM, UNROUTED_CHECK_SOURCE, Consumer, EventFilter, Pipeline, Route, Workflow
+from infra.declarations import ACCEPT_STEM, UNROUTED_CHECK_SOURCE, Consumer, Pipeline, Route, Workflow
 
 from ..local import LocalPipeline
 from .inputs import DEMO_SOURCE, Sent, demo_components, input_type
@@ -87,18 +87,12 @@ def task_functions(definition: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def _resolved_sources(pipeline: Pipeline, event_filter: EventFilter) -> set[str] | None:
-    if not event_filter.sources:
-        return None  # any source
-    return {pipeline.source_of(s.name) if not isinstance(s, str) else s for s in event_filter.sources}
-
-
 def _takers(pipeline: Pipeline, event_type: str, source: str) -> Iterator[Workflow | Route]:
     """The workflows and routes that take events of ``event_type`` from ``source``."""
     for component, event_filter in pipeline.filters():
         if isinstance(component, Consumer) or event_filter.type != event_type:
             continue
-        sources = _resolved_sources(pipeline, event_filter)
+        sources = pipeline.resolved_sources(event_filter)
         if sources is None or source in sources:
             yield component  # type: ignore[misc]
 

@@ -29,8 +29,8 @@ from inferbus_lambda.patterns import CompiledPattern, compile_pattern
 from inferbus_lambda.unrouted import UnroutedCheck
 from inferbus_lambda.workflow import accept
 
-from infra.declarations import UNROUTED_CHECK_ID, Consumer, Workflow
-from inferbus.demo.inputs import sample_events
+from infra.declarations import UNROUTED_CHECK_ID, Workflow
+from inferbus.demo.inputs import demo_components, input_type, sample_events
 from tests.declared import PIPELINE, RESULT_SOURCES
 from tests.fuzz.harness import MemoryClaims, MemoryConsumer, as_body, contract_verdict, delivered
 
@@ -48,8 +48,7 @@ pytestmark = [pytest.mark.fuzz_long] if LONG else []
 CONSUMERS = {c.consumes.type: c for c in PIPELINE.consumers}
 WORKFLOWS = [w for w in PIPELINE.workflows if not w.trigger.sources]  # taking events from any producer
 INPUT_TYPES = sorted({*CONSUMERS, *(w.trigger.type for w in WORKFLOWS)})
-SAMPLES = {t: [event.model_dump(mode="json") for c in PIPELINE.producers if c.demo is not None
-               and (c.consumes.type if isinstance(c, Consumer) else c.trigger.type) == t
+SAMPLES = {t: [event.model_dump(mode="json") for c in demo_components(PIPELINE) if input_type(c) == t
                for event, _ in sample_events(c, min(c.demo.limit, 5))] for t in INPUT_TYPES}
 
 # -- generating ---------------------------------------------------------------------------------
