@@ -171,6 +171,7 @@ class OnnxModel:
         self.ref, self.labels = self.info.ref, self.info.labels
         self.input_types = {graph_input.name: FEED_DTYPES.get(graph_input.type, np.float32)
                             for graph_input in session.get_inputs()}
+        self.output_names = [graph_output.name for graph_output in session.get_outputs()]
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, name: str, version: str, threads: int | None = None) -> Self:
@@ -188,9 +189,8 @@ class OnnxModel:
         started = time.perf_counter()
         values = self.session.run(None, arrays)
         elapsed_ms = (time.perf_counter() - started) * 1000.0
-        names = [graph_output.name for graph_output in self.session.get_outputs()]
         outputs = {name: zipmap_rows(value) if isinstance(value, list) else np.asarray(value)
-                   for name, value in zip(names, values, strict=True)}
+                   for name, value in zip(self.output_names, values, strict=True)}
         return BatchOutputs(outputs, elapsed_ms)
 
 
@@ -205,14 +205,11 @@ class OnnxClassifier(OnnxModel):
 
     def __init__(self, session: Any, *, name: str, version: str, metadata: dict[str, Any] | None = None) -> None:
         super().__init__(session, name=name, version=version, metadata=metadata)
-        self.input_name = session.get_inputs()[0].name
-        self.input_type = np.int64 if "int64" in session.get_inputs()[0].type else np.float32
+        self.input_name = next(iter(self.input_types))
 
     def classify(self, features: np.ndarray) -> BatchPrediction:
-        """Run ONE ``session.run`` over the whole batch ``features`` [n, inputs]."""
-        started = time.perf_counter()
-        labels, probabilities = self.session.run(None, {self.input_name: np.ascontiguousarray(features, dtype=self.input_type)})[:2]
-        elapsed_ms = (time.perf_counter() - started) * 1000.0
-        if isinstance(probabilities, list):  # ZipMap: one {class: probability} per row
-            probabilities = zipmap_rows(probabilities)
-        return BatchPrediction(np.asarray(labels), np.asarray(probabilities), elapsed_ms)
+        """Run ONE ``session.run`` over the whole batch ``features`` [n, inputs] (:meth:`run`, whose
+        first two outputs are the labels and the probabilities)."""
+        batch = self.run({self.input_name: features})
+        labels, probabilities = (batch[name] for name in self.output_names[:2])
+        return BatchPrediction(labels, probabilities, batch.inference_ms)
