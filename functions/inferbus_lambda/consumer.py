@@ -110,7 +110,12 @@ def _receive_count(record: Mapping[str, Any]) -> int:
 
 def event_age_ms(event: CloudEvent[Any]) -> float:
     """Event latency: now minus the event's ``time``, in milliseconds (never negative: clocks differ)."""
-    return max(0.0, (datetime.now(UTC) - event.time).total_seconds() * 1000)
+    return age_ms(event.time)
+
+
+def age_ms(moment: datetime) -> float:
+    """Now minus ``moment`` (timezone-aware), in milliseconds, never negative (clocks differ)."""
+    return max(0.0, (datetime.now(UTC) - moment).total_seconds() * 1000)
 
 
 def result_event_id(input_id: str, producer: str) -> str:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -41,7 +41,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
-from .consumer import InferenceConsumer, expect_type
+from .consumer import InferenceConsumer, age_ms, expect_type
 from .contracts.core import CloudEvent, EventData, data_model
 from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 from .errors import ConfigurationError
@@ -328,8 +328,7 @@ class StepRuntime(FunctionRuntime):
         except ValueError:
             return
         if moment.tzinfo is not None:
-            age = (datetime.now(UTC) - moment).total_seconds() * 1000
-            self.metrics.add_metric(name=EVENT_LATENCY_MS, unit=MetricUnit.Milliseconds, value=max(0.0, age))
+            self.metrics.add_metric(name=EVENT_LATENCY_MS, unit=MetricUnit.Milliseconds, value=age_ms(moment))
 
 
 def step_handler(step: Step, *, load: Callable[[ModelInfo], Any] = load_onnx_classifier,

@@ -241,7 +241,7 @@ class EventClaims:
             }}}
             for event, result in completions
         }
-        return self._batch_write(writes, faults.complete_throttle_rate if faults is not None else 0.0, faults)
+        return self._batch_write(writes, faults)
 
     def release(self, events: Sequence[CloudEvent[Any]], faults: FaultPlan | None = None) -> list[str]:
         """Give the claims back after a failure, so a redelivery can process the events.
@@ -249,10 +249,9 @@ class EventClaims:
         Returns the ids whose claims could not be deleted (they expire with the invocation's deadline).
         """
         writes = {event.id: {"DeleteRequest": {"Key": self.key(event.id)}} for event in events}
-        return self._batch_write(writes, faults.complete_throttle_rate if faults is not None else 0.0, faults)
+        return self._batch_write(writes, faults)
 
-    def _batch_write(self, writes: Mapping[str, dict[str, Any]], throttle_rate: float,
-                     faults: FaultPlan | None) -> list[str]:
+    def _batch_write(self, writes: Mapping[str, dict[str, Any]], faults: FaultPlan | None) -> list[str]:
         from botocore.exceptions import BotoCoreError, ClientError
 
         failed: list[str] = []
@@ -260,7 +259,7 @@ class EventClaims:
             pending: list[dict[str, Any]] = list(chunk)
             for attempt in range(1, self.max_attempts + 1):
                 try:
-                    if faults is not None and faults.draw(throttle_rate):
+                    if faults is not None and faults.draw(faults.complete_throttle_rate):
                         unprocessed = pending  # how DynamoDB answers a batch whose items it throttles
                     else:
                         response = self._call("batch_write_item", RequestItems={self.table_name: pending})

@@ -9,20 +9,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from inferbus_lambda.contracts import to_put_events_entry
 from inferbus_lambda.environment import IngestEnvironment
-from inferbus_lambda.handlers import FunctionRuntime
+from inferbus_lambda.handlers import FunctionRuntime, aws_client
 from inferbus_lambda.ingest import MAX_EVENT_BYTES, IngestRefusal, read_cloudevent, validate
 from inferbus_lambda.metric_names import EVENTS_INGESTED, EVENTS_REFUSED, PUT_EVENTS_FAILED_ENTRIES
 from inferbus_lambda.publishing import TRANSIENT_ERROR_CODES, entry_size, publish_events
 
 environment = IngestEnvironment.from_environ()
 runtime = FunctionRuntime(environment, load=lambda info: None)
-events = boto3.client("events")
+events = aws_client("events")  # as every function makes its clients
 app = LambdaFunctionUrlResolver()
 
 
@@ -44,8 +43,9 @@ def ingest() -> Response:
         event = validate(read_cloudevent(request.headers, request.decoded_body),
                          reserved_sources=environment.RESERVED_SOURCES)
         entry = to_put_events_entry(event, environment.EVENT_BUS_NAME)
-        if entry_size(entry) > MAX_EVENT_BYTES:
-            raise IngestRefusal(413, "EventTooLarge", f"the event is {entry_size(entry):,} bytes on the bus; "
+        size = entry_size(entry)
+        if size > MAX_EVENT_BYTES:
+            raise IngestRefusal(413, "EventTooLarge", f"the event is {size:,} bytes on the bus; "
                                 f"the limit is {MAX_EVENT_BYTES:,}")
     except IngestRefusal as refusal:
         return _refuse(refusal)
