@@ -6,7 +6,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: setup demo test fuzz docs synth models clean
+.PHONY: setup demo test test-fast fuzz docs synth models clean
 
 $(STAMP): pyproject.toml package.json
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2
+
+# The fast tier (under a minute on 2 cores): units, contracts, each construct on a bare Stack; no app synth, no moto server.
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -n 2 tests/unit tests/constructs
 
 # The long fuzz profile: at least 10,000 generated bodies per input type (tests/fuzz).
 fuzz: $(STAMP)

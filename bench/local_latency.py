@@ -23,7 +23,6 @@ from inferbus_lambda.contracts import to_put_events_entry
 
 from inferbus.demo.inputs import demo_components, sample_event
 from inferbus.local import LocalPipeline
-from infra.declarations import Consumer
 
 TIMEOUT_S = 30.0
 
@@ -36,7 +35,7 @@ def main() -> None:
         pipeline.start()
         print(f"{'component':24} {'p50 ms':>8}  each (ms)")
         for component in demo_components(pipeline.declarations):
-            produced = component.produces if isinstance(component, Consumer) else component.produces[0]
+            produced = component.emits[0]
             latencies = []
             for index in range(args.events):
                 event, _ = sample_event(component, index, source="bench.latency")

@@ -48,8 +48,8 @@ import numpy as np
 from botocore.awsrequest import AWSResponse
 from inferbus_lambda.contracts import to_put_events_entry
 
-from infra.declarations import FUNCTION_NAME, Consumer, Workflow
-from inferbus.demo.inputs import sample_events
+from inferbus.demo.inputs import inputs_of, sample_events
+from inferbus.model.declarations import Consumer, Workflow
 from inferbus.runtime.lambda_host import CodeRoot
 from pipeline import load_pipeline
 
@@ -183,7 +183,7 @@ def load_handler(function: Function) -> Any:
 
 
 def sqs_event(component: Consumer, size: int) -> dict[str, Any]:
-    samples = [event for event, _ in sample_events(component, min(size, component.demo.limit))]
+    samples = [event for event, _ in sample_events(component, min(size, inputs_of(component).limit))]
     records = []
     for i in range(size):
         event = samples[i % len(samples)].model_copy(update={"id": f"bench-{i}", "correlationid": f"bench-{i}"})
@@ -320,7 +320,7 @@ def measure_steps(functions: list[Function], aws: InstantAws, repeat: int) -> li
     """Each workflow's steps in their declared order, each on what the steps before it answered."""
     rows = []
     for workflow in load_pipeline().workflows:
-        if workflow.demo is None:
+        if inputs_of(workflow) is None:
             continue
         event = sample_events(workflow, 1)[0][0]
         detail = json.loads(event.model_dump_json())
@@ -349,8 +349,8 @@ def accept_request(workflow: Workflow, detail: dict[str, Any]) -> dict[str, Any]
     delivered = {"version": "0", "id": "eb", "source": detail["source"], "detail-type": detail["type"],
                  "account": "123456789012", "time": "2026-12-02T00:00:00Z", "region": "us-east-1", "resources": [],
                  "detail": detail}
-    return {"event": delivered, "workflow": workflow.name, "types": [workflow.trigger.type],
-            "emits": list(workflow.produces), "result_source": workflow.result_source,
+    return {"event": delivered, "workflow": workflow.name, "types": [workflow.accepts.type],
+            "emits": list(workflow.emits), "result_source": workflow.result_source,
             "execution": "arn:aws:states:us-east-1:123456789012:execution:bench:1"}
 
 
@@ -358,9 +358,9 @@ def measure_embed(functions: list[Function], repeat: int) -> list[str] | None:
     """The embed step against bare ``session.run`` on the same token ids (held-out texts)."""
     embed = next((f for f in functions if f.handler.endswith("embed.lambda_handler")), None)
     tokenize = next((f for f in functions if f.handler.endswith("tokenize.lambda_handler")), None)
-    if embed is None or tokenize is None or embed.component.demo is None:
+    if embed is None or tokenize is None or inputs_of(embed.component) is None:
         return None
-    texts = [event.data.text for event, _ in sample_events(embed.component, min(40, embed.component.demo.limit))]
+    texts = [event.data.text for event, _ in sample_events(embed.component, min(40, inputs_of(embed.component).limit))]
     tokenizer = load_handler(tokenize).runtime.models.only
     token_ids = [t.input_ids for t in tokenizer.encode(texts)]
     handler = load_handler(embed)

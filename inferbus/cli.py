@@ -34,7 +34,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cli_support import CommandError, OneLineParser, add_aws_options, aws_client, print_json, progress_reporter, run_command
+from .cli_support import (
+    CommandError,
+    OneLineParser,
+    add_aws_options,
+    aws_client,
+    print_json,
+    progress_reporter,
+    run_command,
+)
 
 PROG = "inferbus"
 DIAGRAM_STEM = "docs/images/topology"
@@ -245,7 +253,7 @@ def _docs(args: argparse.Namespace) -> int:
 
 
 def _schemas(args: argparse.Namespace) -> int:
-    from .schemas import SCHEMA_DIR, event_schemas, stale_schemas, write_schemas
+    from inferbus.model.schemas import SCHEMA_DIR, event_schemas, stale_schemas, write_schemas
 
     schemas = event_schemas()
     if args.write or args.check:
@@ -391,7 +399,7 @@ REQUIRED_EVENT_FIELDS = ("id", "account", "source", "time", "region", "resources
 
 
 def _rules_test(args: argparse.Namespace) -> int:
-    from inferbus_lambda.patterns import PatternError, compile_pattern
+    from event_patterns import PatternError, compile_pattern
 
     try:
         pattern, event = (json.loads(_text_or_file(text)) for text in (args.pattern, args.event))

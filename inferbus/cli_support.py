@@ -143,7 +143,7 @@ def explain(error: BaseException) -> tuple[int, str] | None:
         return FAILED, f"AWS request failed: {error}"
     if isinstance(error, OSError) and error.filename is not None:
         return USAGE, f"{error.filename}: {error.strerror or error}"
-    from infra.settings import SettingsError
+    from inferbus.model.settings import SettingsError
 
     if isinstance(error, SettingsError):
         return USAGE, str(error)

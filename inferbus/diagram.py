@@ -24,7 +24,7 @@ from typing import Any
 
 import networkx as nx
 
-from infra.declarations import INVALID_EVENTS_OUTPUT
+from inferbus.model.names import INVALID_EVENTS_OUTPUT
 
 __all__ = ["ARCHITECTURE", "draw", "mermaid", "topology", "update_architecture", "write_diagram"]
 
@@ -113,7 +113,7 @@ def _spaced(name: str) -> str:
 
 def _emitted(definition: str, substitutions: Mapping[str, Any]) -> list[str]:
     """The DetailTypes a state machine puts on the bus (its events:putEvents tasks), placeholders filled."""
-    from inferbus.runtime.resources import substitute
+    from inferbus.model.asl import substitute
 
     values = {key: value if isinstance(value, str) else f"${{{key}}}" for key, value in substitutions.items()}
     machine = json.loads(substitute(definition, values))

@@ -26,7 +26,8 @@ from typing import Any
 from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
 from inferbus_lambda.faults import InjectedCrash, InjectedTimeout
 
-from infra.declarations import (
+from inferbus.model.declarations import Pipeline
+from inferbus.model.names import (
     DEAD_LETTER_QUEUE_URL,
     EVENT_BUS_NAME_OUTPUT,
     FUNCTION_NAME,
@@ -34,9 +35,8 @@ from infra.declarations import (
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
     STATE_MACHINE_ARN,
-    Pipeline,
 )
-from infra.settings import InferbusSettings
+from inferbus.model.settings import InferbusSettings
 
 from .claims import expire_claims_of
 from .runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig, LocalFunction, StateMachineInfo

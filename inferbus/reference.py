@@ -19,7 +19,7 @@ from typing import Any
 
 from inferbus_lambda.contracts import EVENT_DATA_MODELS, known_event_types
 
-from infra.declarations import Pipeline
+from inferbus.model.declarations import Pipeline
 
 __all__ = ["README", "event_table", "field_summary", "update_block", "update_readme"]
 

@@ -82,7 +82,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     """
     from moto.server import ThreadedMotoServer
 
-    from infra.declarations import QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
+    from inferbus.model.names import QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 
     from .local import LocalPipeline
     from .runtime.moto_patches import execution_status

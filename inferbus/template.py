@@ -22,7 +22,7 @@ def synthesize(settings: Any = None, *, overrides: Mapping[str, Any] | None = No
     Parameters
     ----------
     settings
-        An ``infra.settings.InferbusSettings``; default, from ``context``, else the defaults.
+        An ``inferbus.model.settings.InferbusSettings``; default, from ``context``, else the defaults.
     overrides
         Component settings to change, ``{"image-classifier.batch_size": 10}``.
     pipeline

@@ -15,10 +15,11 @@ from typing import Any
 
 from aws_cdk import App, Environment
 
+from inferbus.model.declarations import Pipeline
+from inferbus.model.settings import InferbusSettings
+
 from .configuration import configure
-from .declarations import Pipeline
 from .nag import add_nag_checks
-from .settings import InferbusSettings
 from .stack import InferbusStack
 
 
@@ -50,7 +51,7 @@ def build_app(settings: InferbusSettings | None = None, pipeline: Pipeline | Non
 
 
 if __name__ == "__main__":
-    from .settings import SettingsError
+    from inferbus.model.settings import SettingsError
 
     try:
         build_app()[0].synth()

@@ -34,8 +34,8 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from .declarations import Pipeline
-from .settings import InferbusSettings, SettingsError
+from inferbus.model.declarations import Pipeline
+from inferbus.model.settings import InferbusSettings, SettingsError
 
 __all__ = ["configure", "parse_context"]
 

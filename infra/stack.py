@@ -30,6 +30,36 @@ from inferbus_lambda.environment import (
 )
 from inferbus_lambda.errors import REJECTION_ERRORS
 
+from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Route
+from inferbus.model.declarations import Workflow as WorkflowDeclaration
+from inferbus.model.names import (
+    ACCEPT_STEM,
+    ALARM_TOPIC_OUTPUT,
+    DEAD_LETTER_QUEUE_URL,
+    EVENT_ARCHIVE_OUTPUT,
+    EVENT_BUS_NAME_OUTPUT,
+    FUNCTION_NAME,
+    IDEMPOTENCY_TABLE_OUTPUT,
+    INGEST_FUNCTION_OUTPUT,
+    INGEST_PRODUCER_POLICY_OUTPUT,
+    INGEST_URL_OUTPUT,
+    INVALID_EVENTS_OUTPUT,
+    QUEUE_URL,
+    RESULTS_BUCKET_OUTPUT,
+    SCHEMA_REGISTRY_OUTPUT,
+    STATE_MACHINE_ARN,
+    UNROUTED_CHECK_ID,
+    UNROUTED_CHECK_NAME,
+    UNROUTED_CHECK_SOURCE,
+)
+from inferbus.model.settings import (
+    LOG_RETENTION_CHOICES,
+    MAX_QUEUE_RETENTION_S,
+    ConsumerSettings,
+    FunctionSettings,
+    InferbusSettings,
+)
+
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
 from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
@@ -41,33 +71,7 @@ from .constructs.results_archive import ResultsArchive
 from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
 from .constructs.workflow_monitoring import WorkflowMonitoring
-from .declarations import (
-    ACCEPT_STEM,
-    ALARM_TOPIC_OUTPUT,
-    DEAD_LETTER_QUEUE_URL,
-    EVENT_ARCHIVE_OUTPUT,
-    EVENT_BUS_NAME_OUTPUT,
-    IDEMPOTENCY_TABLE_OUTPUT,
-    INGEST_FUNCTION_OUTPUT,
-    INGEST_PRODUCER_POLICY_OUTPUT,
-    INGEST_URL_OUTPUT,
-    INVALID_EVENTS_OUTPUT,
-    RESULTS_BUCKET_OUTPUT,
-    SCHEMA_REGISTRY_OUTPUT,
-    FUNCTION_NAME,
-    QUEUE_URL,
-    STATE_MACHINE_ARN,
-    UNROUTED_CHECK_ID,
-    UNROUTED_CHECK_NAME,
-    UNROUTED_CHECK_SOURCE,
-    Consumer,
-    EventFilter,
-    Pipeline,
-    Route,
-)
-from .declarations import Workflow as WorkflowDeclaration
 from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue, acknowledge_rule_listing
-from .settings import LOG_RETENTION_CHOICES, MAX_QUEUE_RETENTION_S, ConsumerSettings, FunctionSettings, InferbusSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / "models" / "manifest.json"
@@ -234,15 +238,15 @@ class InferbusStack(Stack):
             **self._claims_environment(declaration.settings.dlq_retention_days),
             EVENT_BUS_NAME=self.bus.event_bus_name,
             RESULT_SOURCE=declaration.result_source,
-            CONSUMES=declaration.consumes.type,
-            PRODUCES=declaration.produces,
+            CONSUMES=declaration.accepts.type,
+            PRODUCES=declaration.result_type,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
         )
         consumer = QueueConsumer(
             self,
             declaration.construct_id,
             bus=self.bus,
-            event_pattern=self._pattern(declaration.consumes),
+            event_pattern=self._pattern(declaration.accepts),
             settings=declaration.settings,
             function=self._spec(declaration.handler, declaration.settings, declaration.description, environment,
                                 declaration.models),
@@ -298,7 +302,7 @@ class InferbusStack(Stack):
         substitutions = {
             "WorkflowName": declaration.name,
             "FailureType": declaration.failure,
-            "TriggerType": declaration.trigger.type,
+            "TriggerType": declaration.accepts.type,
             **{key: str(value) for key, value in self.pipeline.resolve(dict(declaration.substitutions), self.settings).items()},
         }
         if declaration.review_queue:
@@ -309,7 +313,7 @@ class InferbusStack(Stack):
             self,
             declaration.construct_id,
             bus=self.bus,
-            event_pattern=self._pattern(declaration.trigger),
+            event_pattern=self._pattern(declaration.accepts),
             definition_file=STATEMACHINES / declaration.definition,
             result_source=declaration.result_source,
             functions=functions,
@@ -346,7 +350,7 @@ class InferbusStack(Stack):
     def _route(self, declaration: Route) -> RoutedQueue:
         settings = declaration.settings
         route = RoutedQueue(
-            self, declaration.construct_id, bus=self.bus, event_pattern=self._pattern(declaration.routes),
+            self, declaration.construct_id, bus=self.bus, event_pattern=self._pattern(declaration.accepts),
             visibility_timeout_s=settings.visibility_timeout_s, max_receive_count=settings.max_receive_count,
             dlq_retention_days=settings.dlq_retention_days, target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s, description=declaration.description,
@@ -417,7 +421,7 @@ class InferbusStack(Stack):
 
     def _schema_registry(self) -> EventSchemaRegistry:
         """Every event type's JSON Schema (from the contracts), for producers in other languages."""
-        from inferbus.schemas import draft4, event_schemas
+        from inferbus.model.schemas import draft4, event_schemas
 
         registry = EventSchemaRegistry(self, "SchemaRegistry", registry_name=self.settings.staged(self.settings.bus_name),
                                        schemas={name: draft4(schema) for name, schema in event_schemas().items()})

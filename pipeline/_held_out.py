@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from infra.declarations import Sample
+from inferbus.model.demo import Sample
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 DIGITS = MODELS / "digits-holdout.npz"

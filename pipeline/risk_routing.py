@@ -1,7 +1,8 @@
 """The conditional pattern: each RiskScored goes, by its score, to automatic approval or to a person;
 approved transactions are routed by customer segment to the offers queues of your services."""
 
-from infra.declarations import EventFilter, Producer, Route, Setting, Workflow
+from inferbus.model.declarations import EventFilter, Producer, Route, Setting, Workflow
+from inferbus.model.demo import DemoReviewer
 
 
 def play_reviewer(case: object, truth: object) -> tuple[bool, str | None]:
@@ -18,9 +19,9 @@ COMPONENTS = [
         name="auto-approve",
         description="RiskScored below the review threshold -> TransactionApproved",
         definition="auto_approve.asl.json",
-        trigger=EventFilter("RiskScored", sources=SCORED,
+        accepts=EventFilter("RiskScored", sources=SCORED,
                             data={"risk_score": [{"numeric": ["<", Setting("review_threshold")]}]}),
-        produces=("TransactionApproved",),
+        emits=("TransactionApproved",),
         failure="ApprovalFailed",
         substitutions={"InputSource": Producer("risk-scorer")},
     ),
@@ -28,21 +29,23 @@ COMPONENTS = [
         name="risk-review",
         description="RiskScored at or above the review threshold -> manual review (task token) -> ReviewCompleted",
         definition="risk_review.asl.json",
-        trigger=EventFilter("RiskScored", sources=SCORED,
+        accepts=EventFilter("RiskScored", sources=SCORED,
                             data={"risk_score": [{"numeric": [">=", Setting("review_threshold")]}]}),
-        produces=("ReviewCompleted", "TransactionApproved"),
+        emits=("ReviewCompleted", "TransactionApproved"),
         failure="ReviewFailed",
         express=False,  # a person may take days: Standard, with a task token
         review_queue="review",
-        reviewer=play_reviewer,
         substitutions={"ReviewTimeoutSeconds": Setting("review_timeout_s"), "InputSource": Producer("risk-scorer")},
     ),
     *(
         Route(
             name=f"{segment}-customer-offers",
             description=f"TransactionApproved for a {segment} customer -> {segment}-customer offers",
-            routes=EventFilter("TransactionApproved", sources=APPROVERS, data={"customer": {"segment": [segment]}}),
+            accepts=EventFilter("TransactionApproved", sources=APPROVERS, data={"customer": {"segment": [segment]}}),
         )
         for segment in ("new", "returning")
     ),
 ]
+
+# The demo plays the person of the manual review (risk-scorer's results reach the workflow through the bus).
+DEMO = [DemoReviewer("risk-review", play_reviewer)]

@@ -1,7 +1,8 @@
 """The sequential pattern: TextSubmitted -> tokenize -> embed -> classify -> entities -> TextAnalyzed."""
 
-from infra.declarations import Corruption, DemoInputs, EventFilter, Task, Workflow
-from infra.settings import FunctionSettings
+from inferbus.model.declarations import EventFilter, Task, Workflow
+from inferbus.model.demo import Corruption, DemoInputs
+from inferbus.model.settings import FunctionSettings
 
 from ._held_out import review_sentences
 
@@ -12,8 +13,8 @@ COMPONENTS = [
         name="text-pipeline",
         description="TextSubmitted -> tokenize -> embed -> classify -> entities -> TextAnalyzed",
         definition="text_pipeline.asl.json",
-        trigger=EventFilter("TextSubmitted"),
-        produces=("TextAnalyzed",),
+        accepts=EventFilter("TextSubmitted"),
+        emits=("TextAnalyzed",),
         failure="TextAnalysisFailed",
         tasks={
             "Tokenize": Task("text_pipeline.tokenize.lambda_handler", models=(ENCODER,),
@@ -25,15 +26,19 @@ COMPONENTS = [
                              description="Embedding -> sentiment"),
             "Entities": Task("text_pipeline.entities.lambda_handler", description="Text -> entities (rules)"),
         },
-        demo=DemoInputs(
-            samples=review_sentences,
-            count=40,
-            limit=200,
-            truth_field="sentiment.label",
-            malformed=(
-                Corruption("blank text", lambda d: d["data"].update(text="   ")),
-                Corruption("text over 2,000 characters", lambda d: d["data"].update(text="word " * 500)),
-            ),
+    ),
+]
+
+DEMO = [
+    DemoInputs(
+        "text-pipeline",
+        samples=review_sentences,
+        count=40,
+        limit=200,
+        truth_field="sentiment.label",
+        malformed=(
+            Corruption("blank text", lambda d: d["data"].update(text="   ")),
+            Corruption("text over 2,000 characters", lambda d: d["data"].update(text="word " * 500)),
         ),
     ),
 ]

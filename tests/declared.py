@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pipeline import load_pipeline
+from inferbus.model.demo import DemoInputs
+from pipeline import load_demo_fixtures, load_pipeline
 
 PIPELINE = load_pipeline()
+DEMO: dict[str, DemoInputs] = dict(load_demo_fixtures(PIPELINE).inputs)  # what the demo sends, by component
 RESULT_SOURCES = {component.name: component.result_source for component in PIPELINE.producers}

@@ -33,9 +33,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from event_patterns import CompiledPattern, PatternError, compile_pattern
+
 from .contracts.core import EVENT_DATA_MODELS, from_eventbridge_event, known_event_types
 from .errors import InvalidEventError, UnroutedEventError
-from .patterns import CompiledPattern, PatternError, compile_pattern
 
 __all__ = ["BusRules", "UnroutedCheck", "Verdict", "read_rules"]
 

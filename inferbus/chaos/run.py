@@ -46,7 +46,7 @@ from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
 from inferbus_lambda.faults import FaultPlan
 from inferbus_lambda.metric_names import CLAIMS_NOT_COMPLETED, DUPLICATES_SKIPPED
 
-from infra.declarations import Consumer, Pipeline, Workflow
+from inferbus.model.declarations import Consumer, Pipeline, Workflow
 
 SOURCE = "inferbus.chaos"
 # Inputs sent between drains: a consumer's queue stays shallow (moto's SQS slows as a queue grows); a
@@ -117,7 +117,7 @@ def downstream(pipeline: Pipeline, producer: Component) -> list[Component]:
 
     found = []
     for component in pipeline.producers:
-        sources = pipeline.resolved_sources(component.consumes if isinstance(component, Consumer) else component.trigger)
+        sources = pipeline.resolved_sources(component.accepts)
         if input_type(component) in producer.result_types and sources is not None and producer.result_source in sources:
             found.append(component)
     return found
@@ -135,7 +135,7 @@ def flow_of(pipeline: Pipeline, root: Component) -> Flow:
 
 def resolve_flows(pipeline: Pipeline, name: str | None) -> list[Flow]:
     """The flows ``name`` asks for: ``all`` (default), a component's name, or one word of it (``image``, ``review``)."""
-    from inferbus.demo.inputs import demo_components
+    from inferbus.demo.inputs import demo_components, inputs_of
 
     roots = demo_components(pipeline)
     flows = [flow_of(pipeline, root) for root in roots]
@@ -146,7 +146,7 @@ def resolve_flows(pipeline: Pipeline, name: str | None) -> list[Flow]:
     components = [c for flow in flows for c in flow.stages]
     matched = [c for c in components if c.name == name] or [c for c in components if name in c.name.split("-")]
     if len({c.name for c in matched}) > 1:
-        matched = [c for c in matched if c.demo is not None]  # "risk": the flow's root, risk-scorer
+        matched = [c for c in matched if inputs_of(c) is not None]  # "risk": the flow's root, risk-scorer
     names = sorted({c.name for c in matched})
     if len(names) != 1:
         known = ", ".join(sorted({c.name for c in components}))
@@ -291,15 +291,16 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str 
 def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates, *, seed: int, redrive: bool,
               batch_size: int, progress: Callable[[str, int, int], None] | None,
               template: dict[str, Any] | None) -> FlowReport:
-    from inferbus.demo.inputs import sample_events
+    from inferbus.demo.inputs import inputs_of, sample_events
     from inferbus.local import LocalPipeline
 
     root = flow.root
-    assert root.demo is not None
+    demo = inputs_of(root)
+    assert demo is not None
     notify = progress or (lambda stage, done, total: None)
     report = FlowReport(flow.name, [stage.name for stage in flow.stages], events)
     started = time.perf_counter()
-    samples = sample_events(root, min(root.demo.limit, events), source=SOURCE)
+    samples = sample_events(root, min(demo.limit, events), source=SOURCE)
     notify(f"{flow.name}: synthesize + provision", 0, 1)
     overrides = None if template is not None else chaos_overrides(flow, batch_size)
     with LocalPipeline(template, overrides=overrides, pipeline=declarations) as pipeline:
@@ -378,17 +379,19 @@ def _producer_retries(flow: Flow, entries: list[dict[str, Any]], rate: float, se
 
 
 def _play_reviewers(pipeline: Any, flow: Flow, truth: dict[str, Any], report: FlowReport) -> None:
+    from inferbus.demo.inputs import reviewer_of
     from inferbus.reviews import decide, list_reviews
 
     for stage in flow.stages:
-        if not (isinstance(stage, Workflow) and stage.review_queue and stage.reviewer):
+        reviewer = reviewer_of(stage)
+        if not (isinstance(stage, Workflow) and stage.review_queue and reviewer):
             continue
         queue_url = pipeline.review_queue_url(stage.name)
         for review in list_reviews(pipeline.sqs, queue_url):
             if review.request is None:
                 continue
             case = review.request.case
-            approve, note = stage.reviewer(case, truth.get(case.transaction_id))
+            approve, note = reviewer(case, truth.get(case.transaction_id))
             outcome = decide(pipeline.sqs, pipeline.stepfunctions, queue_url, case.transaction_id, approve=approve,
                              reviewer="chaos-reviewer", note=note).outcome
             report.reviews[outcome] = report.reviews.get(outcome, 0) + 1

@@ -22,7 +22,7 @@ from typing import Any
 from inferbus_lambda.metric_names import DUPLICATES_SKIPPED
 
 from .accounting import account, emf_values
-from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, check_sizes, demo_components, sample_event
+from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, check_sizes, demo_components, reviewer_of, sample_event
 from .report import DemoReport, ReplayReport
 
 __all__ = ["DEMO_SOURCE", "DemoInputError", "DemoReport", "demo_components", "run_demo", "sample_event"]
@@ -84,10 +84,11 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
             pending = list_reviews(pipeline.sqs, queue_url)
             outcomes["requested"] += len(pending)
             for done, review in enumerate(pending, start=1):
-                if review.request is None or workflow.reviewer is None:
+                reviewer = reviewer_of(workflow)
+                if review.request is None or reviewer is None:
                     continue
                 case = review.request.case
-                approve, note = workflow.reviewer(case, sent.truth.get(case.transaction_id))
+                approve, note = reviewer(case, sent.truth.get(case.transaction_id))
                 outcomes[decide(pipeline.sqs, pipeline.stepfunctions, queue_url, case.transaction_id, approve=approve,
                                 reviewer="demo-reviewer", note=note).outcome] += 1
                 notify("review", done, len(pending))

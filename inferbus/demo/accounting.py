@@ -27,10 +27,11 @@ from inferbus_lambda.metric_names import (
     RECORDS_PUBLISHED,
 )
 
-from infra.declarations import ACCEPT_STEM, UNROUTED_CHECK_SOURCE, Consumer, Pipeline, Route, Workflow
+from inferbus.model.declarations import Consumer, Pipeline, Route, Workflow
+from inferbus.model.names import ACCEPT_STEM, UNROUTED_CHECK_SOURCE
 
 from ..local import LocalPipeline
-from .inputs import DEMO_SOURCE, Sent, demo_components, input_type
+from .inputs import DEMO_SOURCE, Sent, demo_components, input_type, inputs_of
 from .report import ChainReport, ConsumerRun, DemoReport, FlowFigures, KindReport, WorkflowReport
 
 __all__ = ["account", "emf_values", "flow_figures", "state_order", "task_functions"]
@@ -149,12 +150,13 @@ class _Ledger:
         self.answered[producer.name].add(subject)
         if not (mine and first):
             return
-        assert kind is not None and producer.demo is not None
+        demo = inputs_of(producer)
+        assert kind is not None and demo is not None
         kind.results += 1
         truth = self.sent.truth.get(subject)
-        if producer.demo.truth_field and truth is not None:
+        if demo.truth_field and truth is not None:
             kind.scored += 1
-            kind.correct += int(_field(detail.get("data"), producer.demo.truth_field) == truth)
+            kind.correct += int(_field(detail.get("data"), demo.truth_field) == truth)
         if subject in self.sent.sent_at:
             elapsed = datetime.fromisoformat(detail["time"]) - self.sent.sent_at[subject]
             kind.latencies_ms.append(elapsed.total_seconds() * 1000)

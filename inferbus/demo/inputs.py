@@ -2,11 +2,13 @@
 
 Every sample is validated by its contract before it is sent (a sample that breaks it is a
 bug in the declaration, reported as such); the broken copies are built by the declaration's
-:class:`~infra.declarations.Corruption` list from a valid event.
+:class:`~inferbus.model.demo.Corruption` list from a valid event. The samples are each module's ``DEMO``
+entries in ``pipeline/`` (:func:`inputs_of`), kept apart from the declarations the stack reads.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,10 +18,11 @@ from typing import Any
 from inferbus_lambda.contracts import data_model, new_event, to_put_events_entry
 from pydantic import ValidationError
 
-from infra.declarations import Consumer, Corruption, DemoInputs, Pipeline, Workflow
+from inferbus.model.declarations import Consumer, Pipeline, Workflow
+from inferbus.model.demo import Corruption, DemoFixtures, DemoInputs, Reviewer
 
-__all__ = ["DEMO_SOURCE", "DemoInputError", "Sent", "build_inputs", "check_sizes", "demo_components", "input_type", "sample_event",
-           "sample_events"]
+__all__ = ["DEMO_SOURCE", "DemoInputError", "Sent", "build_inputs", "check_sizes", "demo_components", "input_type",
+           "inputs_of", "reviewer_of", "sample_event", "sample_events"]
 
 DEMO_SOURCE = "inferbus.demo"
 
@@ -40,18 +43,35 @@ class Sent:
     counts: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # component -> (valid, malformed, duplicates)
 
 
+@functools.cache
+def _fixtures() -> DemoFixtures:
+    from pipeline import load_demo_fixtures
+
+    return load_demo_fixtures()
+
+
+def inputs_of(component: Consumer | Workflow) -> DemoInputs | None:
+    """What the demo sends ``component`` (its ``DemoInputs`` in ``pipeline/``), if anything."""
+    return _fixtures().inputs.get(component.name)
+
+
+def reviewer_of(component: Consumer | Workflow) -> Reviewer | None:
+    """Who plays the person of ``component``'s manual review in the demo and chaos, if anyone."""
+    return _fixtures().reviewers.get(component.name)
+
+
 def demo_components(pipeline: Pipeline) -> list[Consumer | Workflow]:
-    """The components the demo sends to: those whose declaration has ``demo`` inputs."""
-    return [component for component in pipeline.producers if component.demo is not None]
+    """The components the demo sends to: those with ``DemoInputs``."""
+    return [component for component in pipeline.producers if inputs_of(component) is not None]
 
 
 def input_type(component: Consumer | Workflow) -> str:
-    return component.consumes.type if isinstance(component, Consumer) else component.trigger.type
+    return component.accepts.type
 
 
 def sample_events(component: Consumer | Workflow, count: int, *, source: str = DEMO_SOURCE) -> list[tuple[Any, Any]]:
     """The first ``count`` held-out samples of ``component`` as new CloudEvents, each with its true answer."""
-    demo = component.demo
+    demo = inputs_of(component)
     if demo is None:
         raise DemoInputError(f"{component.name} declares no demo samples")
     if not 0 <= count <= demo.limit:
@@ -61,7 +81,8 @@ def sample_events(component: Consumer | Workflow, count: int, *, source: str = D
 
 def sample_event(component: Consumer | Workflow, index: int, *, source: str = DEMO_SOURCE) -> tuple[Any, Any]:
     """The ``index``-th held-out sample of ``component`` as a new CloudEvent, and its true answer."""
-    limit = component.demo.limit if component.demo else 0
+    demo = inputs_of(component)
+    limit = demo.limit if demo else 0
     if not 0 <= index < limit:
         raise DemoInputError(f"{component.name} has samples 0-{limit - 1}, not {index}")
     return sample_events(component, index + 1, source=source)[index]
@@ -100,8 +121,9 @@ def check_sizes(pipeline: Pipeline, counts: Mapping[str, int] | None, duplicates
     if unknown:
         raise DemoInputError(f"no demo inputs for {unknown}; components with demo inputs: {list(components)}")
     for name, component in components.items():
-        assert component.demo is not None
-        count = _count(component, component.demo, counts)
+        demo = inputs_of(component)
+        assert demo is not None
+        count = _count(component, demo, counts)
         if not 0 <= duplicates.get(name, 0) <= max(count, 0):
             raise DemoInputError(f"--duplicates {name}={duplicates[name]}: must be in [0, {count}] (its count)")
 
@@ -122,7 +144,7 @@ def build_inputs(pipeline: Pipeline, bus_name: str, *, counts: Mapping[str, int]
     sent = Sent()
     valid: dict[str, list[dict[str, Any]]] = {}
     for component in demo_components(pipeline):
-        demo = component.demo
+        demo = inputs_of(component)
         assert demo is not None
         entries = valid[component.name] = []
         for index, sample in enumerate(demo.samples(_count(component, demo, counts))):
@@ -132,7 +154,7 @@ def build_inputs(pipeline: Pipeline, bus_name: str, *, counts: Mapping[str, int]
         sent.entries += entries
     redelivered: list[dict[str, Any]] = []
     for component in demo_components(pipeline):
-        demo = component.demo
+        demo = inputs_of(component)
         assert demo is not None
         entries = valid[component.name]
         broken = _malformed(component, demo, entries[0], bus_name, sent) if entries else 0

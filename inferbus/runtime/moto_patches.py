@@ -7,7 +7,7 @@ version, or the signature of a function patched here).
 
 Faithfulness:
 
-- **Patterns**: a rule's pattern is validated and matched by ``inferbus_lambda.patterns`` (AWS's
+- **Patterns**: a rule's pattern is validated and matched by ``event_patterns`` (AWS's
   documented semantics, the matcher the unrouted-events check runs in Lambda too) instead of moto's matcher, against the event as AWS matches it
   (``time`` as an ISO string, not moto's raw request time).
 - **Disabled rules** deliver nothing (moto delivers anyway).
@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferbus_lambda.patterns import PatternError, compile_pattern_text
+from event_patterns import PatternError, compile_pattern_text
 
 MOTO_VERSION = "5.2.5"
 REQUEST_LOCK = threading.RLock()

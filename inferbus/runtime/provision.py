@@ -17,8 +17,10 @@ import json
 import re
 from typing import Any
 
+from inferbus.model.asl import substitute
+
 from .catalogue import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
-from .resources import ACCOUNT, PARTITION, REGION, Resolver, UnsupportedIntrinsicError, substitute
+from .resources import ACCOUNT, PARTITION, REGION, Resolver, UnsupportedIntrinsicError
 from .specs import (
     BridgeSpec,
     Deployment,

@@ -1,45 +1,13 @@
-"""Names, ARNs, intrinsic functions and placeholders of a template's resources, as CloudFormation gives them."""
+"""Names, ARNs and intrinsic functions of a template's resources, as CloudFormation gives them."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 PARTITION = "aws"
-
-
-# CloudFormation's ``${Name}`` placeholders (Fn::Sub, state machines' DefinitionSubstitutions).
-PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
-
-
-def placeholders(text: str) -> set[str]:
-    """The ``${Name}`` placeholders of a text (an ASL definition).
-
-    >>> sorted(placeholders('{"Resource": "${FnArn}", "Q": "${ReviewQueueUrl}"}'))
-    ['FnArn', 'ReviewQueueUrl']
-    """
-    return set(PLACEHOLDER.findall(text))
-
-
-def substitute(text: str, values: Mapping[str, Any]) -> str:
-    """Replace every ``${Name}`` in ``text`` with its value, as CloudFormation applies DefinitionSubstitutions.
-
-    Raises
-    ------
-    KeyError
-        Naming the placeholders that have no value (CloudFormation would deploy them unreplaced).
-
-    >>> substitute('{"Resource": "${FnArn}"}', {"FnArn": "arn:x"})
-    '{"Resource": "arn:x"}'
-    """
-    missing = sorted(placeholders(text) - set(values))
-    if missing:
-        raise KeyError(missing)
-    return PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), text)
 
 
 class UnsupportedIntrinsicError(ValueError):

@@ -608,20 +608,20 @@ def declaration_source(plan: ConsumerPlan) -> str:
         "from __future__ import annotations",
         "",
     ]
-    names = ["Consumer", "Corruption", "DemoInputs", "EventFilter"] + ([] if reused else ["Sample"])
-    body_imports = ([*imports, ""] if imports else []) + [f"from infra.declarations import {', '.join(names)}"]
+    names = ["Corruption", "DemoInputs"] + ([] if reused else ["Sample"])
+    body_imports = ([*imports, ""] if imports else []) + ["from inferbus.model.declarations import Consumer, EventFilter",
+                                                         f"from inferbus.model.demo import {', '.join(names)}"]
     if reused:
-        body_imports += ["", (f"from .{plan.samples.component_module} import COMPONENTS as "
-                         f"{plan.samples.component_module.upper()}_COMPONENTS")]
+        body_imports += ["", (f"from .{plan.samples.component_module} import DEMO as "
+                         f"{plan.samples.component_module.upper()}_DEMO")]
     out = header + body_imports + ["", ""]
     if reused:
         out += [
             *paragraph(f"# The held-out {plan.event_type} events that {plan.samples.component}'s demo sends: this "
                        "consumer takes the same type. (Their true answers are that component's, so no accuracy is "
                        "computed here.)", indent="# "),
-            (f"SAME_EVENTS = next(c for c in {plan.samples.component_module.upper()}_COMPONENTS "
-            f"if c.name == {json.dumps(plan.samples.component)}).demo"),
-            "assert SAME_EVENTS is not None",
+            (f"SAME_EVENTS = next(d for d in {plan.samples.component_module.upper()}_DEMO "
+             f"if d.component == {json.dumps(plan.samples.component)})"),
             "",
             "",
         ]
@@ -629,31 +629,35 @@ def declaration_source(plan: ConsumerPlan) -> str:
         out += function + ["", ""]
     malformed = []
     for why, change in corruptions(plan):
-        line = f"                Corruption({json.dumps(why)}, lambda d: {change}),"
-        malformed.append(line if len(line) <= 120 else f"                Corruption({json.dumps(why)},\n"
-                         f"                           lambda d: {change}),")
+        line = f"            Corruption({json.dumps(why)}, lambda d: {change}),"
+        malformed.append(line if len(line) <= 120 else f"            Corruption({json.dumps(why)},\n"
+                         f"                       lambda d: {change}),")
     count_text = "min(SAME_EVENTS.count, 40)" if reused else str(count)
     limit_text = "SAME_EVENTS.limit" if reused else str(limit)
     demo = [
-        "        demo=DemoInputs(",
-        f"            samples={samples},",
-        f"            count={count_text},",
-        f"            limit={limit_text},",
+        "    DemoInputs(",
+        f'        "{plan.name}",',
+        f"        samples={samples},",
+        f"        count={count_text},",
+        f"        limit={limit_text},",
     ]
     if truth_field:
-        demo.append(f'            truth_field="{truth_field}",')
-    demo += ["            malformed=(", *malformed, "            ),", "        ),"]
+        demo.append(f'        truth_field="{truth_field}",')
+    demo += ["        malformed=(", *malformed, "        ),", "    ),"]
     out += [
         "COMPONENTS = [",
         "    Consumer(",
         f'        name="{plan.name}",',
         f'        description="{plan.event_type} -> {plan.model_name} ONNX model -> {plan.result_type}",',
         f'        handler="{plan.module}.handler.lambda_handler",',
-        f'        consumes=EventFilter("{plan.event_type}"),',
-        f'        produces="{plan.result_type}",',
+        f'        accepts=EventFilter("{plan.event_type}"),',
+        f'        emits="{plan.result_type}",',
         f'        models=("{plan.model_name}",),',
-        *demo,
         "    ),",
+        "]",
+        "",
+        "DEMO = [",
+        *demo,
         "]",
     ]
     return source_text(out)
@@ -673,10 +677,11 @@ def functional_test_source(plan: ConsumerPlan) -> str:
             "Written by ``inferbus new consumer``. The stack is synthesized with this consumer alone, provisioned in "
             "moto and run in this process: no AWS account, no network.",
             type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type]),
-            ["from inferbus.local import LocalPipeline", "from infra.declarations import Consumer, Pipeline",
-             f"from pipeline.{plan.module} import COMPONENTS"]),
+            ["from inferbus.local import LocalPipeline", "from inferbus.model.declarations import Consumer, Pipeline",
+             f"from pipeline.{plan.module} import COMPONENTS, DEMO"]),
         "",
         f'(CONSUMER,) = [c for c in COMPONENTS if isinstance(c, Consumer) and c.name == "{plan.name}"]',
+        f'(INPUTS,) = [d for d in DEMO if d.component == "{plan.name}"]',
         f"SAMPLES = {TEST_SAMPLES}",
         "",
         "",
@@ -687,8 +692,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "",
         "",
         "def submitted(count: int) -> list:",
-        "    assert CONSUMER.demo is not None",
-        "    samples = CONSUMER.demo.samples(min(count, CONSUMER.demo.limit))",
+        "    samples = INPUTS.samples(min(count, INPUTS.limit))",
         f'    return [new_event({plan.event_type}.model_validate(sample.data), source="inferbus.test")',
         "            for sample in samples]",
         "",

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from infra.declarations import NAME
+from inferbus.model.names import NAME
 
 from .codegen import (
     ConsumerPlan,

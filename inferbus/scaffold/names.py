@@ -6,7 +6,7 @@ from ``iris-classifier``   e.g.
 module                     ``iris_classifier``: ``functions/iris_classifier/``,
                            ``pipeline/iris_classifier.py``, ``contracts/iris_classifier.py``,
                            ``tests/functional/test_iris_classifier.py``
-construct id               ``IrisClassifier`` (see :mod:`infra.declarations`)
+construct id               ``IrisClassifier`` (see :mod:`inferbus.model.names`)
 =========================  =====================================================================
 
 Example
@@ -26,7 +26,7 @@ import keyword
 import re
 from pathlib import Path
 
-from infra.declarations import MAX_NAME, NAME, STEM
+from inferbus.model.names import MAX_NAME, NAME, STEM
 
 from .errors import ScaffoldError
 

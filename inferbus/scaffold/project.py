@@ -36,17 +36,19 @@ __all__ = ["Declared", "Project", "Writes", "Written", "check_loads", "declared"
 LOAD_CHECK = """
 import importlib, sys
 from inferbus_lambda.contracts import data_model
-from pipeline import load_pipeline
+from pipeline import load_demo_fixtures, load_pipeline
 name, contract_module = sys.argv[1:3]
 importlib.import_module(contract_module)
-component = load_pipeline().component(name)
-event_filter = component.consumes if hasattr(component, "consumes") else component.trigger
+pipeline = load_pipeline()
+component = pipeline.component(name)
+event_filter = component.accepts
 model = data_model(event_filter.type)
 assert model is not None, f"no contract defines {event_filter.type}"
 for result_type in component.result_types:
     assert data_model(result_type) is not None, f"no contract defines {result_type}"
-if component.demo is not None:
-    for sample in component.demo.samples(component.demo.count):
+inputs = load_demo_fixtures(pipeline).inputs.get(name)
+if inputs is not None:
+    for sample in inputs.samples(inputs.count):
         model.model_validate(sample.data)
 """
 LOAD_CHECK_TIMEOUT_S = 300
@@ -153,6 +155,7 @@ def declared(project: Project) -> Declared:
                                 f"{where}: run the inferbus installed from this project (.venv/bin/inferbus)")
     try:
         components = pipeline.load_pipeline()
+        fixtures = pipeline.load_demo_fixtures(components)
         event_types = {name: contracts.data_model(name) for name in contracts.known_event_types()}
     except Exception as error:  # noqa: BLE001 - whatever a declaration raises, the user must fix it first
         raise ScaffoldError(f"pipeline/ does not load ({type(error).__name__}: {error}); fix it, then run this "
@@ -165,7 +168,7 @@ def declared(project: Project) -> Declared:
     demo_sources: dict[str, list[str]] = {}
     filters = sorted(components.filters(), key=lambda pair: pair[1].data is not None)  # unfiltered takers first
     for component, event_filter in filters:
-        if getattr(component, "demo", None) is not None:
+        if component.name in fixtures.inputs:
             demo_sources.setdefault(event_filter.type, []).append(component.name)
     producers: dict[str, list[str]] = {}
     for producer in components.producers:

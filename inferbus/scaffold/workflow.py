@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from inferbus_lambda.contracts import WorkflowFailure
 
-from infra.declarations import pascal
+from inferbus.model.names import pascal
 
 from .asl import source_placeholder, workflow_definition
 from .codegen import functional_test_head, paragraph, source_text, type_imports
@@ -250,12 +250,13 @@ def step_source(plan: WorkflowPlan) -> str:
 def declaration_source(plan: WorkflowPlan) -> str:
     """``pipeline/<module>.py``: the ``Workflow`` declaration."""
     names = ["EventFilter", "Task", "Workflow"]
+    demo_names = []
     if plan.producer:
         names.append("Producer")
     elif plan.samples_from is None:
-        names += ["Corruption", "DemoInputs", "Sample"]
+        demo_names = ["Corruption", "DemoInputs", "Sample"]
     else:
-        names.append("DemoInputs")
+        demo_names = ["DemoInputs"]
     out = [
         *paragraph(f'"""{plan.name}: {plan.event_type} -> {STEM} -> {plan.result_type}; any failure -> '
                    f"{plan.failure_type}."),
@@ -269,14 +270,15 @@ def declaration_source(plan: WorkflowPlan) -> str:
     ]
     if plan.input_module is None and plan.producer is None:
         out += ["import numpy as np", ""]
-    out.append(f"from infra.declarations import {', '.join(sorted(names))}")
+    out.append(f"from inferbus.model.declarations import {', '.join(sorted(names))}")
+    if demo_names:
+        out.append(f"from inferbus.model.demo import {', '.join(demo_names)}")
     if plan.samples_from:
-        variable = f"{plan.samples_module.upper()}_COMPONENTS"  # type: ignore[union-attr]
-        out += ["", f"from .{plan.samples_module} import COMPONENTS as {variable}", "", "",
+        variable = f"{plan.samples_module.upper()}_DEMO"  # type: ignore[union-attr]
+        out += ["", f"from .{plan.samples_module} import DEMO as {variable}", "", "",
                 *paragraph(f"# The held-out {plan.event_type} events that {plan.samples_from}'s demo sends: this "
                            "workflow takes the same type.", indent="# "),
-                f'SAME_EVENTS = next(c for c in {variable} if c.name == "{plan.samples_from}").demo',
-                "assert SAME_EVENTS is not None"]
+                f'SAME_EVENTS = next(d for d in {variable} if d.component == "{plan.samples_from}")']
     elif plan.input_module is None:
         out += [
             "",
@@ -300,8 +302,8 @@ def declaration_source(plan: WorkflowPlan) -> str:
         f'        name="{plan.name}",',
         f'        description="{plan.event_type} -> {STEM} -> {plan.result_type}",',
         f'        definition="{plan.module}.asl.json",',
-        f"        trigger={trigger},",
-        f'        produces=("{plan.result_type}",),',
+        f"        accepts={trigger},",
+        f'        emits=("{plan.result_type}",),',
         f'        failure="{plan.failure_type}",',
         f'        tasks={{"{STEM}": Task("{plan.module}.process.lambda_handler",',
         '                              description="Your work on one accepted event")},',
@@ -310,28 +312,36 @@ def declaration_source(plan: WorkflowPlan) -> str:
         sources = ", ".join(f'"{source_placeholder(i)}": PRODUCERS[{i}]' for i in range(len(plan.producers)))
         out += [f"        substitutions={{{sources}}},",
                 f"        # No demo samples of its own: the demo sends {plan.producer}'s, whose results start it."]
-    elif plan.samples_from:
-        out += [
-            "        demo=DemoInputs(",
-            "            samples=SAME_EVENTS.samples,",
-            "            count=min(SAME_EVENTS.count, 10),",
-            "            limit=SAME_EVENTS.limit,",
-            "            malformed=SAME_EVENTS.malformed[:1],",
-            "        ),",
-        ]
-    else:
-        out += [
-            "        demo=DemoInputs(",
-            "            samples=synthetic,",
-            f"            count={SAMPLES_COUNT},",
-            f"            limit={SAMPLES_LIMIT},",
-            "            malformed=(",
-            '                Corruption("no values", lambda d: d["data"].update(values=[])),',
-            '                Corruption("a value as a string", lambda d: d["data"]["values"].__setitem__(0, "1.5")),',
-            "            ),",
-            "        ),",
-        ]
     out += ["    ),", "]"]
+    if plan.samples_from:
+        out += [
+            "",
+            "DEMO = [",
+            "    DemoInputs(",
+            f'        "{plan.name}",',
+            "        samples=SAME_EVENTS.samples,",
+            "        count=min(SAME_EVENTS.count, 10),",
+            "        limit=SAME_EVENTS.limit,",
+            "        malformed=SAME_EVENTS.malformed[:1],",
+            "    ),",
+            "]",
+        ]
+    elif not plan.producer:
+        out += [
+            "",
+            "DEMO = [",
+            "    DemoInputs(",
+            f'        "{plan.name}",',
+            "        samples=synthetic,",
+            f"        count={SAMPLES_COUNT},",
+            f"        limit={SAMPLES_LIMIT},",
+            "        malformed=(",
+            '            Corruption("no values", lambda d: d["data"].update(values=[])),',
+            '            Corruption("a value as a string", lambda d: d["data"]["values"].__setitem__(0, "1.5")),',
+            "        ),",
+            "    ),",
+            "]",
+        ]
     return source_text(out)
 
 
@@ -346,8 +356,8 @@ def functional_test_source(plan: WorkflowPlan) -> str:
         *functional_test_head(
             f"{plan.name}, embedded on moto: its ASL on moto's interpreter, its step in-process.",
             "Written by ``inferbus new workflow``. No AWS account, no network.", imports,
-            ["from inferbus.local import LocalPipeline", "from infra.declarations import Pipeline, Workflow",
-             *(["from pipeline import load_pipeline"] if plan.producer else []),
+            ["from inferbus.local import LocalPipeline", "from inferbus.model.declarations import Pipeline, Workflow",
+             "from pipeline import load_demo_fixtures, load_pipeline" if plan.producer else "from pipeline import load_demo_fixtures",
              f"from pipeline.{plan.module} import COMPONENTS"]),
         "",
         f'(WORKFLOW,) = [c for c in COMPONENTS if isinstance(c, Workflow) and c.name == "{plan.name}"]',
@@ -372,8 +382,8 @@ def functional_test_source(plan: WorkflowPlan) -> str:
         "",
         "",
         "def submitted(count: int) -> list:",
-        "    assert FEEDER.demo is not None",
-        "    samples = FEEDER.demo.samples(min(count, FEEDER.demo.limit))",
+        "    inputs = load_demo_fixtures().inputs[FEEDER.name]",
+        "    samples = inputs.samples(min(count, inputs.limit))",
         f'    return [new_event({sent_type}.model_validate(sample.data), source="inferbus.test")',
         "            for sample in samples]",
         "",

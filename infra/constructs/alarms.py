@@ -24,7 +24,7 @@ INSIGHTS_NAMESPACE = "LambdaInsights"
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Alarm levels, from :class:`~infra.settings.InferbusSettings` (see its attributes)."""
+    """Alarm levels, from :class:`~inferbus.model.settings.InferbusSettings` (see its attributes)."""
 
     max_message_age_s: int
     error_rate_percent: float

@@ -9,7 +9,8 @@ Each function gets an asset of its own, made in three steps:
    imports at init and the model files it reads (a function loads its models at init);
 3. its asset gets those distributions (their files as their ``RECORD`` lists them, less the
    subpackages nothing imported, such as test suites and onnxruntime's model-building tools,
-   and type stubs), ``inferbus_lambda`` and the handler's own package, and ``models/`` with the
+   and type stubs), ``inferbus_lambda``, the handler's own package and any other package of
+   ``functions/`` it imports (``event_patterns``), and ``models/`` with the
    manifest and the files it read. So a module a handler imports only while it handles an event
    (never at init) is not shipped: import what you need at module level, as the kit does. Bytecode is compiled into it when an interpreter of the Lambda's
    Python version is on this machine (``python3.14`` for the default), so Lambda does not
@@ -53,7 +54,7 @@ PIP_PLATFORMS = {
 TRACE = """
 import importlib, json, sys, sysconfig
 from importlib.metadata import packages_distributions
-models_dir = sys.argv[2]
+models_dir, functions_dir = sys.argv[2], sys.argv[3]
 opened = set()
 def hook(event, args):
     if event == "open" and isinstance(args[0], str) and args[0].startswith(models_dir):
@@ -65,7 +66,9 @@ site = sysconfig.get_paths()["purelib"]
 modules = sorted(name for name, mod in list(sys.modules.items()) if (getattr(mod, "__file__", None) or "").startswith(site))
 known = packages_distributions()
 distributions = {d for name in modules for d in known.get(name.partition(".")[0], [])}
-print(json.dumps({"distributions": sorted(distributions), "modules": modules, "files": sorted(opened)}))
+local = sorted({name.partition(".")[0] for name, mod in list(sys.modules.items())
+                if (getattr(mod, "__file__", None) or "").startswith(functions_dir)})
+print(json.dumps({"distributions": sorted(distributions), "modules": modules, "files": sorted(opened), "local": local}))
 """
 
 
@@ -137,7 +140,7 @@ def trace_imports(handler: str, environment: Mapping[str, str]) -> dict[str, lis
         "AWS_ACCESS_KEY_ID": "trace", "AWS_SECRET_ACCESS_KEY": "trace", "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR",
         "AWS_EC2_METADATA_DISABLED": "true", **variables,
     }
-    done = subprocess.run([sys.executable, "-c", TRACE, handler, str(MODELS_DIR)], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", TRACE, handler, str(MODELS_DIR), str(FUNCTIONS_DIR)], env=env, capture_output=True, text=True,
                           check=False)
     if done.returncode != 0:
         raise RuntimeError(f"bundling {handler}: importing it to see what it needs failed:\n{done.stderr.strip()}")
@@ -214,7 +217,8 @@ class LocalPipBundling:
             if distribution not in {canonical(name) for name in RUNTIME_PROVIDED}:
                 copy_distribution(site, installed[distribution], output, set(traced["modules"]))
         ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-        for package in (SHARED_PACKAGE, handler_package(self.handler)):
+        # The shared package, the handler's own, and any other package of functions/ it imports (event_patterns).
+        for package in sorted({SHARED_PACKAGE, handler_package(self.handler), *traced["local"]}):
             shutil.copytree(FUNCTIONS_DIR / package, output / package, dirs_exist_ok=True, ignore=ignore)
         models_out = output / "models"
         models_out.mkdir(exist_ok=True)

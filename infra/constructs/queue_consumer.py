@@ -22,7 +22,8 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from ..settings import ConsumerSettings
+from inferbus.model.settings import ConsumerSettings
+
 from .function import FunctionSpec, add_function
 from .secure_queue import SecureQueue, add_rule_with_dead_letter_queue
 

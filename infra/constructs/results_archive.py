@@ -24,8 +24,8 @@ import jsii
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_kinesisfirehose as firehose
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -76,7 +76,7 @@ class ResultsArchive(Construct):
     result_sources
         The ``source`` of every producer: their events (results and failures) are archived.
     infrequent_access_after_days, glacier_after_days, retention_days
-        The lifecycle (see :class:`~infra.settings.InferbusSettings`).
+        The lifecycle (see :class:`~inferbus.model.settings.InferbusSettings`).
     target_retry_attempts, target_max_event_age_s, dlq_retention_days
         EventBridge's delivery retries to the stream, and its DLQ.
     log_retention

@@ -27,7 +27,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from inferbus.runtime.resources import placeholders
+from inferbus.model.asl import placeholders
 
 from ..nag import acknowledge_state_machine_role
 from .secure_queue import add_rule_with_dead_letter_queue

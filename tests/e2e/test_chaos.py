@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from inferbus.chaos import ChaosError, FaultRates, chaos_overrides, resolve_flows, run_chaos
+from inferbus.model.declarations import Consumer
 from inferbus.template import synthesize
-from infra.declarations import Consumer
 from tests.declared import PIPELINE
 
 FLOWS = resolve_flows(PIPELINE, "all")

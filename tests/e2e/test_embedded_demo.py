@@ -5,12 +5,12 @@ import pytest
 
 from inferbus.demo import demo_components, run_demo
 from inferbus.demo.inputs import UNROUTED
-from tests.declared import PIPELINE
+from tests.declared import DEMO, PIPELINE
 
 COMPONENTS = demo_components(PIPELINE)
 # Small sizes for CI: a few samples each, and a duplicate delivery for every component that declares any.
-COUNTS = {c.name: min(c.demo.count, 12) for c in COMPONENTS}
-DUPLICATES = {c.name: min(c.demo.duplicates, 4) for c in COMPONENTS}
+COUNTS = {c.name: min(DEMO[c.name].count, 12) for c in COMPONENTS}
+DUPLICATES = {c.name: min(DEMO[c.name].duplicates, 4) for c in COMPONENTS}
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +27,14 @@ def test_demo_ledger_balances_for_every_component(report):
         assert kind.balanced, component.name
         assert kind.duplicate_results == 0, component.name
         assert kind.results == kind.sent == COUNTS[component.name], component.name  # every valid event got its result ...
-        assert kind.rejected == len(component.demo.malformed), component.name  # ... every bad one kept aside ...
+        assert kind.rejected == len(DEMO[component.name].malformed), component.name  # ... every bad one kept aside ...
         assert kind.unrouted == len(UNROUTED), component.name  # ... those no rule takes by the unrouted-events check
         assert kind.malformed == kind.rejected + kind.unrouted, component.name
         assert kind.failure_events == kind.in_dead_letter_queues == 0, component.name
         if kind.scored:
             assert kind.accuracy >= 0.5, component.name  # far better than chance on held-out data
     assert set(report.rejection_reasons) == {f"malformed-{c.name}-{i}" for c in COMPONENTS
-                                             for i in range(len(c.demo.malformed) + len(UNROUTED))}
+                                             for i in range(len(DEMO[c.name].malformed) + len(UNROUTED))}
     assert report.metrics["DuplicatesSkipped"] == sum(DUPLICATES[c.name] for c in PIPELINE.consumers if c.name in DUPLICATES)
     assert report.dead_letters and not any(report.dead_letters.values())
 
@@ -57,7 +57,7 @@ def test_replaying_the_archive_processes_nothing_twice(report):
     # since the archive also holds the failure event of the first refusal, and its rule brings it back too; those
     # no rule takes, once more by the unrouted-events check.
     consumers = {c.name for c in PIPELINE.consumers}
-    assert replay.rerejected == sum(len(c.demo.malformed) * (1 if c.name in consumers else 2) + len(UNROUTED)
+    assert replay.rerejected == sum(len(DEMO[c.name].malformed) * (1 if c.name in consumers else 2) + len(UNROUTED)
                                     for c in COMPONENTS)
 
 

@@ -13,12 +13,12 @@ import pytest
 from inferbus.cli import main
 from inferbus.demo.inputs import demo_components, sample_events
 from inferbus.local import LocalPipeline
+from inferbus.model.names import DEAD_LETTER_QUEUE_URL
 from inferbus.reviews import list_reviews
 from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, INSIGHTS_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
 from infra.constructs.ingest_api import INGEST_ALARMS
 from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
-from infra.declarations import DEAD_LETTER_QUEUE_URL
-from tests.declared import PIPELINE
+from tests.declared import DEMO, PIPELINE
 from tests.infra.test_template import of_type
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
@@ -58,7 +58,7 @@ def variables(template):
 
         for component in demo_components(PIPELINE):
             entries += [to_put_events_entry(event, pipeline.bus_name)
-                        for event, _ in sample_events(component, min(SAMPLES_EACH, component.demo.limit))]
+                        for event, _ in sample_events(component, min(SAMPLES_EACH, DEMO[component.name].limit))]
         pipeline.put_events(entries)
         pipeline.drain()
         values = {"BUS": pipeline.bus_name, "INVALID_EVENTS_URL": pipeline.invalid_events_url,

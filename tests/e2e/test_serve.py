@@ -14,12 +14,12 @@ import boto3
 import pytest
 
 from inferbus.demo.inputs import input_type, sample_event
-from infra.declarations import UNROUTED_CHECK_NAME
-from tests.declared import PIPELINE
+from inferbus.model.names import UNROUTED_CHECK_NAME
+from tests.declared import DEMO, PIPELINE
 
 pytestmark = pytest.mark.slow
 CLIENT_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
-CONSUMER = next(c for c in PIPELINE.consumers if c.demo is not None)
+CONSUMER = next(c for c in PIPELINE.consumers if c.name in DEMO)
 
 
 def free_port() -> int:
@@ -58,7 +58,7 @@ def test_an_event_put_from_another_process_has_its_result_on_the_bus(served):
     endpoint, bus = ready["endpoint"], ready["bus"]
     events, sqs = client("events", endpoint), client("sqs", endpoint)
     watch_url = sqs.create_queue(QueueName="my-watch")["QueueUrl"]
-    events.put_rule(Name="my-watch", EventBusName=bus, EventPattern=json.dumps({"detail-type": [CONSUMER.produces]}))
+    events.put_rule(Name="my-watch", EventBusName=bus, EventPattern=json.dumps({"detail-type": [CONSUMER.result_type]}))
     events.put_targets(Rule="my-watch", EventBusName=bus,
                        Targets=[{"Id": "watch", "Arn": "arn:aws:sqs:us-east-1:123456789012:my-watch"}])
     event, _ = sample_event(CONSUMER, 0, source="serve.test")

@@ -12,11 +12,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from inferbus_lambda.contracts import InvalidEventError, TextSubmitted, from_eventbridge_event, new_event, to_put_events_entry
+from inferbus_lambda.contracts import (
+    InvalidEventError,
+    TextSubmitted,
+    from_eventbridge_event,
+    new_event,
+    to_put_events_entry,
+)
 
 from inferbus.local import LocalPipeline
-from tests.declared import PIPELINE
 from tests.catalogue import ANALYSIS_CASES, CASES, TEXT_CASES, TRANSACTION_CASES, envelope, valid_detail
+from tests.declared import PIPELINE
 
 ALL_CASES = CASES + TRANSACTION_CASES + TEXT_CASES + ANALYSIS_CASES
 
@@ -54,7 +60,7 @@ def test_a_batch_of_every_bad_case_beside_valid_records(template, consumer, even
 
         assert invocation.error is None and invocation.records == len(bodies)
         assert invocation.failed_ids == []  # every bad record handled: kept aside with its reason
-        result_type = PIPELINE.component(consumer).produces
+        result_type = PIPELINE.component(consumer).result_type
         published = [e["detail"]["data"]["input_id"] for e in pipeline.tapped_events() if e["detail-type"] == result_type]
         assert sorted(published) == sorted(valid_ids)
         kept = {rejection["message_id"]: rejection for rejection in rejections(pipeline)}

@@ -135,8 +135,8 @@ def test_a_workflow_accepts_in_one_write_and_leaves_nothing_in_progress(dynamodb
 
 
 def test_the_embedded_runtime_rolls_back_a_cancelled_transaction_as_moto_does(template):
-    from infra.declarations import IDEMPOTENCY_TABLE_OUTPUT
     from inferbus.local import LocalPipeline
+    from inferbus.model.names import IDEMPOTENCY_TABLE_OUTPUT
 
     with LocalPipeline(template) as pipeline:  # its transactions copy each table once, not once per item
         table = pipeline.outputs[IDEMPOTENCY_TABLE_OUTPUT]

@@ -6,17 +6,16 @@ from moto import mock_aws
 
 from inferbus.cli import main
 from inferbus.demo.inputs import input_type
-from tests.declared import PIPELINE
+from tests.declared import DEMO, PIPELINE
 
-
-DEMO_COMPONENTS = [c for c in PIPELINE.producers if c.demo is not None]
+DEMO_COMPONENTS = [c for c in PIPELINE.producers if c.name in DEMO]
 
 
 @pytest.mark.parametrize("component", DEMO_COMPONENTS, ids=[c.name for c in DEMO_COMPONENTS])
 def test_send_puts_one_held_out_sample_of_each_component(capsys, component):
     with mock_aws():
         boto3.client("events", region_name="us-east-1").create_event_bus(Name="inferbus")
-        index = str(min(3, component.demo.limit - 1))
+        index = str(min(3, DEMO[component.name].limit - 1))
         assert main(["send", "--bus", "inferbus", "--sample", component.name, "--index", index]) == 0
     (sent,) = json.loads(capsys.readouterr().out)["sent"]
     assert sent["type"] == input_type(component) and sent["id"]
@@ -24,8 +23,8 @@ def test_send_puts_one_held_out_sample_of_each_component(capsys, component):
 
 def test_demo_rejects_a_count_out_of_range_naming_it(capsys):
     component = DEMO_COMPONENTS[0]
-    assert main(["demo", "--count", f"{component.name}={component.demo.limit + 1}"]) == 2
-    assert f"--count {component.name}={component.demo.limit + 1}: must be in [0, {component.demo.limit}]" in capsys.readouterr().err
+    assert main(["demo", "--count", f"{component.name}={DEMO[component.name].limit + 1}"]) == 2
+    assert f"--count {component.name}={DEMO[component.name].limit + 1}: must be in [0, {DEMO[component.name].limit}]" in capsys.readouterr().err
     assert main(["demo", "--count", "no-such-component=1"]) == 2
     assert "no demo inputs for ['no-such-component']" in capsys.readouterr().err
 
@@ -56,12 +55,11 @@ def test_send_refuses_an_event_that_breaks_its_contract_or_an_unknown_type(capsy
 
 
 def test_reviews_list_and_approve_resume_the_waiting_workflow(template, capsys):
+    import numpy as np
     from inferbus_lambda.contracts import Customer, TransactionSubmitted, new_event, to_put_events_entry
 
-    from pipeline._held_out import TRANSACTIONS as RISK_HOLDOUT
     from inferbus.local import LocalPipeline
-
-    import numpy as np
+    from pipeline._held_out import TRANSACTIONS as RISK_HOLDOUT
 
     risky = [float(v) for v in np.load(RISK_HOLDOUT)["features"][1]]  # held-out row 1: risk 1.0
     with LocalPipeline(template) as pipeline:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from inferbus.diagram import draw, mermaid, topology
-from infra.declarations import FUNCTION_NAME, QUEUE_URL, STATE_MACHINE_ARN
+from inferbus.model.names import FUNCTION_NAME, QUEUE_URL, STATE_MACHINE_ARN
 from tests.declared import PIPELINE
 from tests.infra.test_template import of_type, output_id
 
@@ -20,7 +20,7 @@ def test_every_rule_queue_function_state_machine_and_result_is_drawn(template):
     for consumer in PIPELINE.consumers:
         queue, function = (output_id(template, consumer.output_key(k)) for k in (QUEUE_URL, FUNCTION_NAME))
         assert graph.has_edge(queue, function)
-        assert graph.has_edge(function, f"event:{consumer.produces}")
+        assert graph.has_edge(function, f"event:{consumer.result_type}")
     for workflow in PIPELINE.workflows:
         machine = output_id(template, workflow.output_key(STATE_MACHINE_ARN))
         for event_type in workflow.result_types:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from inferbus_lambda.ingest import MAX_EVENT_BYTES
 
 from inferbus.local import LocalPipeline
-from inferbus_lambda.ingest import MAX_EVENT_BYTES
 from tests.declared import PIPELINE, RESULT_SOURCES
 
-TEXT = next(w for w in PIPELINE.workflows if w.trigger.type == "TextSubmitted")
+TEXT = next(w for w in PIPELINE.workflows if w.accepts.type == "TextSubmitted")
 STRUCTURED = {"Content-Type": "application/cloudevents+json"}
 
 
@@ -70,7 +70,7 @@ def test_accepted_events_go_on_the_bus_and_through_the_pipeline_refused_ones_do_
     assert set(inputs) == {"in-1", "in-2", "in-3"}
     assert inputs["in-2"]["correlationid"] == "req-42"  # binary mode: a ce-* header is an attribute
     assert inputs["in-3"]["correlationid"] == "in-3" and inputs["in-3"]["time"]  # defaults: the id, the receipt time
-    analysed = {e["detail"]["subject"] for e in delivered if e["detail-type"] in TEXT.produces}
+    analysed = {e["detail"]["subject"] for e in delivered if e["detail-type"] in TEXT.emits}
     assert analysed == {"in-1", "in-2", "in-3"}
     assert "contract" not in found["structured"]["body"]
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+import inferbus.model.asl
 import inferbus.runtime.bridge
 import inferbus.runtime.lambda_adapter
-import inferbus.runtime.resources
 from inferbus.runtime import UnsupportedTemplateError
 from tests.runtime_fixtures import runtime
 from tests.runtime_fixtures import templates as t
@@ -111,6 +111,6 @@ def test_a_failed_start_leaves_no_mock_running():
 
 
 def test_runtime_docstring_examples_run():
-    for module in (inferbus.runtime.resources, inferbus.runtime.bridge, inferbus.runtime.lambda_adapter):
+    for module in (inferbus.model.asl, inferbus.runtime.bridge, inferbus.runtime.lambda_adapter):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted >= 1, module.__name__

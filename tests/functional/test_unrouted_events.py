@@ -12,7 +12,7 @@ import json
 import pytest
 
 from inferbus.local import LocalPipeline
-from infra.declarations import FUNCTION_NAME, UNROUTED_CHECK_ID, UNROUTED_CHECK_SOURCE
+from inferbus.model.names import FUNCTION_NAME, UNROUTED_CHECK_ID, UNROUTED_CHECK_SOURCE
 from tests.catalogue import valid_detail
 from tests.declared import PIPELINE, RESULT_SOURCES
 

@@ -20,8 +20,8 @@ from typing import Any
 from inferbus_lambda.contracts import CloudEvent, InvalidEventError, from_eventbridge_event, from_put_events_entry
 from inferbus_lambda.idempotency import ClaimStatus
 
-from infra.declarations import Consumer
 from inferbus.local import HOST
+from inferbus.model.declarations import Consumer
 
 
 class MemoryClaims:
@@ -94,7 +94,7 @@ class MemoryConsumer:
             "POWERTOOLS_SERVICE_NAME": declaration.name, "POWERTOOLS_METRICS_NAMESPACE": "Fuzz",
             "INFERBUS_MODELS": ",".join(declaration.models), "IDEMPOTENCY_TABLE_NAME": "fuzz",
             "IDEMPOTENCY_TTL_SECONDS": "60", "EVENT_BUS_NAME": "fuzz", "RESULT_SOURCE": declaration.result_source,
-            "CONSUMES": declaration.consumes.type, "PRODUCES": declaration.produces, "INVALID_EVENTS_QUEUE_URL": "fuzz",
+            "CONSUMES": declaration.accepts.type, "PRODUCES": declaration.result_type, "INVALID_EVENTS_QUEUE_URL": "fuzz",
             "LAMBDA_TASK_ROOT": str(HOST.task_root), "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": "CRITICAL",
         }

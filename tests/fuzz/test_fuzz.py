@@ -20,18 +20,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from event_patterns import CompiledPattern, compile_pattern
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from inferbus_lambda.contracts import data_model
 from inferbus_lambda.errors import REJECTION_ERRORS, TransientError
-from inferbus_lambda.patterns import CompiledPattern, compile_pattern
 from inferbus_lambda.unrouted import UnroutedCheck
 from inferbus_lambda.workflow import accept
 
-from infra.declarations import UNROUTED_CHECK_ID, Workflow
 from inferbus.demo.inputs import demo_components, input_type, sample_events
-from tests.declared import PIPELINE, RESULT_SOURCES
+from inferbus.model.declarations import Workflow
+from inferbus.model.names import UNROUTED_CHECK_ID
+from tests.declared import DEMO, PIPELINE, RESULT_SOURCES
 from tests.fuzz.harness import MemoryClaims, MemoryConsumer, as_body, contract_verdict, delivered
 
 PROFILE = os.environ.get("INFERBUS_FUZZ_PROFILE", "ci")
@@ -45,11 +46,11 @@ settings.register_profile("long", max_examples=700, deadline=None, database=None
 settings.load_profile("long" if LONG else "ci")
 pytestmark = [pytest.mark.fuzz_long] if LONG else []
 
-CONSUMERS = {c.consumes.type: c for c in PIPELINE.consumers}
-WORKFLOWS = [w for w in PIPELINE.workflows if not w.trigger.sources]  # taking events from any producer
-INPUT_TYPES = sorted({*CONSUMERS, *(w.trigger.type for w in WORKFLOWS)})
+CONSUMERS = {c.accepts.type: c for c in PIPELINE.consumers}
+WORKFLOWS = [w for w in PIPELINE.workflows if not w.accepts.sources]  # taking events from any producer
+INPUT_TYPES = sorted({*CONSUMERS, *(w.accepts.type for w in WORKFLOWS)})
 SAMPLES = {t: [event.model_dump(mode="json") for c in demo_components(PIPELINE) if input_type(c) == t
-               for event, _ in sample_events(c, min(c.demo.limit, 5))] for t in INPUT_TYPES}
+               for event, _ in sample_events(c, min(DEMO[c.name].limit, 5))] for t in INPUT_TYPES}
 
 # -- generating ---------------------------------------------------------------------------------
 
@@ -191,7 +192,7 @@ def check_bus(bodies: list[str], event_type: str, bus: tuple[dict[str, CompiledP
 
 def check_consumer_batch(bodies: list[str], consumer: MemoryConsumer) -> None:
     report, outcomes = consumer.run(bodies)  # no crash: an exception here fails the test
-    event_type = consumer.declaration.consumes.type
+    event_type = consumer.declaration.accepts.type
     valid_ids = Counter()
     for index, body in enumerate(bodies):
         outcome = report.outcomes[f"m-{index}"]
@@ -207,7 +208,7 @@ def check_consumer_batch(bodies: list[str], consumer: MemoryConsumer) -> None:
     published = Counter(result.subject for result in outcomes.published)
     assert set(published) == set(valid_ids), "a result for every valid record and for nothing else"
     assert all(count == 1 for count in published.values()), "exactly one result per valid input"
-    assert all(r.type == consumer.declaration.produces and r.source == consumer.declaration.result_source
+    assert all(r.type == consumer.declaration.result_type and r.source == consumer.declaration.result_source
                for r in outcomes.published)
 
 
@@ -219,15 +220,15 @@ def check_accept(bodies: list[str], workflow: Workflow) -> None:
             event = json.loads(body)  # Step Functions hands Accept the parsed event
         except (ValueError, RecursionError):
             continue
-        request = {"event": event, "workflow": workflow.name, "types": [workflow.trigger.type],
-                   "emits": list(workflow.produces), "result_source": workflow.result_source, "execution": f"exec-{index}"}
+        request = {"event": event, "workflow": workflow.name, "types": [workflow.accepts.type],
+                   "emits": list(workflow.emits), "result_source": workflow.result_source, "execution": f"exec-{index}"}
         try:
             answer = accept(request, claims)
         except TransientError:  # another execution is accepting it right now: the state machine retries
             continue
         # Accept sees the event as Step Functions parsed it: a repeated key is already gone (the one
         # strictness the workflow path cannot have), NaN and lone surrogates are still there and refused.
-        valid, event_id = contract_verdict(event, workflow.trigger.type)
+        valid, event_id = contract_verdict(event, workflow.accepts.type)
         if valid:
             assert answer["status"] in ("accepted", "duplicate") or answer["error"] == "IdConflictError", answer
             accepted[event_id] += answer["status"] == "accepted"
@@ -270,7 +271,7 @@ def test_a_consumer_never_crashes_and_gives_each_record_one_outcome(consumers, b
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=[w.name for w in WORKFLOWS])
 def test_a_workflows_accept_step_never_crashes_and_gives_each_event_one_outcome(workflow, strategy):
-    event_type = workflow.trigger.type
+    event_type = workflow.accepts.type
 
     @given(STRATEGIES[strategy](event_type))
     def run(bodies: list[str]) -> None:
@@ -284,7 +285,7 @@ def test_a_workflows_accept_step_never_crashes_and_gives_each_event_one_outcome(
 def test_the_poison_records_of_the_issue_fail_nothing_but_themselves(consumers):
     """A 5,000-digit integer, a repeated key, NaN and a body the parser cannot even read, beside 20 valid records."""
     consumer = consumers[sorted(CONSUMERS)[0]]
-    event_type = consumer.declaration.consumes.type
+    event_type = consumer.declaration.accepts.type
     valid = [as_body(delivered(envelope(event_type, SAMPLES[event_type][i % len(SAMPLES[event_type])]["data"], i)))
              for i in range(20)]
     poison = [valid[0].replace('"data": {', '"data": {"n": ' + "7" * 5000 + ", ", 1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.settings import InferbusSettings
+from inferbus.model.settings import InferbusSettings
 from tests.declared import PIPELINE
 
 FIS_SETTINGS = InferbusSettings(fault_injection_experiments=True)

@@ -15,7 +15,7 @@ CLAIMS = {"IDEMPOTENCY_TABLE_NAME": "claims", "IDEMPOTENCY_TTL_SECONDS": "3600"}
 def test_a_consumer_ships_onnxruntime_and_its_own_model_file_only(consumer):
     traced = trace_imports(consumer.handler, BASE | CLAIMS | {
         "INFERBUS_MODELS": ",".join(consumer.models), "EVENT_BUS_NAME": "bus", "RESULT_SOURCE": consumer.result_source,
-        "CONSUMES": consumer.consumes.type, "PRODUCES": consumer.produces})
+        "CONSUMES": consumer.accepts.type, "PRODUCES": consumer.result_type})
     distributions = {name.lower().replace("_", "-") for name in traced["distributions"]}
     assert {"onnxruntime", "numpy", "pydantic", "aws-lambda-powertools", "aws-xray-sdk"} <= distributions
     assert "tokenizers" not in distributions

@@ -13,14 +13,13 @@ import json
 
 import boto3
 import pytest
+from inferbus_lambda.contracts import to_put_events_entry
 from moto import mock_aws
 
-from inferbus_lambda.contracts import to_put_events_entry
-
 from inferbus.demo.inputs import demo_components, sample_events
+from inferbus.model.names import UNROUTED_CHECK_ID
+from inferbus.model.settings import InferbusSettings
 from inferbus.runtime import moto_patches
-from infra.declarations import UNROUTED_CHECK_ID
-from infra.settings import InferbusSettings
 from tests.declared import PIPELINE, RESULT_SOURCES
 
 THRESHOLD = InferbusSettings().review_threshold

@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 
 from inferbus.local import LocalPipeline
+from inferbus.model.names import DEAD_LETTER_QUEUE_URL
+from inferbus.model.settings import InferbusSettings
 from inferbus.runtime.provision import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
 from infra.constructs.fault_injection import CONFIGURATION_PREFIX, EXTENSION_LAYER_PARAMETER, EXTENSION_WRAPPER
-from infra.settings import InferbusSettings
-from tests.declared import RESULT_SOURCES
+from tests.declared import DEMO, PIPELINE, RESULT_SOURCES
 from tests.infra.conftest import FIS_SETTINGS
-from infra.declarations import DEAD_LETTER_QUEUE_URL
-from tests.declared import PIPELINE
 from tests.infra.test_template import WILDCARD_RESOURCE_ACTIONS, of_type, output_id
 
 SETTINGS = FIS_SETTINGS
@@ -393,7 +392,7 @@ def test_the_embedded_runtime_says_why_each_resource_type_is_or_is_not_local(tem
 
 
 def test_the_setting_is_validated():
-    from infra.settings import SettingsError
+    from inferbus.model.settings import SettingsError
 
     with pytest.raises(SettingsError, match="fault_injection_experiments"):
         InferbusSettings(fault_injection_experiments="yes")  # type: ignore[arg-type]
@@ -406,12 +405,12 @@ def test_the_fis_variant_still_runs_embedded(fis_template):
 
     from inferbus.demo.inputs import sample_events
 
-    consumer = next(c for c in PIPELINE.consumers if c.demo is not None)
+    consumer = next(c for c in PIPELINE.consumers if c.name in DEMO)
     ((event, _),) = sample_events(consumer, 1, source="fis.test")
     with LocalPipeline(fis_template) as pipeline:
         assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name)]) == []
         pipeline.drain()
-        results = [e for e in pipeline.tapped_events() if e["detail-type"] == consumer.produces]
+        results = [e for e in pipeline.tapped_events() if e["detail-type"] == consumer.result_type]
         assert [e["detail"]["subject"] for e in results] == [event.id]
 
 
@@ -422,8 +421,7 @@ def test_fault_injection_scales_past_fis_limits_with_many_consumers(tmp_path):
     holds at most 500)."""
     import dataclasses
 
-    from infra.declarations import Pipeline
-
+    from inferbus.model.declarations import Pipeline
     from inferbus.template import synthesize
 
     crowded_consumers = 12

@@ -19,10 +19,7 @@ from inferbus_lambda.environment import (
     UnroutedEnvironment,
 )
 
-from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
-from infra.constructs.ingest_api import INGEST_ALARMS
-from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
-from infra.declarations import (
+from inferbus.model.names import (
     ACCEPT_STEM,
     DEAD_LETTER_QUEUE_URL,
     FUNCTION_NAME,
@@ -32,7 +29,10 @@ from infra.declarations import (
     STATE_MACHINE_ARN,
     UNROUTED_CHECK_ID,
 )
-from infra.settings import InferbusSettings
+from inferbus.model.settings import InferbusSettings
+from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
+from infra.constructs.ingest_api import INGEST_ALARMS
+from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
 from tests.declared import PIPELINE, RESULT_SOURCES
 
 SETTINGS = InferbusSettings()
@@ -221,13 +221,13 @@ def test_each_consumers_environment_names_what_it_consumes_and_produces(template
     functions = of_type(template, "AWS::Lambda::Function")
     for consumer in PIPELINE.consumers:
         variables = functions[output_id(template, consumer.output_key(FUNCTION_NAME))]["Environment"]["Variables"]
-        assert (variables["CONSUMES"], variables["PRODUCES"]) == (consumer.consumes.type, consumer.produces)
+        assert (variables["CONSUMES"], variables["PRODUCES"]) == (consumer.accepts.type, consumer.result_type)
         assert variables["RESULT_SOURCE"] == consumer.result_source
         assert variables["INFERBUS_MODELS"] == ",".join(consumer.models)
 
 
 def test_state_machines_run_the_declared_asl_files_with_logging_and_tracing(template):
-    from inferbus.runtime.resources import placeholders
+    from inferbus.model.asl import placeholders
 
     machines = of_type(template, "AWS::StepFunctions::StateMachine")
     assert len(machines) == len(PIPELINE.workflows)
@@ -390,8 +390,7 @@ def test_a_stage_names_the_stack_bus_and_every_generated_name(tmp_path):
 
 
 def test_context_overrides_a_setting_and_a_components_setting_naming_a_bad_one(tmp_path):
-    from infra.settings import SettingsError
-
+    from inferbus.model.settings import SettingsError
     from inferbus.template import synthesize
 
     consumer = PIPELINE.consumers[0]
@@ -449,7 +448,7 @@ def test_the_ingest_endpoint_is_an_iam_authenticated_function_url_that_puts_on_t
 
 
 def test_the_schema_registry_holds_every_contracts_schema_in_draft_4(template):
-    from inferbus.schemas import draft4, event_schemas
+    from inferbus.model.schemas import draft4, event_schemas
 
     schemas = {s["SchemaName"]: s for s in of_type(template, "AWS::EventSchemas::Schema").values()}
     expected = event_schemas()

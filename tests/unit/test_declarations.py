@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from infra.configuration import parse_context
-from infra.declarations import Consumer, EventFilter, Pipeline, Producer, Route, Setting, Task, Workflow
-from infra.settings import ConsumerSettings, InferbusSettings, SettingsError
+from inferbus.model.declarations import (
+    Consumer,
+    DeclarationError,
+    EventFilter,
+    Pipeline,
+    Producer,
+    Route,
+    Setting,
+    Task,
+    Workflow,
+)
+from inferbus.model.settings import ConsumerSettings, InferbusSettings, SettingsError
 from inferbus.reference import update_readme
+from infra.configuration import parse_context
 from tests.declared import PIPELINE
 
 
 def consumer(name="iris-classifier", **changes):
-    fields = {"handler": "iris.handler.lambda_handler", "consumes": EventFilter("IrisSubmitted"),
-              "produces": "IrisClassified", "models": ("iris",)}
+    fields = {"handler": "iris.handler.lambda_handler", "accepts": EventFilter("IrisSubmitted"),
+              "emits": "IrisClassified", "models": ("iris",)}
     return Consumer(name=name, **fields | changes)
 
 
@@ -22,7 +32,7 @@ def test_every_name_derives_from_the_components_name():
     assert declared.construct_id == "IrisClassifier"
     assert declared.result_source == "inferbus.iris-classifier"
     assert declared.output_key("QueueUrl") == "IrisClassifierQueueUrl"
-    flow = Workflow(name="fraud-check", definition="f.asl.json", trigger=EventFilter("X"), produces=("Y",), failure="Z",
+    flow = Workflow(name="fraud-check", definition="f.asl.json", accepts=EventFilter("X"), emits=("Y",), failure="Z",
                     tasks={"ScoreMlp": Task("f.score.lambda_handler")}, review_queue="fraud-review")
     assert (flow.task_construct_id("ScoreMlp"), flow.task_service("ScoreMlp")) == ("FraudCheckScoreMlp", "fraud-check-score-mlp")
     assert flow.review_queue_output == "FraudReviewQueueUrl"
@@ -32,30 +42,34 @@ def test_every_name_derives_from_the_components_name():
     (lambda: consumer(name="IrisClassifier"), "must be kebab-case"),
     (lambda: consumer(name="x" * 41), "at most 40"),
     (lambda: Pipeline((consumer(), consumer())), r"declared more than once: \['iris-classifier'\]"),
-    (lambda: Pipeline((consumer(consumes=EventFilter("IrisSubmitted", sources=(Producer("nobody"),))),)),
+    (lambda: Pipeline((consumer(accepts=EventFilter("IrisSubmitted", sources=(Producer("nobody"),))),)),
      r"Producer\('nobody'\) names no component"),
-    (lambda: Workflow(name="w", definition="w.asl.json", trigger=EventFilter("X"), produces=(), failure="F",
+    (lambda: Workflow(name="w", definition="w.asl.json", accepts=EventFilter("X"), emits=("Done",), failure="F",
                       tasks={"Accept": Task("h.lambda_handler")}), "not 'Accept'"),
+    (lambda: Workflow(name="w", definition="w.asl.json", accepts=EventFilter("X"), emits=(), failure="F"),
+     "^w: emits must name at least one result type"),
+    (lambda: consumer(emits=("A", "B")), r"^iris-classifier: a consumer emits one result type"),
+    (lambda: Route(name="offers", accepts="TransactionApproved"), "^offers: accepts must be an EventFilter"),
 ])
-def test_a_declaration_that_cannot_work_fails_at_once_naming_why(make, message):
-    with pytest.raises(SettingsError, match=message):
+def test_a_declaration_that_cannot_work_fails_at_once_naming_it_and_why(make, message):
+    with pytest.raises(DeclarationError, match=message):
         make()
 
 
 def test_patterns_resolve_settings_and_producers():
-    flow = Workflow(name="w", definition="w.asl.json", produces=(), failure="F",
-                    trigger=EventFilter("Scored", sources=(Producer("iris-classifier"),),
+    flow = Workflow(name="w", definition="w.asl.json", emits=("Done",), failure="F",
+                    accepts=EventFilter("Scored", sources=(Producer("iris-classifier"),),
                                         data={"score": [{"numeric": [">=", Setting("review_threshold")]}]}))
     pipeline = Pipeline((consumer(),), (flow,))
-    assert pipeline.pattern(flow.trigger, InferbusSettings(review_threshold=0.7)) == {
+    assert pipeline.pattern(flow.accepts, InferbusSettings(review_threshold=0.7)) == {
         "detail-type": ["Scored"], "source": ["inferbus.iris-classifier"],
         "detail": {"specversion": ["1.0"], "data": {"score": [{"numeric": [">=", 0.7]}]}}}
 
 
 def test_overrides_reach_a_consumer_a_task_and_a_route_and_name_a_bad_key():
-    flow = Workflow(name="w", definition="w.asl.json", trigger=EventFilter("X"), produces=(), failure="F",
+    flow = Workflow(name="w", definition="w.asl.json", accepts=EventFilter("X"), emits=("Done",), failure="F",
                     tasks={"Score": Task("h.lambda_handler")})
-    pipeline = Pipeline((consumer(),), (flow,), (Route(name="offers", routes=EventFilter("Y")),))
+    pipeline = Pipeline((consumer(),), (flow,), (Route(name="offers", accepts=EventFilter("Y")),))
     settings, overrides = parse_context({"stage": "prod", "iris-classifier.batch_size": "20", "w.Score.memory_mb": "2048",
                                          "offers.max_receive_count": "5", "iris-classifier.package": "image",
                                          "@aws-cdk/core:newStyleStackSynthesis": True}, pipeline)

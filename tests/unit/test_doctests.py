@@ -2,27 +2,30 @@
 
 import doctest
 
+import event_patterns
 import inferbus_lambda.contracts.core
 import inferbus_lambda.entities
 import inferbus_lambda.environment
 import inferbus_lambda.errors
 import inferbus_lambda.faults
-import inferbus_lambda.patterns
 import inferbus_lambda.publishing
 import inferbus_lambda.text
 import inferbus_lambda.vision
 import pytest
 
+import inferbus.model
+import inferbus.model.declarations
+import inferbus.model.demo
+import inferbus.model.names
+import inferbus.model.settings
 import inferbus.runtime.bridge
 import infra.configuration
-import infra.declarations
-import infra.settings
 import pipeline
 
 MODULES = [inferbus_lambda.contracts.core, inferbus_lambda.entities, inferbus_lambda.environment, inferbus_lambda.errors,
-           inferbus_lambda.faults, inferbus_lambda.patterns, inferbus_lambda.publishing, inferbus_lambda.text,
-           inferbus_lambda.vision, infra.configuration, infra.declarations, infra.settings, pipeline,
-           inferbus.runtime.bridge]
+           inferbus_lambda.faults, event_patterns, inferbus_lambda.publishing, inferbus_lambda.text,
+           inferbus_lambda.vision, infra.configuration, inferbus.model, inferbus.model.declarations, inferbus.model.demo,
+           inferbus.model.names, inferbus.model.settings, pipeline, inferbus.runtime.bridge]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])

@@ -8,9 +8,6 @@ from inferbus_lambda.errors import ConfigurationError
 from inferbus_lambda.handlers import Models, StepRuntime
 from inferbus_lambda.inference import model_info
 
-from infra.declarations import FUNCTION_NAME
-from tests.declared import PIPELINE
-
 BASE = {"POWERTOOLS_SERVICE_NAME": "unit", "POWERTOOLS_METRICS_NAMESPACE": "Test"}
 
 
@@ -44,18 +41,6 @@ def test_a_step_loads_its_declared_models_once_and_names_an_unknown_one(monkeypa
         StepRuntime(lambda e, r: None, environ=BASE | {"INFERBUS_MODELS": "nope"})
     with pytest.raises(ConfigurationError, match="loads 2 models"):
         Models({"a": 1, "b": 2}).only  # noqa: B018 - the property raises
-
-
-def test_each_consumers_handler_builds_from_its_template_environment(template):
-    """What the stack writes is what the handler validates: the factory's own check, on each consumer."""
-    from inferbus.local import LocalPipeline
-
-    with LocalPipeline(template, tap=False) as pipeline:
-        for consumer in PIPELINE.consumers:
-            function = pipeline.function(pipeline.outputs[consumer.output_key(FUNCTION_NAME)])
-            runtime = function.handler.runtime
-            assert (runtime.environment.CONSUMES, runtime.environment.PRODUCES) == (consumer.consumes.type, consumer.produces)
-            assert list(runtime.models) == list(consumer.models)
 
 
 def test_a_step_environment_ignores_what_lambda_adds():

@@ -1,4 +1,4 @@
-"""The one EventBridge pattern matcher (``inferbus_lambda.patterns``: the unrouted-events check runs
+"""The one EventBridge pattern matcher (``event_patterns``: the unrouted-events check runs
 it in Lambda, the embedded runtime in place of moto's) against AWS's documented answers, not moto's.
 
 Two case sets: ``tests/pattern_cases.py`` (the User Guide and event-ruler, each case naming its
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from inferbus_lambda.patterns import PatternError, compile_pattern, compile_pattern_text
+from event_patterns import PatternError, compile_pattern, compile_pattern_text
 
 from tests.pattern_cases import CASES, INVALID, MOTO_DIFFERS
 
@@ -110,19 +110,3 @@ def test_pattern_text_is_compiled_once():
     assert compile_pattern_text(text) is compile_pattern_text(text)
     with pytest.raises(PatternError, match="not JSON"):
         compile_pattern_text("{source")
-
-
-def test_the_templates_rules_route_every_documented_case_as_the_rule_tests_expect(template):
-    """The matcher evaluates every pattern the stack synthesizes and routes each case of
-    tests/infra/test_rule_patterns.py as that test expects (there, through moto as the runtime patches it)."""
-    from infra.declarations import UNROUTED_CHECK_ID
-    from tests.infra.test_rule_patterns import CASES as ROUTE_CASES
-    from tests.infra.test_rule_patterns import component_of_rule
-
-    rules = {k: compile_pattern(r["Properties"]["EventPattern"]) for k, r in template["Resources"].items()
-             if r["Type"] == "AWS::Events::Rule" and not k.startswith(UNROUTED_CHECK_ID)}  # not the catch-all
-    documented = set().union(*(expected for _, _, expected in ROUTE_CASES))
-    for name, entry, expected in ROUTE_CASES:
-        delivered = {"source": entry["Source"], "detail-type": entry["DetailType"], "detail": json.loads(entry["Detail"])}
-        routed = {component_of_rule(logical_id) for logical_id, pattern in rules.items() if pattern.matches(delivered)}
-        assert routed & documented == expected, name

@@ -16,7 +16,7 @@ from inferbus_lambda.contracts.core import EVENT_DATA_MODELS
 import inferbus.scaffold.asl
 import inferbus.scaffold.codegen
 from inferbus.cli import main
-from inferbus.runtime.resources import placeholders
+from inferbus.model.asl import placeholders
 from inferbus.scaffold.asl import workflow_definition
 from inferbus.scaffold.codegen import (
     ConsumerPlan,

@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 
 from inferbus.demo.inputs import demo_components, input_type, sample_events
-from inferbus.schemas import SCHEMA_DIR, draft4, event_schemas, stale_schemas
-from tests.declared import PIPELINE
+from inferbus.model.schemas import SCHEMA_DIR, draft4, event_schemas, stale_schemas
+from tests.declared import DEMO, PIPELINE
 
 SCHEMAS = event_schemas()
 
@@ -26,7 +26,7 @@ def test_a_valid_event_passes_its_schema_and_a_broken_one_does_not(component):
     ((event, _),) = sample_events(component, 1)
     document = json.loads(event.model_dump_json(exclude_none=True))
     validator.validate(document)
-    for corruption in component.demo.malformed:
+    for corruption in DEMO[component.name].malformed:
         broken = json.loads(json.dumps(document))
         corruption.change(broken)
         if corruption.why in ("blank text",):  # a rule the contract checks in code, not in the schema

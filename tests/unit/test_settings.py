@@ -1,6 +1,6 @@
 import pytest
 
-from infra.settings import ConsumerSettings, InferbusSettings, SettingsError
+from inferbus.model.settings import ConsumerSettings, InferbusSettings, SettingsError
 
 
 def test_defaults_are_valid_and_visibility_follows_the_timeout():

@@ -136,7 +136,7 @@ def test_the_first_step_accepts_the_event_and_every_event_id_comes_from_it(workf
     assert accept["Parameters"]["FunctionName"] == "${AcceptFunctionArn}"
     payload = accept["Parameters"]["Payload"]
     assert (payload["workflow"], payload["types"]) == (WORKFLOW_NAME, [TRIGGER_TYPE])
-    assert set(payload["emits"]) == set(workflow.produces)  # result ids for what the declaration says it produces
+    assert set(payload["emits"]) == set(workflow.emits)  # result ids for what the declaration says it produces
     published = set()
     for _, task in tasks(machine):
         if task["Resource"] == "arn:aws:states:::events:putEvents":
@@ -147,12 +147,12 @@ def test_the_first_step_accepts_the_event_and_every_event_id_comes_from_it(workf
                 if detail["type"] != FAILURE_TYPE:
                     assert detail["id.$"] == f"$.accepted.result_ids.{detail['type']}"
                     published.add(detail["type"])
-    assert published == set(workflow.produces)
+    assert published == set(workflow.emits)
 
 
 @pytest.mark.parametrize("workflow", PIPELINE.workflows, ids=[w.name for w in PIPELINE.workflows])
 def test_each_task_placeholder_is_a_declared_task(workflow):
-    from inferbus.runtime.resources import placeholders
+    from inferbus.model.asl import placeholders
 
     stems = {key.removesuffix("FunctionArn") for key in placeholders((STATEMACHINES / workflow.definition).read_text())
              if key.endswith("FunctionArn")}

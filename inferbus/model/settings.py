@@ -9,7 +9,7 @@ see :mod:`infra.configuration`).
 
 Example
 -------
->>> from infra.settings import InferbusSettings, ConsumerSettings
+>>> from inferbus.model.settings import InferbusSettings, ConsumerSettings
 >>> ConsumerSettings(batch_size=50).visibility_timeout_s
 181
 >>> InferbusSettings(stage="dev").staged("Inferbus")

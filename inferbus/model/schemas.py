@@ -27,7 +27,7 @@ from inferbus_lambda.contracts import EVENT_DATA_MODELS, envelope_model, known_e
 
 __all__ = ["SCHEMA_DIR", "draft4", "event_schema", "event_schemas", "render", "stale_schemas", "write_schemas"]
 
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_4 = "http://json-schema.org/draft-04/schema#"
 SCHEMA_ID = "urn:inferbus:event:{type}"

@@ -2,13 +2,14 @@
 
 One implementation, shared by the Lambda bundle and the embedded runtime:
 
-- the unrouted-events check (:mod:`.unrouted`), inside a Lambda function, asks of every event
+- the unrouted-events check (``inferbus_lambda.unrouted``), inside a Lambda function, asks of every event
   whether any rule of the bus takes it, so an event no rule takes is kept with its reason;
 - the embedded runtime matches every rule with it in place of moto 5.2.5's matcher, which
   differs from AWS in several documented cases (``inferbus.runtime.moto_patches``), and
   ``inferbus rules test`` answers with it.
 
-It lives in the shared package because it ships in the bundle; it imports nothing but the
+It is a package of its own under ``functions/`` so that both import it without one importing the
+other: it ships in the bundle of the functions that import it, and imports nothing but the
 standard library (no moto, no boto3). The semantics, and where each was settled
 (``tests/pattern_cases.py`` holds the documented cases it is checked on):
 

@@ -3,99 +3,61 @@
 Your components are declared in ``pipeline/`` (one module each, see ``pipeline/__init__.py``).
 Everything else derives from a declaration: the stack builds its queues, rules, functions,
 alarms and outputs; the embedded runtime runs it; the demo sends its samples and accounts for
-them; the tests check it. A component's ``name`` (kebab-case) is the only name you choose:
-
-======================  ==================================================================
-derived from ``name``   e.g. for ``image-classifier``
-======================  ==================================================================
-construct id            ``ImageClassifier`` (logical ids start with it)
-result ``source``       ``inferbus.image-classifier`` (reserved to its role on the bus)
-Powertools service      ``image-classifier`` (logs, metrics, traces, idempotency keys)
-stack outputs           ``ImageClassifierQueueUrl``, ``ImageClassifierDeadLetterQueueUrl``, ...
-======================  ==================================================================
+them; the tests check it. A component's ``name`` (kebab-case) is the only name you choose
+(:mod:`inferbus.model.names` lists what derives from it). Every component says what it
+``accepts`` (an :class:`EventFilter`) and what it ``emits`` (result types).
 
 Values known only at synth are written as markers: ``Setting("review_threshold")`` (a field of
-:class:`~infra.settings.InferbusSettings`) and ``Producer("risk-scorer")`` (another component's
+:class:`~inferbus.model.settings.InferbusSettings`) and ``Producer("risk-scorer")`` (another component's
 result ``source``).
 
 Example
 -------
 >>> consumer = Consumer(name="iris-classifier", handler="iris_classifier.handler.lambda_handler",
-...                     consumes=EventFilter("IrisSubmitted"), produces="IrisClassified", models=("iris-logreg",))
->>> consumer.construct_id, consumer.result_source, consumer.output_key(QUEUE_URL)
-('IrisClassifier', 'inferbus.iris-classifier', 'IrisClassifierQueueUrl')
+...                     accepts=EventFilter("IrisSubmitted"), emits="IrisClassified", models=("iris-logreg",))
+>>> consumer.construct_id, consumer.result_source, consumer.output_key(QUEUE_URL), consumer.emits
+('IrisClassifier', 'inferbus.iris-classifier', 'IrisClassifierQueueUrl', ('IrisClassified',))
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .names import (
+    ACCEPT_STEM,
+    MAX_NAME,
+    NAME,
+    QUEUE_URL,
+    STEM,
+    kebab,
+    pascal,
+    result_source,
+)
 from .settings import ConsumerSettings, FunctionSettings, QueueSettings, SettingsError
 
-__all__ = [
-    "ALARM_TOPIC_OUTPUT", "EVENT_ARCHIVE_OUTPUT", "EVENT_BUS_NAME_OUTPUT", "IDEMPOTENCY_TABLE_OUTPUT", "INGEST_FUNCTION_OUTPUT",
-    "INGEST_PRODUCER_POLICY_OUTPUT", "INGEST_URL_OUTPUT", "INVALID_EVENTS_OUTPUT", "RESULTS_BUCKET_OUTPUT",
-    "SCHEMA_REGISTRY_OUTPUT",
-    "Component", "Consumer", "Corruption", "DEAD_LETTER_QUEUE_URL", "DemoInputs", "EventFilter", "FUNCTION_NAME",
-    "Pipeline", "Producer", "QUEUE_URL", "RESULT_SOURCE_PREFIX", "Route", "STATE_MACHINE_ARN", "Sample", "Setting",
-    "Task", "UNROUTED_CHECK_ID", "UNROUTED_CHECK_NAME", "UNROUTED_CHECK_SOURCE", "Workflow", "pascal",
-]
-
-NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-MAX_NAME = 40
-STEM = re.compile(r"^[A-Z][A-Za-z0-9]*$")
-RESULT_SOURCE_PREFIX = "inferbus."
-# Stack outputs of the shared core.
-EVENT_BUS_NAME_OUTPUT = "EventBusName"
-INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"
-ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
-IDEMPOTENCY_TABLE_OUTPUT = "IdempotencyTableName"
-EVENT_ARCHIVE_OUTPUT = "EventArchiveName"
-INGEST_URL_OUTPUT = "IngestUrl"
-INGEST_FUNCTION_OUTPUT = "IngestFunctionName"
-INGEST_PRODUCER_POLICY_OUTPUT = "IngestProducerPolicyArn"
-SCHEMA_REGISTRY_OUTPUT = "SchemaRegistryName"
-RESULTS_BUCKET_OUTPUT = "ResultsArchiveBucketName"
-# The shared core's unrouted-events check: a catch-all rule -> queue -> function, outputs <id>QueueUrl, ...
-UNROUTED_CHECK_NAME = "unrouted-events"  # its service name; its construct id is UNROUTED_CHECK_ID (below)
-UNROUTED_CHECK_SOURCE = RESULT_SOURCE_PREFIX + UNROUTED_CHECK_NAME  # signs the rejections it keeps
-# Stack outputs of a component: <construct id><kind>.
-QUEUE_URL = "QueueUrl"
-DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"
-FUNCTION_NAME = "FunctionName"
-STATE_MACHINE_ARN = "StateMachineArn"
-# The kit's first step of every workflow: its ASL calls ${AcceptFunctionArn}.
-ACCEPT_STEM = "Accept"
+__all__ = ["Component", "Consumer", "DeclarationError", "EventFilter", "Pipeline", "Producer", "ResultProducer", "Route",
+           "Setting", "Task", "Workflow"]
 
 
-def pascal(name: str) -> str:
-    """``image-classifier`` -> ``ImageClassifier``.
+class DeclarationError(SettingsError):
+    """A declaration that cannot be deployed as written; the message names the declaration.
 
-    >>> pascal("risk-review")
-    'RiskReview'
+    >>> str(DeclarationError("iris-classifier", "emits nothing"))
+    'iris-classifier: emits nothing'
     """
-    return "".join(part.capitalize() for part in name.split("-"))
 
-
-UNROUTED_CHECK_ID = pascal(UNROUTED_CHECK_NAME)
-
-
-def kebab(stem: str) -> str:
-    """``ScoreMlp`` -> ``score-mlp``.
-
-    >>> kebab("ScoreMlp")
-    'score-mlp'
-    """
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", stem).lower()
+    def __init__(self, declaration: str, problem: str) -> None:
+        super().__init__(f"{declaration}: {problem}")
+        self.declaration = declaration
+        self.problem = problem
 
 
 @dataclass(frozen=True)
 class Setting:
-    """A field of :class:`~infra.settings.InferbusSettings`, read at synth."""
+    """A field of :class:`~inferbus.model.settings.InferbusSettings`, read at synth."""
 
     name: str
 
@@ -127,80 +89,55 @@ class EventFilter:
     data: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class Sample:
-    """One held-out input for the demo: the event's ``data`` and, if known, the true answer."""
-
-    data: dict[str, Any]
-    truth: Any = None
-
-
-@dataclass(frozen=True)
-class Corruption:
-    """A malformed input for the demo: ``change`` breaks a valid CloudEvent (a dict) in place."""
-
-    why: str
-    change: Callable[[dict[str, Any]], Any]
-
-
-@dataclass(frozen=True)
-class DemoInputs:
-    """What the demo sends to a component.
-
-    Parameters
-    ----------
-    samples
-        ``samples(count) -> [Sample]``: the first ``count`` held-out inputs (data that ships
-        with the repository, never a download).
-    count
-        How many the demo sends by default (``inferbus demo --<name> N`` changes it).
-    limit
-        How many there are.
-    malformed
-        Broken copies of the first sample, each kept aside with its reason.
-    duplicates
-        How many of the samples the demo delivers a second time.
-    truth_field
-        Dotted path in the result's ``data`` to compare with :attr:`Sample.truth` (accuracy).
-    """
-
-    samples: Callable[[int], Sequence[Sample]]
-    count: int
-    limit: int
-    malformed: tuple[Corruption, ...] = ()
-    duplicates: int = 0
-    truth_field: str | None = None
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.count <= self.limit:
-            raise SettingsError(f"DemoInputs.count must be in [0, limit={self.limit}], got {self.count}")
-        if not 0 <= self.duplicates <= self.count:
-            raise SettingsError(f"DemoInputs.duplicates must be in [0, count={self.count}], got {self.duplicates}")
-
-
 @dataclass(frozen=True, kw_only=True)
 class Component:
-    """What every component has: its name and a one-line description."""
+    """What every component has: its name, a one-line description, and the events it accepts."""
 
     name: str
     description: str = ""
+    accepts: EventFilter
 
     def __post_init__(self) -> None:
         if not (NAME.fullmatch(self.name) and len(self.name) <= MAX_NAME):
-            raise SettingsError(f"component name {self.name!r} must be kebab-case (lowercase words joined by '-', "
-                                f"starting with a letter), at most {MAX_NAME} characters")
+            raise DeclarationError(repr(self.name), f"a component name must be kebab-case (lowercase words joined by "
+                                   f"'-', starting with a letter), at most {MAX_NAME} characters")
+        if not isinstance(self.accepts, EventFilter):
+            raise DeclarationError(self.name, f"accepts must be an EventFilter, got {self.accepts!r}")
 
     @property
     def construct_id(self) -> str:
         return pascal(self.name)
 
     def output_key(self, kind: str) -> str:
-        """The stack output this component publishes for ``kind`` (:data:`QUEUE_URL`, ...)."""
+        """The stack output this component publishes for ``kind`` (:data:`~inferbus.model.names.QUEUE_URL`, ...)."""
         return f"{self.construct_id}{kind}"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Consumer(Component):
+class ResultProducer(Component):
+    """A component that puts results on the bus: what it ``emits``, signed with its result ``source``."""
+
+    emits: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.emits, str):  # one result type may be written bare
+            object.__setattr__(self, "emits", (self.emits,))
+        if not self.emits or not all(isinstance(kind, str) and kind for kind in self.emits):
+            raise DeclarationError(self.name, f"emits must name at least one result type, got {self.emits!r}")
+
+    @property
+    def result_source(self) -> str:
+        return result_source(self.name)
+
+    @property
+    def result_types(self) -> tuple[str, ...]:
+        """Every type it puts on the bus."""
+        return self.emits
+
+
+@dataclass(frozen=True, kw_only=True)
+class Consumer(ResultProducer):
     """A queue consumer: rule -> SQS queue (+ DLQ) -> Lambda running ONE batched inference per batch.
 
     Parameters
@@ -210,32 +147,29 @@ class Consumer(Component):
     handler
         ``module.function`` under ``functions/`` (``functions/<module>.py``), made with
         ``inferbus_lambda.handlers.consumer_handler``.
-    consumes
+    accepts
         The events it takes.
-    produces
-        The type of its result events.
+    emits
+        The type of its result events (one).
     models
         The models it loads, by name in ``models/manifest.json``.
     settings
         Batch size, window, concurrency, retries, memory, timeout, package.
-    demo
-        What ``inferbus demo`` sends it.
     """
 
     handler: str
-    consumes: EventFilter
-    produces: str
     models: tuple[str, ...] = ()
     settings: ConsumerSettings = ConsumerSettings()
-    demo: DemoInputs | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.emits) != 1:
+            raise DeclarationError(self.name, f"a consumer emits one result type, got {list(self.emits)}")
 
     @property
-    def result_source(self) -> str:
-        return RESULT_SOURCE_PREFIX + self.name
-
-    @property
-    def result_types(self) -> tuple[str, ...]:
-        return (self.produces,)
+    def result_type(self) -> str:
+        """The type of its result events."""
+        return self.emits[0]
 
 
 @dataclass(frozen=True)
@@ -261,7 +195,7 @@ class Task:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Workflow(Component):
+class Workflow(ResultProducer):
     """A Step Functions workflow from an ASL file in ``statemachines/``, started by a rule.
 
     Parameters
@@ -273,9 +207,9 @@ class Workflow(Component):
         (``${AcceptFunctionArn}``) and may use ``${EventBusName}``, ``${ResultSource}``,
         ``${WorkflowName}``, ``${FailureType}``, ``${<Stem>FunctionArn}`` for each task,
         ``${<Queue>QueueUrl}`` for its review queue and the keys of ``substitutions``.
-    trigger
+    accepts
         The events that start an execution.
-    produces
+    emits
         The types of its result events.
     failure
         The type of the event its failure path emits (a ``WorkflowFailure`` contract).
@@ -289,39 +223,27 @@ class Workflow(Component):
     review_queue
         The name of a queue people read (manual review): created with the workflow, TLS-only,
         encrypted, kept 14 days; ``${<Name>QueueUrl}`` in the ASL.
-    reviewer
-        For the demo: ``reviewer(case, truth) -> (approve, note)`` plays the person.
-    demo
-        What ``inferbus demo`` sends it.
     """
 
     definition: str
-    trigger: EventFilter
-    produces: tuple[str, ...]
     failure: str
     tasks: Mapping[str, Task] = field(default_factory=dict)
     express: bool = True
     substitutions: Mapping[str, Any] = field(default_factory=dict)
     review_queue: str | None = None
-    reviewer: Callable[[Any, Any], tuple[bool, str | None]] | None = None
-    demo: DemoInputs | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for stem in self.tasks:
             if not STEM.fullmatch(stem) or stem == ACCEPT_STEM:
-                raise SettingsError(f"workflow {self.name}: task stem {stem!r} must be PascalCase and not "
-                                    f"{ACCEPT_STEM!r} (the kit's first step)")
+                raise DeclarationError(self.name, f"task stem {stem!r} must be PascalCase and not "
+                                       f"{ACCEPT_STEM!r} (the kit's first step)")
         if self.review_queue is not None and not NAME.fullmatch(self.review_queue):
-            raise SettingsError(f"workflow {self.name}: review_queue {self.review_queue!r} must be kebab-case")
-
-    @property
-    def result_source(self) -> str:
-        return RESULT_SOURCE_PREFIX + self.name
+            raise DeclarationError(self.name, f"review_queue {self.review_queue!r} must be kebab-case")
 
     @property
     def result_types(self) -> tuple[str, ...]:
-        return (*self.produces, self.failure)
+        return (*self.emits, self.failure)
 
     @property
     def review_queue_output(self) -> str | None:
@@ -337,19 +259,18 @@ class Workflow(Component):
 
 @dataclass(frozen=True, kw_only=True)
 class Route(Component):
-    """A rule that routes matching events to a queue (+ DLQ) that your own service consumes.
+    """A rule that routes the events it ``accepts`` to a queue (+ DLQ) that your own service consumes.
 
     Parameters
     ----------
     name, description
         See :class:`Component`.
-    routes
+    accepts
         The events it takes.
     settings
         Visibility timeout, retries, DLQ retention.
     """
 
-    routes: EventFilter
     settings: QueueSettings = QueueSettings()
 
 
@@ -368,33 +289,30 @@ class Pipeline:
         names = [component.name for component in self.components]
         duplicated = sorted({name for name in names if names.count(name) > 1})
         if duplicated:
-            raise SettingsError(f"component names must be unique; declared more than once: {duplicated}")
+            raise DeclarationError(duplicated[0], f"component names must be unique; declared more than once: {duplicated}")
         ids = [c.construct_id for c in self.components] + [pascal(w.review_queue) for w in self.workflows if w.review_queue]
         clashing = sorted({i for i in ids if ids.count(i) > 1})
         if clashing:
-            raise SettingsError(f"names that differ only by '-' give the same construct id: {clashing}")
+            raise DeclarationError(clashing[0], f"names that differ only by '-' give the same construct id: {clashing}")
         producers = set(names)
         for component, event_filter in self.filters():
             for source in event_filter.sources:
                 if isinstance(source, Producer) and source.name not in producers:
-                    raise SettingsError(f"{component.name}: Producer({source.name!r}) names no component "
-                                        f"(known: {sorted(producers)})")
+                    raise DeclarationError(component.name, f"Producer({source.name!r}) names no component "
+                                           f"(known: {sorted(producers)})")
 
     @property
     def components(self) -> tuple[Component, ...]:
         return (*self.consumers, *self.workflows, *self.routes)
 
     @property
-    def producers(self) -> tuple[Consumer | Workflow, ...]:
+    def producers(self) -> tuple[ResultProducer, ...]:
         """The components that put results on the bus."""
         return (*self.consumers, *self.workflows)
 
     def filters(self) -> list[tuple[Component, EventFilter]]:
         """Each component's event filter."""
-        found: list[tuple[Component, EventFilter]] = [(c, c.consumes) for c in self.consumers]
-        found += [(w, w.trigger) for w in self.workflows]
-        found += [(r, r.routes) for r in self.routes]
-        return found
+        return [(component, component.accepts) for component in self.components]
 
     def component(self, name: str) -> Component:
         """The component named ``name``.
@@ -411,7 +329,7 @@ class Pipeline:
 
     def source_of(self, name: str) -> str:
         component = self.component(name)
-        if not isinstance(component, Consumer | Workflow):
+        if not isinstance(component, ResultProducer):
             raise KeyError(f"{name} is a route: it publishes nothing")
         return component.result_source
 
