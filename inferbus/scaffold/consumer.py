@@ -126,8 +126,9 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     models: dict[str, Any] = {}
     if model_entry is not None:
         labels = ", labels" if "labels" in model_entry else ""
+        measured = "held-out accuracy" if accuracy is not None else "accuracy to record"
         writes.copy(Path(model), project.models / plan.model_file, f"the model; manifest entry {model_name!r} (sha256, "
-                    f"inputs, outputs{labels}; accuracy to record)")
+                    f"inputs, outputs{labels}; {measured})")
         models[model_name] = model_entry
     datasets: dict[str, Any] = {}
     if held_out is not None and plan.samples.file is not None:
