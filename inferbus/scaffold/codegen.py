@@ -564,14 +564,14 @@ HEAD_PROBABILITIES = {
     "logits": ("logits", "a softmax", SOFTMAX,
                "    probabilities = softmax(batch[$output].reshape(len(events), -1).astype(np.float64))"),
     "probabilities": ("class probabilities", "renormalized against float32 rounding", "",
-                      "    probabilities = batch[$output].reshape(len(events), -1).astype(np.float64)\n"
-                      "    probabilities /= probabilities.sum(axis=1, keepdims=True)"),
+                      ("    probabilities = batch[$output].reshape(len(events), -1).astype(np.float64)\n"
+                       "    probabilities /= probabilities.sum(axis=1, keepdims=True)")),
     "logit": ("one logit, of its second class", "a sigmoid", SIGMOID,
-              "    positive = sigmoid(batch[$output].reshape(len(events)).astype(np.float64))\n"
-              "    probabilities = np.stack([1.0 - positive, positive], axis=1)  # in the order of CLASSES"),
+              ("    positive = sigmoid(batch[$output].reshape(len(events)).astype(np.float64))\n"
+               "    probabilities = np.stack([1.0 - positive, positive], axis=1)  # in the order of CLASSES")),
     "probability": ("the probability of its second class", "the first's is its complement", "",
-                    "    positive = np.clip(batch[$output].reshape(len(events)).astype(np.float64), 0.0, 1.0)\n"
-                    "    probabilities = np.stack([1.0 - positive, positive], axis=1)  # in the order of CLASSES"),
+                    ("    positive = np.clip(batch[$output].reshape(len(events)).astype(np.float64), 0.0, 1.0)\n"
+                     "    probabilities = np.stack([1.0 - positive, positive], axis=1)  # in the order of CLASSES")),
 }
 
 

@@ -405,8 +405,8 @@ def _next_steps(plan: ConsumerPlan, accuracy: HeldOutAccuracy | None = None, *, 
         steps.append(f"Record how good the model is in models/manifest.json, models.{plan.model_name}.metrics (see "
                      "docs/extending.md).")
     else:
-        steps.append(f"Check models/manifest.json, models.{plan.model_name}: the accuracy was measured on your samples; "
-                     "say what the data is (task, built_with) and that the model never saw these rows.")
+        steps.append(f"Check models/manifest.json, models.{plan.model_name}: the accuracy was measured on your "
+                     "samples; say what the data is (task, built_with) and that the model never saw these rows.")
     if plan.samples.held_out is None and plan.samples.component is None:
         steps.append(f"Replace the random demo samples in pipeline/{plan.module}.py with held-out data (or run this "
                      "again with --samples FILE).")

@@ -433,9 +433,10 @@ def read_graph(session: Any, inputs: Sequence[GraphInput] | None = None, *,
     if task is not None or labels is not None:
         flag = f"--task {task}" if task is not None else "--labels"
         found = ", ".join(f"{o.name} ({o.kind})" for o in outputs)
-        raise ScaffoldError(f"{flag}: the scaffold reads a classifier from a label output with class scores, or from "
-                            f"ONE float output of scores; this graph has {found}; drop {flag} (each output becomes "
-                            "a result field) or write infer() by hand (docs/extending.md)")
+        wanted = ("a regressor from ONE float output" if task == "regressor" else "a classifier from a label output "
+                  "with class scores, or from ONE float output of scores")
+        raise ScaffoldError(f"{flag}: the scaffold reads {wanted}; this graph has {found}; drop {flag} (each output "
+                            "becomes a result field) or write infer() by hand (docs/extending.md)")
     return GraphSpec(tuple(inputs), tuple(outputs), "generic", producer=producer)
 
 

@@ -20,8 +20,10 @@ Example
 -------
 >>> choose_head("logits", 3, final_op=None, distribution=False, sample_labels=None, labels=None, task=None)[0]
 'logits'
->>> choose_head("output", 3, final_op=None, distribution=False, sample_labels=None, labels=None, task=None)
-(None, "read output 'output' [N, 3] as 3 regression targets (nothing marks them as class scores); pass --task classifier if they are class logits")
+>>> head, reading = choose_head("output", 3, final_op=None, distribution=False, sample_labels=None, labels=None,
+...                             task=None)
+>>> head, reading.split(";")[1]
+(None, ' pass --task classifier if they are class logits')
 """
 
 from __future__ import annotations
@@ -123,9 +125,9 @@ def choose_head(name: str, columns: int, *, final_op: str | None, distribution: 
         return _head(columns, name, final_op, distribution), None
     if columns == 1:
         evidence = ("its last node is a Sigmoid" if final_op == "Sigmoid" else
-                    f"its name says {sorted(words & BINARY_WORDS)[0]}" if words & BINARY_WORDS else None)
+                    f"its name says {min(words & BINARY_WORDS)}" if words & BINARY_WORDS else None)
     else:
-        evidence = (f"its name says {sorted(words & CLASS_WORDS)[0]}" if words & CLASS_WORDS else
+        evidence = (f"its name says {min(words & CLASS_WORDS)}" if words & CLASS_WORDS else
                     f"its last node is a {final_op}" if final_op in SOFTMAX_OPS else
                     "its rows sum to 1" if distribution else
                     "the samples' labels are classes" if _class_truths(sample_labels, columns) else None)
@@ -174,7 +176,7 @@ def head_labels(head: Head, columns: int, labels: Sequence[int | str] | None,
     classes = 2 if head in ("logit", "probability") else columns
     if labels is not None:
         if len(labels) != classes:
-            binary = " (a one-column model is binary: the negative class first)" if classes == 2 and columns == 1 else ""
+            binary = " (a one-column model is binary: the negative class first)" if columns == 1 else ""
             raise ScaffoldError(f"--labels gives {len(labels)} classes but the model scores {classes}{binary}: give "
                                 f"{classes} labels in the order of its scores")
         return tuple(labels), None

@@ -98,7 +98,7 @@ def test_the_manifest_lists_each_new_model_and_samples_file_with_its_true_sha256
     assert "not yet recorded" in manifest["models"]["diabetes-ridge"]["metrics"]["note"]
     blobs = manifest["models"]["blobs-output"]
     assert blobs["labels"] == ["amber", "ruby", "straw"] and blobs["task"].startswith("classifier (softmax over")
-    assert blobs["metrics"]["holdout_accuracy"] >= 0.9 > 0.5 > blobs["metrics"]["holdout_majority_baseline"]
+    assert blobs["metrics"]["holdout_accuracy"] >= 0.9 and blobs["metrics"]["holdout_majority_baseline"] < 0.5
     assert "holdout_mae" not in blobs["metrics"] and blobs["metrics"]["holdout_size"] == 30
     assert manifest["models"]["wine-names"]["labels"] == ["barbera", "barolo", "grignolino"]
     assert "labels" not in manifest["models"]["diabetes-ridge"]
@@ -126,8 +126,8 @@ def test_the_generated_docs_are_current_right_after_the_scaffold(project):
         assert "note: generated docs rewritten" in OUTPUTS[name], OUTPUTS[name]
         assert "make docs   (the README" not in OUTPUTS[name]  # nothing left to regenerate by hand
     checks = ["tests/unit/test_schemas.py::test_every_event_type_has_a_current_schema_file",
-              "tests/unit/test_declarations.py::test_the_readme_event_table_is_generated_from_the_contracts_and_"
-              "declarations",
+              ("tests/unit/test_declarations.py::test_the_readme_event_table_is_generated_from_the_contracts_and_"
+               "declarations"),
               "tests/functional/test_diagram.py::test_the_committed_diagram_is_the_templates"]
     checked = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *checks)
     assert checked.returncode == 0 and "3 passed" in checked.stdout, checked.stdout[-3000:] + checked.stderr[-2000:]
@@ -151,7 +151,8 @@ truth = {event.id: sample.truth for event, sample in zip(events, samples)}
 with LocalPipeline(pipeline=Pipeline(consumers=(consumer,))) as pipeline:
     assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []
     pipeline.drain()
-    results = [from_eventbridge_event(e).data for e in pipeline.tapped_events() if e["detail-type"] == "ScBlobClassified"]
+    delivered = pipeline.tapped_events()
+    results = [from_eventbridge_event(e).data for e in delivered if e["detail-type"] == "ScBlobClassified"]
 print(json.dumps([{**result.model_dump(mode="json"), "truth": truth[result.input_id]} for result in results]))
 """
 

@@ -17,7 +17,7 @@ from inferbus.scaffold.consumer import VALUE_LIMIT, _accuracy, _value_limit
 from inferbus.scaffold.graph import open_session, read_graph, read_inputs
 from inferbus.scaffold.heads import choose_head, class_probabilities, head_labels, held_out_accuracy, parse_labels
 from inferbus.scaffold.samples import read_samples
-from tests.unit.test_scaffold_reading import FIXTURES, graph_of
+from tests.unit.test_scaffold_reading import FIXTURES
 
 
 def test_the_examples_run():
