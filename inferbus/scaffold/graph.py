@@ -42,7 +42,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import ScaffoldError
-from .heads import Head, Task, choose_head, final_op, head_labels
+from .heads import Head, Task, choose_head, head_labels
 from .names import identifier, unique
 
 __all__ = ["GraphInput", "GraphOutput", "GraphSpec", "Kind", "open_session", "probe_feeds", "read_graph",
@@ -317,8 +317,8 @@ def _python(value: Any) -> int | str | float:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _declared_labels(path: Path | None) -> tuple[int | str, ...] | None:
-    """Class labels from the graph's classifier or ZipMap node, if ``onnx`` is installed to read them."""
+def _nodes(path: Path | None) -> list[Any] | None:
+    """The graph's nodes, if ``onnx`` is installed to read them (``None`` otherwise: the callers fall back)."""
     if path is None:
         return None
     try:
@@ -326,10 +326,19 @@ def _declared_labels(path: Path | None) -> tuple[int | str, ...] | None:
     except ImportError:
         return None
     try:
-        graph = onnx.load(str(path), load_external_data=False).graph
+        return list(onnx.load(str(path), load_external_data=False).graph.node)
     except Exception:  # noqa: BLE001 - a file onnxruntime loads but onnx cannot: fall back to the other ways
         return None
-    for node in graph.node:
+
+
+def _final_op(path: Path | None, output: str) -> str | None:
+    """The type of the node that makes graph output ``output`` (``Softmax``), when the nodes can be read."""
+    return next((node.op_type for node in _nodes(path) or () if output in node.output), None)
+
+
+def _declared_labels(path: Path | None) -> tuple[int | str, ...] | None:
+    """Class labels from the graph's classifier or ZipMap node, if ``onnx`` is installed to read them."""
+    for node in _nodes(path) or ():
         for attribute in node.attribute:
             if attribute.name == "classlabels_int64s" and attribute.ints:
                 return tuple(int(v) for v in attribute.ints)
@@ -446,7 +455,7 @@ def _one_float_output(inputs: Sequence[GraphInput], output: GraphOutput, value: 
     """One float output: class scores (a classifier with a head, see :mod:`.heads`) or a regressor's prediction."""
     rows = np.asarray(value, dtype=np.float64).reshape(len(value), -1)
     columns = output.width or 1
-    head, reading = choose_head(output.name, columns, final_op=final_op(path, output.name),
+    head, reading = choose_head(output.name, columns, final_op=_final_op(path, output.name),
                                 distribution=columns > 1 and _is_distribution(rows), sample_labels=sample_labels,
                                 labels=labels, task=task)
     lines = (reading,) if reading else ()

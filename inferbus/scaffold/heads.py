@@ -32,14 +32,13 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from .errors import ScaffoldError
 
-__all__ = ["Head", "HeldOutAccuracy", "Task", "choose_head", "class_probabilities", "final_op", "head_labels",
+__all__ = ["Head", "HeldOutAccuracy", "Task", "choose_head", "class_probabilities", "head_labels",
            "held_out_accuracy", "parse_labels", "predicted_labels"]
 
 Head = Literal["logits", "probabilities", "logit", "probability"]
@@ -56,21 +55,6 @@ def _words(name: str) -> set[str]:
     """``output_label`` -> {output, label}; ``classLogits`` -> {class, logits}."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
     return {word.lower() for word in re.split(r"[^A-Za-z0-9]+", spaced) if word}
-
-
-def final_op(path: Path | None, output: str) -> str | None:
-    """The type of the node that makes graph output ``output`` (``Softmax``), if ``onnx`` is installed to read it."""
-    if path is None:
-        return None
-    try:
-        import onnx
-    except ImportError:
-        return None
-    try:
-        graph = onnx.load(str(path), load_external_data=False).graph
-    except Exception:  # noqa: BLE001 - a file onnxruntime loads but onnx cannot: no evidence from the nodes
-        return None
-    return next((node.op_type for node in graph.node if output in node.output), None)
 
 
 def _class_truths(sample_labels: Sequence[Any] | None, columns: int) -> bool:
@@ -103,7 +87,7 @@ def choose_head(name: str, columns: int, *, final_op: str | None, distribution: 
     name, columns
         The output's name and its values per row (1 for ``[N]`` or ``[N, 1]``).
     final_op
-        The type of the node that makes it, when known (:func:`final_op`).
+        The type of the node that makes it, when known (read with ``onnx``, see :mod:`.graph`).
     distribution
         Its rows, on the probe inputs, are probabilities that sum to 1.
     sample_labels
