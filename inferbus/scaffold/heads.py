@@ -152,6 +152,21 @@ def head_labels(head: Head, columns: int, labels: Sequence[int | str] | None,
     samples' labels (whole numbers ``0..K-1``, or their distinct strings sorted, as a label encoder
     orders them); else the class indices as strings.
 
+    Parameters
+    ----------
+    head, columns
+        From :func:`choose_head`; the output's values per row (a one-column head has 2 classes).
+    labels
+        ``--labels`` (:func:`parse_labels`), or ``None``.
+    sample_labels
+        The true labels of ``--samples``, or ``None``.
+
+    Returns
+    -------
+    tuple
+        The labels, and the note to print when they are a guess (``None`` when ``--labels`` or class
+        indices in the samples gave them).
+
     Raises
     ------
     ScaffoldError
@@ -222,8 +237,20 @@ def held_out_accuracy(predicted: Sequence[Any], truths: Sequence[Any],
                       labels: Sequence[int | str] | None) -> HeldOutAccuracy | None:
     """Accuracy of ``predicted`` against the rows of ``truths`` that carry a label (``None`` and NaN do not).
 
-    Truths that are class indices are compared by index when the labels are names. ``None`` when no
-    row carries a label.
+    Parameters
+    ----------
+    predicted
+        The label each row's result carries (:func:`predicted_labels`).
+    truths
+        The samples' true labels, one per row.
+    labels
+        The classifier's labels: truths that are class indices are compared by index when these
+        are names.
+
+    Returns
+    -------
+    HeldOutAccuracy or None
+        ``None`` when no row carries a label.
 
     >>> held_out_accuracy(["a", "b", "b", "a"], ["a", "b", "a", None], ("a", "b"))
     HeldOutAccuracy(accuracy=0.6666666666666666, size=3, majority_class='a', majority_accuracy=0.6666666666666666)
