@@ -318,7 +318,7 @@ def _new(args: argparse.Namespace) -> int:
     try:
         if args.kind == "consumer":
             written = new_consumer(args.name, Path(args.model), args.event, args.result,
-                                   Path(args.samples) if args.samples else None)
+                                   Path(args.samples) if args.samples else None, task=args.task, labels=args.labels)
         else:
             written = new_workflow(args.name, args.event, args.result)
     except ScaffoldError as error:
@@ -347,13 +347,20 @@ It never overwrites a file; on any error nothing is written.
 
 Graphs it maps: float/int tensor inputs [N, k] (or [N, None] with --samples, or [N, d1, d2...]
 flattened), string inputs [N, 1]; classifiers (label + probabilities tensor or ZipMap),
-regressors (one float output), anything else with one row per input (one field per output).
+classifiers that end in logits or scores (one float output [N, K]: softmax in numpy, results
+carry label, probability and scores), regressors (one float output), anything else with one row
+per input (one field per output). One float output [N, K] is read as class scores when its
+name, its last node (Softmax, Sigmoid), rows that sum to 1 or the samples' labels say so, else
+as K regression targets; a line says which, and --task changes it.
 
 --samples FILE (held-out rows, copied into models/ and listed in the manifest):
   .npz    an array per input named like it (one input: 'inputs'), optional 'labels'
   .csv    a row per sample; a header with a 'label' column marks the labels
   .jsonl  an object per line: {"<field or input name>": [...], "label": ...}
-Without it the demo sends seeded random inputs (replace them). See docs/extending.md.
+Without it the demo sends seeded random inputs (replace them). A classifier's accuracy on the
+rows that carry labels is measured and written to the manifest. Afterwards the generated docs
+(README event table, docs/schemas/, topology diagram) are rewritten, as make docs does.
+See docs/extending.md.
 """
 
 NEW_WORKFLOW_HELP = """\
@@ -677,6 +684,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "IrisClassified for a classifier, IrisScored otherwise); must be new")
     consumer.add_argument("--samples", metavar="PATH", help="held-out samples for the demo and the test: .npz, .csv "
                           "or .jsonl (see above); default: seeded random inputs")
+    consumer.add_argument("--task", choices=("classifier", "regressor"), help="how to read one float output [N, K] "
+                          "that could be either (logits or K targets); default: from the graph and the samples")
+    consumer.add_argument("--labels", metavar="A,B,C", help="the classes of a model that ends in logits or scores, "
+                          "in the order of its scores (binary: negative first); implies --task classifier")
     consumer.set_defaults(run=_new)
     workflow = kinds.add_parser("workflow", help="a Step Functions workflow skeleton with one Lambda task",
                                 description=NEW_WORKFLOW_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,6 +13,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from string import Template
 from typing import Any
 
 from .graph import GraphOutput, GraphSpec, Kind
@@ -20,7 +21,7 @@ from .samples import HeldOut
 
 __all__ = ["ConsumerPlan", "contract_source", "corruptions", "declaration_source", "functional_test_head",
            "functional_test_source", "handler_source", "InputField", "literal", "paragraph", "SampleSource",
-           "source_text", "type_imports"]
+           "scores_handler_source", "source_text", "type_imports"]
 
 SYNTHETIC_SEED = 7
 SYNTHETIC_COUNT, SYNTHETIC_LIMIT = 20, 100
@@ -113,6 +114,11 @@ class ConsumerPlan:
     @property
     def classifier(self) -> bool:
         return self.graph.task == "classifier"
+
+    @property
+    def from_scores(self) -> bool:
+        """A classifier whose one output is class scores: the handler computes label, probability and scores."""
+        return self.graph.head is not None
 
 
 def literal(value: Any) -> str:
@@ -226,7 +232,9 @@ def contract_source(plan: ConsumerPlan) -> str:
     text = "\n".join(classes)
     distribution = plan.classifier and graph.distribution
     defined = sorted([plan.result_type] + ([plan.event_type] if plan.input_module is None else []))
+    defined += ["CLASSES"] if plan.from_scores else []
     typing_names = ["Annotated", "ClassVar"] + (["Literal"] if graph.labels is not None else [])
+    typing_names += ["get_args"] if plan.from_scores else []
     core = ["EventData", "Identifier", "ModelRef"] + (["Probability", "check_distribution"] if distribution else [])
     source_line = f"models/{plan.model_file}" + (f" ({graph.producer})" if graph.producer else "")
     taken = (f"{plan.event_type} in, " if plan.input_module is None else "") + f"{plan.result_type} out"
@@ -267,6 +275,8 @@ def contract_source(plan: ConsumerPlan) -> str:
     if graph.labels is not None:
         out.append(wrapped("LABELS = Literal[", [literal(label) for label in graph.labels],
                            "]  # the model's classes, in the order of its probability columns"))
+    if plan.from_scores:
+        out.append("CLASSES: tuple[LABELS, ...] = get_args(LABELS)  # the handler labels its scores with these")
     return source_text(out + ["", "", *classes])
 
 
@@ -311,7 +321,9 @@ def _result_class(plan: ConsumerPlan) -> list[str]:
         f'    EVENT_TYPE: ClassVar[str] = "{plan.result_type}"',
         f'    input_id: Identifier = Field(description="id of the {plan.event_type} event")',
     ]
-    if plan.classifier:
+    if plan.from_scores:
+        out += _scores_fields(plan)
+    elif plan.classifier:
         label_output, score_output = graph.label_output, graph.score_output
         assert label_output is not None and score_output is not None
         label_type = "LABELS" if graph.labels is not None else (
@@ -343,9 +355,35 @@ def _result_class(plan: ConsumerPlan) -> list[str]:
         'this input")]'),
         '    batch_size: Annotated[int, Field(ge=1, description="inputs scored in that one session.run")]',
     ]
-    if plan.classifier and graph.distribution:
+    if plan.from_scores:
+        out += SCORES_VALIDATOR.splitlines()
+    elif plan.classifier and graph.distribution:
         out += ["", '    _sums_to_one = field_validator("probabilities")(check_distribution)']
     return [line if len(line) <= 120 else _split_field(line) for line in out]
+
+
+HEAD_WHAT = {"logits": "softmax over graph output {name!r}", "probabilities": "graph output {name!r}",
+             "logit": "sigmoid of graph output {name!r}", "probability": "graph output {name!r} and its complement"}
+
+SCORES_VALIDATOR = """
+    @field_validator("scores")
+    @classmethod
+    def _one_probability_per_class(cls, scores: dict[str, float]) -> dict[str, float]:
+        if set(scores) != {str(label) for label in CLASSES}:
+            raise ValueError(f"scores must hold every class once: {', '.join(map(str, CLASSES))}")
+        return dict(zip(scores, check_distribution(list(scores.values())), strict=True))"""
+
+
+def _scores_fields(plan: ConsumerPlan) -> list[str]:
+    """``label``, ``probability``, ``scores``: the result of a classifier that ends in scores."""
+    assert plan.graph.score_output is not None
+    how = HEAD_WHAT[plan.graph.head or "logits"].format(name=plan.graph.score_output.name)
+    description = json.dumps(f"every class's probability, by label ({how})")
+    return [
+        '    label: LABELS = Field(description="the most probable class")',
+        '    probability: Probability = Field(description="the probability of that class")',
+        f"    scores: dict[str, Probability] = Field(description={description})",
+    ]
 
 
 # -- the handler ------------------------------------------------------------------------------------
@@ -367,6 +405,8 @@ def _value(kind: Kind, expression: str) -> str:
 
 def handler_source(plan: ConsumerPlan) -> str:
     """``functions/<module>/handler.py``: ``infer`` (ONE ``session.run`` per batch) and ``lambda_handler``."""
+    if plan.from_scores:
+        return scores_handler_source(plan)
     graph = plan.graph
     imports = type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type])
     feeds = [f"        {json.dumps(field.graph_name)}: {_feed(field)}," for field in plan.fields]
@@ -454,6 +494,114 @@ def handler_source(plan: ConsumerPlan) -> str:
         "lambda_handler = consumer_handler(infer, load=OnnxModel.from_info)",
     ]
     return source_text(out)
+
+
+SCORES_HANDLER = Template('''"""$summary
+
+$about
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from inferbus_lambda.contracts import CloudEvent
+$imports
+from inferbus_lambda.handlers import ConsumerRuntime, consumer_handler
+from inferbus_lambda.inference import OnnxModel$helper
+
+
+$signature
+    """Score every event in ONE ``session.run``: one result per event, in order, with the most
+    probable class, its probability and every class's probability.
+
+    A non-finite output breaks the result contract: the batch fails, is retried, then dead-lettered.
+    """
+    model = runtime.models.only
+    batch = model.run({
+$feeds
+    })
+$probabilities
+    best = probabilities.argmax(axis=1)
+    return [
+        $result_type(
+            input_id=event.id,
+            label=CLASSES[k],
+            probability=round(float(row[k]), 6),
+            scores={str(label): round(float(p), 6) for label, p in zip(CLASSES, row, strict=True)},
+            model=model.ref,
+            inference_ms=round(batch.inference_ms, 3),
+            batch_size=len(events),
+        )
+        for event, k, row in zip(events, best, probabilities, strict=True)
+    ]
+
+
+lambda_handler = consumer_handler(infer, load=OnnxModel.from_info)
+''')
+
+SOFTMAX = '''
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Class probabilities from logits, row by row; each row's largest logit is subtracted first, so exp
+    cannot overflow however large the logits are."""
+    exponentials = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return exponentials / exponentials.sum(axis=1, keepdims=True)'''
+
+SIGMOID = '''
+
+
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-x), written as exp(-log(1 + e^-x)) so that neither tail overflows."""
+    return np.exp(-np.logaddexp(0.0, -logits))'''
+
+# Each head: what the model ends in, how the handler makes probabilities of it, the helper it needs,
+# and the lines that turn the graph's output ($output) into [N, classes] probabilities.
+HEAD_PROBABILITIES = {
+    "logits": ("logits", "a softmax", SOFTMAX,
+               "    probabilities = softmax(batch[$output].reshape(len(events), -1).astype(np.float64))"),
+    "probabilities": ("class probabilities", "renormalized against float32 rounding", "",
+                      ("    probabilities = batch[$output].reshape(len(events), -1).astype(np.float64)\n"
+                       "    probabilities /= probabilities.sum(axis=1, keepdims=True)")),
+    "logit": ("one logit, of its second class", "a sigmoid", SIGMOID,
+              ("    positive = sigmoid(batch[$output].reshape(len(events)).astype(np.float64))\n"
+               "    probabilities = np.stack([1.0 - positive, positive], axis=1)  # in the order of CLASSES")),
+    "probability": ("the probability of its second class", "the first's is its complement", "",
+                    ("    positive = np.clip(batch[$output].reshape(len(events)).astype(np.float64), 0.0, 1.0)\n"
+                     "    probabilities = np.stack([1.0 - positive, positive], axis=1)  # in the order of CLASSES")),
+}
+
+
+def scores_handler_source(plan: ConsumerPlan) -> str:
+    """The handler of a classifier that ends in scores: numpy softmax (or sigmoid), argmax, label and probability."""
+    graph = plan.graph
+    assert graph.head is not None and graph.score_output is not None
+    ends, how, helper, probabilities = HEAD_PROBABILITIES[graph.head]
+    summary = (f"``{plan.event_type}`` batches from SQS in, ``{plan.result_type}`` events out: ONE ``session.run`` "
+               "per batch.")
+    signature = (f"def infer(events: Sequence[CloudEvent[{plan.event_type}]], runtime: ConsumerRuntime) "
+                 f"-> list[{plan.result_type}]:")
+    about = (f"Written by ``inferbus new consumer``. The model ends in {ends}: the class probabilities are computed "
+             f"here with numpy ({how}), and each result carries the most probable label, its probability and every "
+             "class's probability. The kit does the rest around ``infer`` "
+             "(:func:`inferbus_lambda.handlers.consumer_handler`): validation, claims, publishing, rejections, the "
+             f"partial batch response. The declaration is ``pipeline/{plan.module}.py``; the contract "
+             f"``{plan.contract_module}``.")
+    text = SCORES_HANDLER.substitute(
+        summary="\n".join(paragraph(f"\"\"\"{summary}"))[3:],
+        about="\n".join(paragraph(about)),
+        imports="\n".join(type_imports(plan.contract_module, plan.input_module, plan.event_type,
+                                       [plan.result_type, "CLASSES"])),
+        helper=helper,
+        signature="\n".join(_signature(signature)),
+        result_type=plan.result_type,
+        feeds="\n".join(f"        {json.dumps(field.graph_name)}: {_feed(field)}," for field in plan.fields),
+        probabilities=Template(probabilities).substitute(output=json.dumps(graph.score_output.name)),
+    )
+    return source_text(text.splitlines())
 
 
 # -- the declaration --------------------------------------------------------------------------------

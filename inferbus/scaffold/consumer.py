@@ -1,10 +1,13 @@
 """``inferbus new consumer``: a queue consumer for your ONNX model, from its graph, in one command.
 
-It reads the graph (:mod:`.graph`), decides the event fields, copies the model (and your
-held-out samples) into ``models/`` with their manifest entries, and writes the contract, the
-handler, the declaration and a functional test (:mod:`.codegen`). Nothing is written unless
-everything can be; nothing existing is overwritten; the new files are imported once before the
-command returns, and removed again if they do not load.
+It reads the graph (:mod:`.graph`; whether one float output is class scores: :mod:`.heads`),
+decides the event fields, copies the model (and your held-out samples) into ``models/`` with
+their manifest entries (a classifier's held-out accuracy measured on the samples that carry
+labels), and writes the contract, the handler, the declaration and a functional test
+(:mod:`.codegen`). Nothing is written unless everything can be; nothing existing is
+overwritten; the new files are imported once before the command returns, and removed again if
+they do not load. Then the generated docs are rewritten (:mod:`.generated_docs`), as ``make docs``
+does.
 
 Example
 -------
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import math
 import typing
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +39,9 @@ from .codegen import (
     handler_source,
 )
 from .errors import ScaffoldError
-from .graph import GraphInput, GraphSpec, open_session, read_graph, read_inputs, with_widths
+from .generated_docs import refresh_generated_docs
+from .graph import GraphInput, GraphSpec, open_session, read_graph, read_inputs, run_samples, with_widths
+from .heads import HeldOutAccuracy, Task, held_out_accuracy, parse_labels, predicted_labels
 from .names import check_event_type, derived_result_type, module_name
 from .project import Declared, Project, Writes, Written, open_project
 from .samples import HeldOut, read_samples
@@ -47,7 +53,8 @@ VALUE_LIMIT = 1_000_000  # the default range of a numeric input: larger magnitud
 
 
 def new_consumer(name: str, model: Path, event_type: str, result_type: str | None = None, samples: Path | None = None,
-                 *, project: Project | None = None, known: Declared | None = None) -> Written:
+                 *, task: Task | None = None, labels: str | Sequence[int | str] | None = None,
+                 project: Project | None = None, known: Declared | None = None, refresh_docs: bool = True) -> Written:
     """Add a queue consumer ``name`` that runs ``model`` on ``event_type`` events.
 
     Parameters
@@ -64,11 +71,21 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
         ``<Stem>Scored`` (``IrisSubmitted`` -> ``IrisClassified``). Must not exist yet.
     samples
         Held-out samples (``.npz``, ``.csv``, ``.jsonl``, see :mod:`.samples`) for the demo and
-        the test; default: seeded random inputs.
+        the test; default: seeded random inputs. A classifier's accuracy on the rows that carry a
+        label goes into the manifest.
+    task
+        ``classifier`` or ``regressor``: how to read a model whose one float output could be either
+        (``[N, K]`` logits or K targets); default, decided from the graph and the samples
+        (:mod:`.heads`), with a note saying what was chosen.
+    labels
+        The classes of a classifier that ends in scores, in the order of its scores (``"a,b,c"``
+        or a sequence); implies ``task="classifier"``.
     project
         Where to write; default, the repository this ``inferbus`` comes from.
     known
         What is declared there; default, read by importing it (:func:`~.project.declared`).
+    refresh_docs
+        Rewrite the generated docs afterwards (:func:`~.generated_docs.refresh_generated_docs`).
 
     Returns
     -------
@@ -84,23 +101,34 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     check_event_type(event_type, "--event")
     if result_type is not None:
         check_event_type(result_type, "--result")
+    if task not in (None, "classifier", "regressor"):
+        raise ScaffoldError(f"--task {task}: choose classifier or regressor")
+    if isinstance(labels, str):
+        labels = parse_labels(labels)
+    if labels is not None and task == "regressor":
+        raise ScaffoldError("--labels names the classes of a classifier: drop it, or drop --task regressor")
     existing = known.event_types.get(event_type)
-    graph, inputs, held_out, unfilled = _read(Path(model), samples, existing, event_type)
+    graph, inputs, held_out, unfilled, session = _read(Path(model), samples, existing, event_type, task,
+                                                       tuple(labels) if labels is not None else None)
     result_type = _result_type(result_type, event_type, graph, known)
-    model_name, model_entry = _model_entry(Path(model), graph, event_type, result_type, name, project)
+    sample_source = _sample_source(name, event_type, existing, held_out, unfilled, known)
+    accuracy = _accuracy(session, graph, held_out)
+    model_name, model_entry = _model_entry(Path(model), graph, event_type, result_type, name, project,
+                                           accuracy=accuracy, samples_file=sample_source.file)
     plan = ConsumerPlan(
         name=name, module=module_name(name), event_type=event_type, result_type=result_type, model_name=model_name,
         model_file=f"{model_name}.onnx", graph=graph, fields=tuple(_input_field(i) for i in inputs),
         input_module=existing.__module__ if existing is not None else None,
-        samples=_sample_source(name, event_type, existing, held_out, unfilled, known),
+        samples=sample_source,
         value_limit=_value_limit(held_out),
     )
     writes = Writes(project)
     models: dict[str, Any] = {}
     if model_entry is not None:
         labels = ", labels" if "labels" in model_entry else ""
+        measured = "held-out accuracy" if accuracy is not None else "accuracy to record"
         writes.copy(Path(model), project.models / plan.model_file, f"the model; manifest entry {model_name!r} (sha256, "
-                    f"inputs, outputs{labels}; accuracy to record)")
+                    f"inputs, outputs{labels}; {measured})")
         models[model_name] = model_entry
     datasets: dict[str, Any] = {}
     if held_out is not None and plan.samples.file is not None:
@@ -115,13 +143,27 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     writes.add(project.functional_tests / f"test_{module}.py", functional_test_source(plan),
                "runs it embedded on moto: a result per sample, a malformed input kept aside")
     writes.commit(name, plan.contract_module, models=models, datasets=datasets)
-    return Written(name, writes.files, _notes(plan, held_out), _next_steps(plan))
+    notes = _notes(plan, held_out, accuracy)
+    refreshed = _refresh_docs(project, notes) if refresh_docs else None
+    return Written(name, writes.files, notes, _next_steps(plan, accuracy, docs_current=refreshed is not None))
 
 
-def _read(model: Path, samples: Path | None, existing: type | None,
-          event_type: str) -> tuple[GraphSpec, list[GraphInput], HeldOut | None, list[str]]:
-    """The graph, its inputs as event fields, the held-out samples (every width checked), and the required
-    fields of an existing input type that no graph input fills."""
+def _refresh_docs(project: Project, notes: list[str]) -> list[str] | None:
+    """Rewrite the generated docs; on failure the component stays and a note says to run ``make docs``."""
+    try:
+        refreshed = refresh_generated_docs(project)
+    except Exception as error:  # noqa: BLE001 - the component is written and loads; the docs are a step after it
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        notes.append(f"the generated docs were NOT rewritten ({type(error).__name__}: {reason}): run make docs")
+        return None
+    notes.append(f"generated docs rewritten, as make docs does: {', '.join(refreshed) or 'none changed'}")
+    return refreshed
+
+
+def _read(model: Path, samples: Path | None, existing: type | None, event_type: str, task: Task | None,
+          labels: tuple[int | str, ...] | None) -> tuple[GraphSpec, list[GraphInput], HeldOut | None, list[str], Any]:
+    """The graph, its inputs as event fields, the held-out samples (every width checked), the required
+    fields of an existing input type that no graph input fills, and the onnxruntime session."""
     if model.suffix.lower() != ".onnx":
         raise ScaffoldError(f"--model {model}: give an .onnx file (export your model with skl2onnx, tf2onnx or "
                             "torch.onnx first)")
@@ -135,9 +177,24 @@ def _read(model: Path, samples: Path | None, existing: type | None,
     inputs = with_widths(inputs, {**widths, **(held_out.widths if held_out else {})})
     if samples is not None:
         held_out = read_samples(samples, inputs)  # again, with every width known, to check each
-    labels = list(held_out.labels) if held_out is not None and held_out.labels is not None else None
-    graph = read_graph(session, inputs, samples=held_out.inputs if held_out else None, sample_labels=labels, path=model)
-    return graph, inputs, held_out, unfilled
+    truths = list(held_out.labels) if held_out is not None and held_out.labels is not None else None
+    graph = read_graph(session, inputs, samples=held_out.inputs if held_out else None, sample_labels=truths,
+                       path=model, task=task, labels=labels)
+    return graph, inputs, held_out, unfilled, session
+
+
+def _accuracy(session: Any, graph: GraphSpec, held_out: HeldOut | None) -> HeldOutAccuracy | None:
+    """A classifier's accuracy on the held-out rows that carry a label, as the generated handler labels them."""
+    if graph.task != "classifier" or held_out is None or held_out.labels is None:
+        return None
+    outputs = run_samples(session, graph, held_out.inputs)
+    if graph.head is not None:
+        assert graph.score_output is not None
+        predicted = predicted_labels(graph.head, graph.labels, None, outputs[graph.score_output.name])
+    else:
+        assert graph.label_output is not None
+        predicted = predicted_labels(None, None, outputs[graph.label_output.name], None)
+    return held_out_accuracy(predicted, list(held_out.labels), graph.labels)
 
 
 def _input_field(graph_input: GraphInput) -> InputField:
@@ -219,9 +276,11 @@ def _result_type(result_type: str | None, event_type: str, graph: GraphSpec, kno
     return chosen
 
 
-def _model_entry(model: Path, graph: GraphSpec, event_type: str, result_type: str, name: str,
-                 project: Project) -> tuple[str, dict[str, Any] | None]:
-    """The model's manifest name and its new entry (``None`` when the manifest holds this very file already)."""
+def _model_entry(model: Path, graph: GraphSpec, event_type: str, result_type: str, name: str, project: Project, *,
+                 accuracy: HeldOutAccuracy | None = None,
+                 samples_file: str | None = None) -> tuple[str, dict[str, Any] | None]:
+    """The model's manifest name and its new entry (``None`` when the manifest holds this very file already);
+    a classifier's ``metrics`` are its accuracy on the held-out samples when they carry labels."""
     sha256 = project.manifest_io().sha256_of(model)
     models = project.manifest_models()
     for existing_name, entry in models.items():
@@ -238,6 +297,10 @@ def _model_entry(model: Path, graph: GraphSpec, event_type: str, result_type: st
         raise ScaffoldError(f"models/manifest.json has a model named {model_name!r} already (another file): rename "
                             f"your file, e.g. {model_name}-2.onnx")
     kind = {"classifier": "classifier", "regressor": "regressor", "generic": "model"}[graph.task]
+    if graph.head is not None and graph.score_output is not None:
+        how = {"logits": "softmax over", "probabilities": "the probabilities of", "logit": "sigmoid of",
+               "probability": "the probability of"}[graph.head]
+        kind = f"classifier ({how} output {graph.score_output.name!r})"
     entry: dict[str, Any] = {
         "version": MODEL_VERSION,
         "file": f"{model_name}.onnx",
@@ -250,12 +313,17 @@ def _model_entry(model: Path, graph: GraphSpec, event_type: str, result_type: st
     if graph.labels is not None:
         entry["labels"] = list(graph.labels)
     measure = {"classifier": "holdout_accuracy", "regressor": "holdout_mae"}.get(graph.task, "holdout_<metric>")
-    entry["metrics"] = {
-        measure: None,
-        "note": (f"not yet recorded: run the model with onnxruntime on held-out rows it never saw in training, then "
-                 f"set {measure}, holdout_size and evaluated_with here (docs/extending.md, 'Record how good the model "
-                 "is')"),
-    }
+    if accuracy is not None and samples_file is not None:
+        import onnxruntime
+
+        entry["metrics"] = accuracy.metrics(samples_file, name, f"onnxruntime {onnxruntime.__version__}")
+    else:
+        entry["metrics"] = {
+            measure: None,
+            "note": (f"not yet recorded: run the model with onnxruntime on held-out rows it never saw in training, "
+                     f"then set {measure}, holdout_size and evaluated_with here (docs/extending.md, 'Record how good "
+                     "the model is')"),
+        }
     entry["built_with"] = {"onnx_file": model.name, "producer": graph.producer or "unknown",
                            "added_by": f"inferbus new consumer {name}"}
     return model_name, entry
@@ -280,12 +348,13 @@ def _sample_source(name: str, event_type: str, existing: type | None, held_out: 
 
 
 def _value_limit(held_out: HeldOut | None) -> int:
-    """1,000,000, or a power of ten at least ten times the largest magnitude in the samples."""
+    """Ten times the largest magnitude in the samples' numeric inputs, rounded up to a whole number (1,680 ->
+    16,800); 1,000,000 without samples (or when every sample value is 0)."""
     largest = 0.0
     for values in (held_out.inputs.values() if held_out else ()):
         if values.dtype.kind in "iuf" and values.size:
             largest = max(largest, float(np.abs(values).max()))
-    return max(VALUE_LIMIT, 10 ** math.ceil(math.log10(largest * 10))) if largest > 0 else VALUE_LIMIT
+    return math.ceil(largest * 10) if largest > 0 else VALUE_LIMIT
 
 
 def _contract_note(plan: ConsumerPlan) -> str:
@@ -305,15 +374,19 @@ def _declaration_note(plan: ConsumerPlan) -> str:
     return f"the Consumer declaration (demo: {samples}, malformed copies)"
 
 
-def _notes(plan: ConsumerPlan, held_out: HeldOut | None) -> list[str]:
+def _notes(plan: ConsumerPlan, held_out: HeldOut | None, accuracy: HeldOutAccuracy | None = None) -> list[str]:
     graph, notes = plan.graph, []
     notes.append(f"graph: {graph.task}; inputs " + ", ".join(f"{i.name} {list(i.shape)} -> {f.field}"
                                                             for i, f in zip(graph.inputs, plan.fields, strict=True))
                  + "; outputs " + ", ".join(f"{o.name} -> {o.field}" for o in graph.outputs))
+    notes += graph.reading
+    if accuracy is not None:
+        notes.append(f"held-out accuracy {accuracy.accuracy:.4f} on {accuracy.size} labelled samples (always "
+                     f"answering {accuracy.majority_class!r}: {accuracy.majority_accuracy:.4f}); in the manifest")
     if plan.classifier and graph.labels is None:
         notes.append("the graph does not show its class labels: any label of its type is accepted; add them to the "
                      "manifest entry and the contract (LABELS) if you know them")
-    if plan.classifier and not graph.distribution:
+    if plan.classifier and graph.head is None and not graph.distribution:
         notes.append("its second output does not sum to 1: results carry `scores`, not probabilities")
     if plan.classifier and held_out is not None and held_out.labels is not None and graph.labels is not None:
         stray = sorted({str(v) for v in held_out.labels.tolist()} - {str(v) for v in graph.labels})
@@ -323,19 +396,27 @@ def _notes(plan: ConsumerPlan, held_out: HeldOut | None) -> list[str]:
     return notes
 
 
-def _next_steps(plan: ConsumerPlan) -> list[str]:
+def _next_steps(plan: ConsumerPlan, accuracy: HeldOutAccuracy | None = None, *, docs_current: bool = True) -> list[str]:
     steps = [
         (f"Read functions/inferbus_lambda/contracts/{plan.module}.py: set VALUE_LIMIT (if any) to your values' real "
         "range, rename fields, describe them."),
-        (f"Record how good the model is in models/manifest.json, models.{plan.model_name}.metrics (see "
-        "docs/extending.md)."),
     ]
+    if accuracy is None:
+        steps.append(f"Record how good the model is in models/manifest.json, models.{plan.model_name}.metrics (see "
+                     "docs/extending.md).")
+    else:
+        steps.append(f"Check models/manifest.json, models.{plan.model_name}: the accuracy was measured on your "
+                     "samples; say what the data is (task, built_with) and that the model never saw these rows.")
     if plan.samples.held_out is None and plan.samples.component is None:
         steps.append(f"Replace the random demo samples in pipeline/{plan.module}.py with held-out data (or run this "
                      "again with --samples FILE).")
+    if not docs_current:
+        steps.append("make docs   (the README's event table, docs/schemas/ and the topology picture are generated "
+                     "from the declarations; make test checks that they are current)")
+    else:
+        steps.append("After you edit the contract or the declaration: make docs   (the generated docs are current "
+                     "now; make test checks that they stay so)")
     steps += [
-        "make docs   (the README's event table, docs/schemas/ and the topology picture are generated from the "
-        "declarations; make test checks that they are current)",
         f".venv/bin/python -m pytest tests/functional/test_{plan.module}.py -q   (then: make test)",
         f".venv/bin/inferbus demo   ({plan.name} is in the summary and the ledger)",
     ]

@@ -18,6 +18,8 @@ input ``[batch]``                       one number per event
 input string ``[batch, 1]``             one string per event
 outputs ``label [batch]`` + probabilities  a classifier: ``label``, ``confidence``, ``probabilities``
   ``[batch, k]`` or a ZipMap            (``scores`` when the rows do not sum to 1)
+one float output ``[batch, k]`` of      a classifier: ``label``, ``probability``, ``scores`` (label ->
+  logits, scores or probabilities       probability); which outputs are scores: :mod:`.heads`
 one float output ``[batch]`` / ``[batch, k]``  a regressor: ``prediction`` (a number or k numbers)
 anything else with a batch dimension    one field per output
 ======================================  ==============================================================
@@ -40,10 +42,11 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import ScaffoldError
+from .heads import Head, Task, choose_head, head_labels
 from .names import identifier, unique
 
 __all__ = ["GraphInput", "GraphOutput", "GraphSpec", "Kind", "open_session", "probe_feeds", "read_graph",
-           "read_inputs", "RESULT_ENVELOPE_FIELDS", "with_widths"]
+           "read_inputs", "RESULT_ENVELOPE_FIELDS", "run_samples", "sample_feeds", "with_widths"]
 
 Kind = Literal["float", "int", "str", "bool"]
 TENSOR_KINDS: dict[str, tuple[Kind, str]] = {
@@ -148,15 +151,21 @@ class GraphSpec:
     Attributes
     ----------
     task
-        ``classifier`` (a label and probabilities or scores), ``regressor`` (one float output)
-        or ``generic`` (one result field per output).
+        ``classifier`` (a label and probabilities or scores, or one output of class scores),
+        ``regressor`` (one float output) or ``generic`` (one result field per output).
     labels
         A classifier's class labels in the order of its probability columns; ``None`` when the
         graph does not show them (then any label of the right type is accepted).
     distribution
         A classifier's scores are probabilities (each row sums to 1).
     label_output, score_output
-        A classifier's two outputs.
+        A classifier's two outputs; a classifier from scores has only ``score_output``.
+    head
+        For a classifier whose one output is class scores: how the handler turns them into
+        probabilities (``logits``: softmax; ``logit``: sigmoid; see :mod:`.heads`); else ``None``.
+    reading
+        Lines to print about how the graph was read when the evidence was not certain, each naming
+        the flag that changes it.
     producer
         Who exported the graph (``skl2onnx``), from its metadata.
     """
@@ -168,10 +177,14 @@ class GraphSpec:
     distribution: bool = False
     label_output: GraphOutput | None = None
     score_output: GraphOutput | None = None
+    head: Head | None = None
+    reading: tuple[str, ...] = ()
     producer: str = ""
 
     @property
     def classes(self) -> int | None:
+        if self.head is not None:
+            return len(self.labels or ())
         return self.score_output.width if self.score_output else None
 
 
@@ -272,6 +285,24 @@ def probe_feeds(inputs: Sequence[GraphInput], rows: int = PROBE_ROWS) -> dict[st
     return feeds
 
 
+def sample_feeds(inputs: Sequence[GraphInput], samples: Mapping[str, np.ndarray], start: int,
+                 stop: int) -> dict[str, np.ndarray]:
+    """Rows ``start:stop`` of held-out inputs (by graph input name), shaped and typed as the graph takes them."""
+    return {i.name: np.asarray(samples[i.name][start:stop]).reshape(-1, *i.record_shape).astype(
+        object if i.kind == "str" else i.dtype) for i in inputs}
+
+
+def run_samples(session: Any, spec: GraphSpec, samples: Mapping[str, np.ndarray]) -> dict[str, list[Any]]:
+    """Every output of the graph on every held-out row (in runs of up to 1,000 rows), by output name."""
+    total = min(len(values) for values in samples.values())
+    outputs: dict[str, list[Any]] = {output.name: [] for output in spec.outputs}
+    for start in range(0, total, MAX_PROBE_ROWS):
+        values = _run(session, sample_feeds(spec.inputs, samples, start, min(total, start + MAX_PROBE_ROWS)))
+        for output, value in zip(spec.outputs, values, strict=True):
+            outputs[output.name].extend(value if output.zipmap else list(np.asarray(value)))
+    return outputs
+
+
 def _run(session: Any, feeds: Mapping[str, np.ndarray]) -> list[Any]:
     try:
         return session.run(None, dict(feeds))
@@ -286,8 +317,8 @@ def _python(value: Any) -> int | str | float:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _declared_labels(path: Path | None) -> tuple[int | str, ...] | None:
-    """Class labels from the graph's classifier or ZipMap node, if ``onnx`` is installed to read them."""
+def _nodes(path: Path | None) -> list[Any] | None:
+    """The graph's nodes, if ``onnx`` is installed to read them (``None`` otherwise: the callers fall back)."""
     if path is None:
         return None
     try:
@@ -295,10 +326,19 @@ def _declared_labels(path: Path | None) -> tuple[int | str, ...] | None:
     except ImportError:
         return None
     try:
-        graph = onnx.load(str(path), load_external_data=False).graph
+        return list(onnx.load(str(path), load_external_data=False).graph.node)
     except Exception:  # noqa: BLE001 - a file onnxruntime loads but onnx cannot: fall back to the other ways
         return None
-    for node in graph.node:
+
+
+def _final_op(path: Path | None, output: str) -> str | None:
+    """The type of the node that makes graph output ``output`` (``Softmax``), when the nodes can be read."""
+    return next((node.op_type for node in _nodes(path) or () if output in node.output), None)
+
+
+def _declared_labels(path: Path | None) -> tuple[int | str, ...] | None:
+    """Class labels from the graph's classifier or ZipMap node, if ``onnx`` is installed to read them."""
+    for node in _nodes(path) or ():
         for attribute in node.attribute:
             if attribute.name == "classlabels_int64s" and attribute.ints:
                 return tuple(int(v) for v in attribute.ints)
@@ -338,7 +378,8 @@ def _is_distribution(rows: np.ndarray) -> bool:
 
 def read_graph(session: Any, inputs: Sequence[GraphInput] | None = None, *,
                samples: Mapping[str, np.ndarray] | None = None, sample_labels: Sequence[Any] | None = None,
-               path: Path | None = None) -> GraphSpec:
+               path: Path | None = None, task: Task | None = None,
+               labels: Sequence[int | str] | None = None) -> GraphSpec:
     """Read ``session``'s graph and run it once to see what its outputs hold.
 
     Parameters
@@ -354,7 +395,10 @@ def read_graph(session: Any, inputs: Sequence[GraphInput] | None = None, *,
         Their true labels: for a classifier with string labels the graph does not show, the
         labels are these, sorted, if there are as many as it has classes.
     path
-        The ONNX file, to read class labels with ``onnx`` if it is installed.
+        The ONNX file, to read class labels and the node that makes an output with ``onnx`` if it
+        is installed.
+    task, labels
+        ``--task`` and ``--labels``: how to read one float output (:func:`~.heads.choose_head`).
 
     Raises
     ------
@@ -364,8 +408,7 @@ def read_graph(session: Any, inputs: Sequence[GraphInput] | None = None, *,
     inputs = list(inputs if inputs is not None else with_widths(read_inputs(session), {}))
     if samples:
         rows = min(MAX_PROBE_ROWS, *(len(values) for values in samples.values()))
-        feeds = {i.name: np.asarray(samples[i.name][:rows]).reshape(rows, *i.record_shape).astype(
-            object if i.kind == "str" else i.dtype) for i in inputs}
+        feeds = sample_feeds(inputs, samples, 0, rows)
     else:
         rows, feeds = PROBE_ROWS, probe_feeds(inputs)
     values = _run(session, feeds)
@@ -376,6 +419,10 @@ def read_graph(session: Any, inputs: Sequence[GraphInput] | None = None, *,
     producer = meta.producer_name or ""
 
     classifier = _classifier(outputs, values)
+    if classifier is not None and (task == "regressor" or labels is not None):
+        flag = "--task regressor" if task == "regressor" else "--labels"
+        raise ScaffoldError(f"{flag}: this graph outputs a label ({classifier[0].name!r}) and class scores "
+                            f"({classifier[1].name!r}), so it is a classifier that names its own classes; drop {flag}")
     if classifier is not None:
         label_output, score_output = classifier
         scores = values[outputs.index(score_output)]
@@ -389,9 +436,36 @@ def read_graph(session: Any, inputs: Sequence[GraphInput] | None = None, *,
         return GraphSpec(tuple(inputs), tuple(renamed[o.name] for o in outputs), "classifier", labels=labels,
                          distribution=distribution, label_output=renamed[label_output.name],
                          score_output=renamed[score_output.name], producer=producer)
-    if len(outputs) == 1 and outputs[0].kind == "float" and not outputs[0].zipmap:
-        return GraphSpec(tuple(inputs), (replace(outputs[0], field="prediction"),), "regressor", producer=producer)
+    if len(outputs) == 1 and outputs[0].kind == "float" and not outputs[0].zipmap and outputs[0].width != 0:
+        return _one_float_output(inputs, outputs[0], values[0], producer, path=path, sample_labels=sample_labels,
+                                 task=task, labels=labels)
+    if task is not None or labels is not None:
+        flag = f"--task {task}" if task is not None else "--labels"
+        found = ", ".join(f"{o.name} ({o.kind})" for o in outputs)
+        wanted = ("a regressor from ONE float output" if task == "regressor" else "a classifier from a label output "
+                  "with class scores, or from ONE float output of scores")
+        raise ScaffoldError(f"{flag}: the scaffold reads {wanted}; this graph has {found}; drop {flag} (each output "
+                            "becomes a result field) or write infer() by hand (docs/extending.md)")
     return GraphSpec(tuple(inputs), tuple(outputs), "generic", producer=producer)
+
+
+def _one_float_output(inputs: Sequence[GraphInput], output: GraphOutput, value: Any, producer: str, *,
+                      path: Path | None, sample_labels: Sequence[Any] | None, task: Task | None,
+                      labels: Sequence[int | str] | None) -> GraphSpec:
+    """One float output: class scores (a classifier with a head, see :mod:`.heads`) or a regressor's prediction."""
+    rows = np.asarray(value, dtype=np.float64).reshape(len(value), -1)
+    columns = output.width or 1
+    head, reading = choose_head(output.name, columns, final_op=_final_op(path, output.name),
+                                distribution=columns > 1 and _is_distribution(rows), sample_labels=sample_labels,
+                                labels=labels, task=task)
+    lines = (reading,) if reading else ()
+    if head is None:
+        return GraphSpec(tuple(inputs), (replace(output, field="prediction"),), "regressor", reading=lines,
+                         producer=producer)
+    classes, labels_note = head_labels(head, columns, labels, sample_labels)
+    scores = replace(output, field="scores")
+    return GraphSpec(tuple(inputs), (scores,), "classifier", labels=classes, distribution=True, score_output=scores,
+                     head=head, reading=lines + ((labels_note,) if labels_note else ()), producer=producer)
 
 
 def _classifier(outputs: list[GraphOutput], values: list[Any]) -> tuple[GraphOutput, GraphOutput] | None:

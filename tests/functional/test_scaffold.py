@@ -1,5 +1,6 @@
 """``inferbus new``, end to end, in a copy of this repository: the CLI writes each kind of component,
-the files load, the manifest stays true, and every generated functional test passes as written.
+the files load, the manifest stays true, every generated functional test passes as written, and the
+generated docs are current right after it (the checks ``make test`` runs pass in the copy).
 
 Nothing is written into this repository: the copy lives in a temporary folder, and the CLI and
 the generated tests run there in their own interpreters (``PYTHONPATH`` points at the copy). The
@@ -34,6 +35,12 @@ CONSUMERS = {
     "sc-reviews": ["--model", FIXTURES / "review-text.onnx", "--event", "ScReviewSubmitted"],
     "sc-digits": ["--model", REPO / "models" / "digits-svc.onnx", "--event", "ImageSubmitted",
                       "--result", "ScDigitsRescored"],
+    # A PyTorch-style export: 13 inputs -> 3 logits named "output"; the samples' labels say they are classes.
+    "sc-blobs": ["--model", FIXTURES / "blobs-output.onnx", "--event", "ScBlobSubmitted",
+                 "--samples", FIXTURES / "blobs-holdout.csv"],
+    # One column out of a Sigmoid: a binary classifier, labels 0 and 1 from the samples.
+    "sc-blobs-binary": ["--model", FIXTURES / "blobs-sigmoid.onnx", "--event", "ScBlobChecked",
+                        "--samples", FIXTURES / "blobs-binary-holdout.npz"],
 }
 WORKFLOWS = {
     "sc-orders": [],
@@ -53,15 +60,20 @@ def files_in(root: Path) -> set[str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the repository with every component above added by the CLI."""
+    """A copy of the repository with every component above added by the CLI (the consumers last: each
+    rewrites the generated docs, so after the last one they must be current)."""
     copy = tmp_path_factory.mktemp("scaffold") / "repo"
     shutil.copytree(REPO, copy, ignore=SKIPPED)
-    for kind, commands in (("consumer", CONSUMERS), ("workflow", WORKFLOWS)):
+    for kind, commands in (("workflow", WORKFLOWS), ("consumer", CONSUMERS)):
         for name, options in commands.items():
             finished = run(copy, "-m", "inferbus.cli", "new", kind, name, *options)
             assert finished.returncode == 0, finished.stderr
             assert finished.stdout.startswith(f"inferbus new {kind}: wrote {name}") and "Next:" in finished.stdout
+            OUTPUTS[name] = finished.stdout
     return copy
+
+
+OUTPUTS: dict[str, str] = {}  # what each command printed
 
 
 def test_each_component_is_written_in_its_places(project):
@@ -79,9 +91,15 @@ def test_each_component_is_written_in_its_places(project):
 def test_the_manifest_lists_each_new_model_and_samples_file_with_its_true_sha256(project):
     manifest = json.loads((project / "models" / "manifest.json").read_text())
     iris = manifest["models"]["iris-zipmap"]
-    assert iris["labels"] == [0, 1, 2] and iris["metrics"]["holdout_accuracy"] is None
-    assert "not yet recorded" in iris["metrics"]["note"] and iris["inputs"] == [{"name": "X", "dtype": "float32",
-                                                                                 "shape": [None, 4]}]
+    assert iris["labels"] == [0, 1, 2] and iris["metrics"]["holdout_accuracy"] >= 0.9  # measured on its samples
+    assert iris["metrics"]["holdout_size"] == 30 and iris["inputs"] == [{"name": "X", "dtype": "float32",
+                                                                         "shape": [None, 4]}]
+    assert manifest["models"]["diabetes-ridge"]["metrics"]["holdout_mae"] is None  # a regressor: still to record
+    assert "not yet recorded" in manifest["models"]["diabetes-ridge"]["metrics"]["note"]
+    blobs = manifest["models"]["blobs-output"]
+    assert blobs["labels"] == ["amber", "ruby", "straw"] and blobs["task"].startswith("classifier (softmax over")
+    assert blobs["metrics"]["holdout_accuracy"] >= 0.9 and blobs["metrics"]["holdout_majority_baseline"] < 0.5
+    assert "holdout_mae" not in blobs["metrics"] and blobs["metrics"]["holdout_size"] == 30
     assert manifest["models"]["wine-names"]["labels"] == ["barbera", "barolo", "grignolino"]
     assert "labels" not in manifest["models"]["diabetes-ridge"]
     assert "digits-svc" in manifest["models"] and "digits-svc-2" not in manifest["models"]  # the same file, reused
@@ -92,6 +110,63 @@ def test_the_manifest_lists_each_new_model_and_samples_file_with_its_true_sha256
     assert checked.returncode == 0, checked.stdout + checked.stderr
     for entry in manifest["models"].values():
         assert hashlib.sha256((project / "models" / entry["file"]).read_bytes()).hexdigest() == entry["sha256"]
+
+
+def test_a_logits_model_is_read_as_a_classifier_with_one_line_saying_why(project):
+    assert "note: read output 'output' [N, 3] as class logits" in OUTPUTS["sc-blobs"]
+    assert "--task regressor" in OUTPUTS["sc-blobs"] and "held-out accuracy 0.9" in OUTPUTS["sc-blobs"]
+    assert "as a binary classifier's probability of its second class" in OUTPUTS["sc-blobs-binary"]
+    contract = (project / "functions/inferbus_lambda/contracts/sc_blobs.py").read_text()
+    assert 'LABELS = Literal["amber", "ruby", "straw"]' in contract and "scores: dict[str, Probability]" in contract
+    assert "VALUE_LIMIT = 8_897" in contract  # ten times the samples' largest value, 889.646, rounded up
+
+
+def test_the_generated_docs_are_current_right_after_the_scaffold(project):
+    for name in CONSUMERS:
+        assert "note: generated docs rewritten" in OUTPUTS[name], OUTPUTS[name]
+        assert "make docs   (the README" not in OUTPUTS[name]  # nothing left to regenerate by hand
+    checks = ["tests/unit/test_schemas.py::test_every_event_type_has_a_current_schema_file",
+              ("tests/unit/test_declarations.py::test_the_readme_event_table_is_generated_from_the_contracts_and_"
+               "declarations"),
+              "tests/functional/test_diagram.py::test_the_committed_diagram_is_the_templates"]
+    checked = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *checks)
+    assert checked.returncode == 0 and "3 passed" in checked.stdout, checked.stdout[-3000:] + checked.stderr[-2000:]
+    for command in (["docs", "--check"], ["schemas", "--check"]):
+        finished = run(project, "-m", "inferbus.cli", *command)
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+
+
+LOGITS_RUN = """
+import json
+from inferbus_lambda.contracts import from_eventbridge_event, new_event, to_put_events_entry
+from inferbus_lambda.contracts.sc_blobs import ScBlobSubmitted
+from inferbus.local import LocalPipeline
+from infra.declarations import Pipeline
+from pipeline.sc_blobs import COMPONENTS
+
+(consumer,) = COMPONENTS
+samples = consumer.demo.samples(consumer.demo.limit)
+events = [new_event(ScBlobSubmitted.model_validate(sample.data), source="inferbus.test") for sample in samples]
+truth = {event.id: sample.truth for event, sample in zip(events, samples)}
+with LocalPipeline(pipeline=Pipeline(consumers=(consumer,))) as pipeline:
+    assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []
+    pipeline.drain()
+    delivered = pipeline.tapped_events()
+    results = [from_eventbridge_event(e).data for e in delivered if e["detail-type"] == "ScBlobClassified"]
+print(json.dumps([{**result.model_dump(mode="json"), "truth": truth[result.input_id]} for result in results]))
+"""
+
+
+def test_the_logits_classifier_publishes_label_probability_and_scores_on_the_embedded_stack(project):
+    finished = run(project, "-c", LOGITS_RUN, timeout=900)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    results = json.loads(finished.stdout.strip().splitlines()[-1])
+    assert len(results) == 30
+    for result in results:
+        scores = result["scores"]
+        assert list(scores) == ["amber", "ruby", "straw"] and abs(sum(scores.values()) - 1) < 1e-3
+        assert result["label"] == max(scores, key=scores.get) and result["probability"] == max(scores.values())
+    assert sum(result["label"] == result["truth"] for result in results) / len(results) >= 0.9
 
 
 def test_the_new_state_machine_passes_the_static_checks_of_every_asl_file(project):
@@ -142,11 +217,13 @@ def test_the_demo_shows_every_new_component_and_its_ledger_balances(project):
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     report = json.loads(finished.stdout)
     assert report["balanced"]
-    for name in ("sc-iris", "sc-wine", "sc-diabetes", "sc-pixels", "sc-reviews", "sc-digits",
-                 "sc-orders"):
+    for name in ("sc-iris", "sc-wine", "sc-diabetes", "sc-pixels", "sc-reviews", "sc-digits", "sc-blobs",
+                 "sc-blobs-binary", "sc-orders"):
         kind = report["kinds"][name]
         assert kind["balanced"] and kind["results"] == kind["sent"] > 0, (name, kind)
     assert report["kinds"]["sc-iris"]["accuracy"] >= 0.9
     assert report["kinds"]["sc-wine"]["accuracy"] >= 0.8
+    assert report["kinds"]["sc-blobs"]["accuracy"] >= 0.9  # a classifier from logits: label vs the samples' truth
+    assert report["kinds"]["sc-blobs-binary"]["accuracy"] >= 0.9
     scored = report["chains"]["RiskScored"]
     assert scored["outcomes"]["sc-risk-audit"]["results"] == scored["produced"] > 0

@@ -53,6 +53,9 @@ CASES = {
     "image-like.onnx": None,
     "counts.onnx": None,
     "review-text.onnx": None,
+    "blobs-logits.onnx": "blobs-holdout.csv",
+    "blobs-sigmoid.onnx": "blobs-binary-holdout.npz",
+    "blobs-output.onnx": None,
 }
 
 
@@ -122,6 +125,35 @@ def test_a_classifier_result_must_carry_a_known_label_and_probabilities_that_sum
             result.model_validate({**good, **broken})
 
 
+def test_a_classifier_from_logits_must_carry_a_known_label_its_probability_and_every_class_by_name():
+    plan = plan_for("blobs-logits.onnx", "blobs-holdout.csv")
+    contract = load_contract(plan)
+    assert contract.CLASSES == ("amber", "ruby", "straw")
+    result = getattr(contract, plan.result_type)
+    good = {"input_id": "e-1", "label": "ruby", "probability": 0.7,
+            "scores": {"amber": 0.2, "ruby": 0.7, "straw": 0.1},
+            "model": {"name": "m", "version": "1"}, "inference_ms": 0.4, "batch_size": 3}
+    assert result.model_validate(good).scores == good["scores"]
+    for broken in ({"label": "merlot"}, {"probability": 1.5}, {"scores": {"amber": 0.3, "ruby": 0.7}},
+                   {"scores": {"amber": 0.5, "ruby": 0.7, "straw": 0.1}},
+                   {"scores": {"amber": 0.2, "ruby": 0.7, "merlot": 0.1}}):
+        with pytest.raises(ValueError):
+            result.model_validate({**good, **broken})
+
+
+def test_a_classifier_from_logits_gets_a_numpy_softmax_an_argmax_and_the_demo_scores_its_accuracy():
+    plan = plan_for("blobs-logits.onnx", "blobs-holdout.csv")
+    handler = handler_source(plan)
+    assert "def softmax(" in handler and 'softmax(batch["logits"]' in handler and "torch" not in handler
+    assert "probabilities.argmax(axis=1)" in handler and "label=CLASSES[k]" in handler
+    assert handler.count("model.run(") == 1
+    assert 'truth_field="label"' in declaration_source(plan)
+    binary = handler_source(plan_for("blobs-sigmoid.onnx", "blobs-binary-holdout.npz"))
+    assert "np.stack([1.0 - positive, positive], axis=1)" in binary and "def softmax(" not in binary
+    regressor = handler_source(plan_for("blobs-output.onnx", None))  # nothing says classes
+    assert "prediction=" in regressor and "softmax" not in regressor
+
+
 def test_the_handler_runs_one_session_run_and_reshapes_a_flattened_input():
     plan = plan_for("image-like.onnx", None)
     source = handler_source(plan)
@@ -182,6 +214,12 @@ NEW_NAME, NEW_TYPE = "scaffold-cli-check", "ScaffoldCliCheckSubmitted"
     (["new", "workflow", NEW_NAME, "--event", "TextAnalysisFailed"], "is a workflow's failure event"),
     (["new", "workflow", NEW_NAME, "--event", "TransactionApproved"], "none of which has demo samples"),
     (["new", "consumer", NEW_NAME], "the following arguments are required: --model, --event"),
+    (["new", "consumer", NEW_NAME, "--model", str(FIXTURES / "blobs-logits.onnx"), "--event", NEW_TYPE,
+      "--labels", "amber,ruby"], "--labels gives 2 classes but the model scores 3"),
+    (["new", "consumer", NEW_NAME, "--model", str(FIXTURES / "blobs-logits.onnx"), "--event", NEW_TYPE,
+      "--task", "regressor", "--labels", "a,b,c"], "--labels names the classes of a classifier"),
+    (["new", "consumer", NEW_NAME, "--model", str(FIXTURES / "blobs-logits.onnx"), "--event", NEW_TYPE,
+      "--task", "ranker"], "invalid choice"),
     (["new", "bake"], "invalid choice"),
 ])
 def test_every_error_is_one_line_on_stderr_with_exit_code_2(capsys, argv, says):
