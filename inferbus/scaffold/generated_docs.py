@@ -47,7 +47,7 @@ def refresh_generated_docs(project: Project) -> list[str]:
     """
     from inferbus.diagram import mermaid, topology, update_architecture, write_diagram
     from inferbus.reference import update_readme
-    from inferbus.schemas import event_schemas, write_schemas
+    from inferbus.model.schemas import event_schemas, write_schemas
 
     importlib.invalidate_caches()  # the new modules were written after the first import of their packages
     from pipeline import load_pipeline

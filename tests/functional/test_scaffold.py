@@ -141,11 +141,11 @@ import json
 from inferbus_lambda.contracts import from_eventbridge_event, new_event, to_put_events_entry
 from inferbus_lambda.contracts.sc_blobs import ScBlobSubmitted
 from inferbus.local import LocalPipeline
-from infra.declarations import Pipeline
-from pipeline.sc_blobs import COMPONENTS
+from inferbus.model.declarations import Pipeline
+from pipeline.sc_blobs import COMPONENTS, DEMO
 
-(consumer,) = COMPONENTS
-samples = consumer.demo.samples(consumer.demo.limit)
+(consumer,), (inputs,) = COMPONENTS, DEMO
+samples = inputs.samples(inputs.limit)
 events = [new_event(ScBlobSubmitted.model_validate(sample.data), source="inferbus.test") for sample in samples]
 truth = {event.id: sample.truth for event, sample in zip(events, samples)}
 with LocalPipeline(pipeline=Pipeline(consumers=(consumer,))) as pipeline:
