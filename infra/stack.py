@@ -311,6 +311,8 @@ class InferbusStack(Stack):
             bus=self.bus,
             event_pattern=self._pattern(declaration.trigger),
             definition_file=STATEMACHINES / declaration.definition,
+            emits=declaration.produces,
+            accepts_from=self.pipeline.resolve(list(declaration.trigger.sources), self.settings),
             result_source=declaration.result_source,
             functions=functions,
             express=declaration.express,
