@@ -36,6 +36,7 @@ Example
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -69,7 +70,7 @@ class WorkflowDefinitionError(ValueError):
     """A workflow's own definition the kit cannot wrap; the message names the file and the state."""
 
 
-def _head(start_at: str, emits: Sequence[str], sources: Sequence[str]) -> dict[str, Any]:
+def _accept_and_route(start_at: str, emits: Sequence[str], sources: Sequence[str]) -> dict[str, Any]:
     """Accept, Route, Duplicate: before your states."""
     payload: dict[str, Any] = {
         "event.$": "$",
@@ -109,7 +110,7 @@ def _head(start_at: str, emits: Sequence[str], sources: Sequence[str]) -> dict[s
     }
 
 
-TAIL: dict[str, Any] = {
+FAILURE_PATH: dict[str, Any] = {  # after your states: every way an execution fails
     REJECTED: {
         "Type": "Pass",
         "Comment": "The event broke its contract (or reused an id): the failure event says why.",
@@ -177,6 +178,18 @@ TAIL: dict[str, Any] = {
 def parse(text: str, origin: str) -> dict[str, Any]:
     """A workflow's own definition from its JSON text.
 
+    Parameters
+    ----------
+    text
+        The ASL file's content.
+    origin
+        What the errors call it (its file).
+
+    Returns
+    -------
+    dict
+        The definition, for :func:`wrap`.
+
     Raises
     ------
     WorkflowDefinitionError
@@ -227,9 +240,9 @@ def wrap(definition: Mapping[str, Any], *, emits: Sequence[str], sources: Sequen
     machine: dict[str, Any] = {**own, "StartAt": ACCEPT}
     machine.update({key: definition[key] for key in ("TimeoutSeconds", "Version") if key in definition})
     machine["States"] = {
-        **_head(definition["StartAt"], emits, sources),
-        **json.loads(json.dumps(definition["States"])),  # a copy: the caller's definition stays as it was
-        **json.loads(json.dumps(TAIL)),
+        **_accept_and_route(definition["StartAt"], emits, sources),
+        **copy.deepcopy(dict(definition["States"])),  # a copy: the caller's definition stays as it was
+        **copy.deepcopy(FAILURE_PATH),
     }
     return machine
 
