@@ -197,6 +197,7 @@ NEW_NAME, NEW_TYPE = "scaffold-cli-check", "ScaffoldCliCheckSubmitted"
     (["new", "workflow", NEW_NAME, "--event", "TextSubmitted", "--result", "TextAnalyzed"], "is an event type"),
     (["new", "workflow", NEW_NAME, "--event", "TextAnalysisFailed"], "is a workflow's failure event"),
     (["new", "workflow", NEW_NAME, "--event", "TransactionApproved"], "none of which has demo samples"),
+    (["new", "workflow", NEW_NAME, "--steps", "check,route"], "would be the state 'Route'"),
     (["new", "consumer", NEW_NAME], "the following arguments are required: --model, --event"),
     (["new", "bake"], "invalid choice"),
 ])
