@@ -320,7 +320,7 @@ def _new(args: argparse.Namespace) -> int:
             written = new_consumer(args.name, Path(args.model), args.event, args.result,
                                    Path(args.samples) if args.samples else None, task=args.task, labels=args.labels)
         else:
-            written = new_workflow(args.name, args.event, args.result)
+            written = new_workflow(args.name, args.event, args.result, steps=tuple(args.steps.split(",")))
     except ScaffoldError as error:
         raise CommandError(str(error)) from None
     width = max(len(path) for path, _ in written.files)
@@ -365,12 +365,14 @@ See docs/extending.md.
 
 NEW_WORKFLOW_HELP = """\
 Writes a Step Functions workflow skeleton that runs as written:
-  statemachines/<name>.asl.json     Accept -> route (accepted/duplicate/rejected) -> Process (one
-                                    Lambda task) -> publish the result; every failure -> a
-                                    <Name>Failed event -> Fail; retries with backoff and jitter
-  functions/<name>/process.py       the step (step_handler): replace process() with your work
+  statemachines/<name>.asl.json     your states only: one Lambda task per step, in order, then
+                                    publish the result; every failure -> EmitFailure; retries
+                                    with backoff and jitter. At synth the kit adds Accept, the
+                                    route (accepted/duplicate/rejected) and the failure path
+                                    (a <Name>Failed event -> Fail)
+  functions/<name>/<step>.py        each step (step_handler): replace <step>() with your work
   functions/inferbus_lambda/contracts/<name>.py  <Name>Failed, and the input/result types if new
-  pipeline/<name>.py                the declaration (trigger, task, demo samples)
+  pipeline/<name>.py                the declaration (trigger, a Task per step, demo samples)
   tests/functional/test_<name>.py   runs it embedded on moto (no AWS)
 A TYPE another component publishes (e.g. RiskScored) is accepted only from that component.
 See docs/extending.md.
@@ -689,12 +691,15 @@ def build_parser() -> argparse.ArgumentParser:
     consumer.add_argument("--labels", metavar="A,B,C", help="the classes of a model that ends in logits or scores, "
                           "in the order of its scores (binary: negative first); implies --task classifier")
     consumer.set_defaults(run=_new)
-    workflow = kinds.add_parser("workflow", help="a Step Functions workflow skeleton with one Lambda task",
+    workflow = kinds.add_parser("workflow", help="a Step Functions workflow skeleton, one Lambda task per step",
                                 description=NEW_WORKFLOW_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     workflow.add_argument("name", help="the component's name, kebab-case (order-check); not yet declared")
     workflow.add_argument("--event", metavar="TYPE", help="what starts an execution (default <Name>Submitted); an "
                           "existing type's contract is reused")
     workflow.add_argument("--result", metavar="TYPE", help="what it publishes (default <Stem>Processed); must be new")
+    workflow.add_argument("--steps", metavar="A,B,C", default="process",
+                          help="its Lambda steps in order, snake_case, comma-separated (default: one, process); "
+                          "each gets functions/<name>/<step>.py and a Task")
     workflow.set_defaults(run=_new)
     return parser
 

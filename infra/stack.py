@@ -315,6 +315,8 @@ class InferbusStack(Stack):
             bus=self.bus,
             event_pattern=self._pattern(declaration.accepts),
             definition_file=STATEMACHINES / declaration.definition,
+            emits=declaration.emits,
+            accepts_from=self.pipeline.resolve(list(declaration.accepts.sources), self.settings),
             result_source=declaration.result_source,
             functions=functions,
             express=declaration.express,

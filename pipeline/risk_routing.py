@@ -23,7 +23,6 @@ COMPONENTS = [
                             data={"risk_score": [{"numeric": ["<", Setting("review_threshold")]}]}),
         emits=("TransactionApproved",),
         failure="ApprovalFailed",
-        substitutions={"InputSource": Producer("risk-scorer")},
     ),
     Workflow(
         name="risk-review",
@@ -35,7 +34,7 @@ COMPONENTS = [
         failure="ReviewFailed",
         express=False,  # a person may take days: Standard, with a task token
         review_queue="review",
-        substitutions={"ReviewTimeoutSeconds": Setting("review_timeout_s"), "InputSource": Producer("risk-scorer")},
+        substitutions={"ReviewTimeoutSeconds": Setting("review_timeout_s")},
     ),
     *(
         Route(

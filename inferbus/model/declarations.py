@@ -203,12 +203,13 @@ class Workflow(ResultProducer):
     name, description
         See :class:`Component`.
     definition
-        The ASL file's name in ``statemachines/``. It starts with the kit's ``Accept`` task
-        (``${AcceptFunctionArn}``) and may use ``${EventBusName}``, ``${ResultSource}``,
-        ``${WorkflowName}``, ``${FailureType}``, ``${<Stem>FunctionArn}`` for each task,
-        ``${<Queue>QueueUrl}`` for its review queue and the keys of ``substitutions``.
+        The ASL file's name in ``statemachines/``: the workflow's own states, which the kit wraps
+        at synth (``inferbus.model.workflow_protocol``: Accept, Route, ..., EmitFailure). It may
+        use ``${EventBusName}``, ``${ResultSource}``, ``${WorkflowName}``, ``${FailureType}``,
+        ``${<Stem>FunctionArn}`` for each task, ``${<Queue>QueueUrl}`` for its review queue and
+        the keys of ``substitutions``.
     accepts
-        The events that start an execution.
+        The events that start an execution; its type and sources are also what Accept takes.
     emits
         The types of its result events.
     failure

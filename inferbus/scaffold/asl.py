@@ -1,179 +1,115 @@
-"""The ASL skeleton of a new workflow: the kit's patterns, one Lambda task where your work goes.
+"""The ASL a new workflow's file holds: its own states only, one Lambda task per step, then publish.
 
-::
+The kit adds Accept, Route, Duplicate, Rejected, AcceptFailed, EmitFailure and Failed around
+them at synth (:mod:`inferbus.model.workflow_protocol`)::
 
-    Accept ──> Route ──accepted──> Process ──> Publish (<Result>, id derived from the input's)
-                 │ ──duplicate──> Duplicate (Succeed)
-                 └──rejected───> Rejected ──┐
-    Accept fails  ──> AcceptFailed ─────────┤
-    Process / Publish fail ─────────────────┴──> EmitFailure (${FailureType}) ──> Failed (Fail)
+    (kit: Accept -> Route -accepted->) Step1 -> Step2 -> ... -> Publish (<Result>, id derived from the input's)
+    any step or Publish fails ──> EmitFailure (kit: one ${FailureType} event) ──> Failed
 
-Every Lambda task retries Lambda's transient errors and ``TransientError`` (3 attempts, 1 s
-doubling, full jitter, at most 10 s) and catches everything else into the failure path, as
-``tests/unit/test_statemachines.py`` checks of every ASL file.
+Each step gets ``{"input_id", "data"}``: the accepted event's data for the first, the previous
+step's answer after that; the last step's answer is the published event's ``data``. Every step
+retries Lambda's transient errors and ``TransientError`` (3 attempts, 1 s doubling, full
+jitter, at most 10 s) and catches everything else into the kit's failure path, as
+``tests/unit/test_statemachines.py`` checks of every workflow.
 
 Example
 -------
->>> machine = workflow_definition("OrderChecked", "Process", sources=0, comment="...")
->>> machine["StartAt"], list(machine["States"])[-1]
-('Accept', 'Failed')
+>>> own = workflow_definition("OrderChecked", ["Validate", "Score"], comment="...")
+>>> own["StartAt"], list(own["States"])
+('Validate', ['Validate', 'Score', 'Publish'])
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["TRANSIENT_LAMBDA_ERRORS", "source_placeholder", "workflow_definition"]
+from inferbus.model.workflow_protocol import BACKOFF, EMIT_FAILURE, ERROR_PATH, TRANSIENT_LAMBDA_ERRORS
 
-TRANSIENT_LAMBDA_ERRORS = [
-    "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException", "Lambda.Unknown", "Sandbox.Timedout", "States.Timeout", "TransientError",
-]
-BACKOFF = {"IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3, "MaxDelaySeconds": 10, "JitterStrategy": "FULL"}
+__all__ = ["PUBLISH", "workflow_definition"]
 
-
-def _retry(errors: list[str]) -> list[dict[str, Any]]:
-    return [{"ErrorEquals": errors, **BACKOFF}]
+PUBLISH = "Publish"
+# Where each step's answer goes: the next step's input, and at the end the published data.
+ANSWER = "$.processed"
 
 
-def _catch(target: str, result_path: str = "$.error") -> list[dict[str, Any]]:
-    return [{"ErrorEquals": ["States.ALL"], "ResultPath": result_path, "Next": target}]
+def _retry(errors: Sequence[str]) -> list[dict[str, Any]]:
+    return [{"ErrorEquals": list(errors), **BACKOFF}]
 
 
-def _put_event(detail_type: str, event_id: str, subject: str, correlationid: str, data: Any) -> dict[str, Any]:
-    detail: dict[str, Any] = {
-        "specversion": "1.0",
-        "id.$": event_id,
-        "source": "${ResultSource}",
-        "type": detail_type,
-        "time.$": "$$.State.EnteredTime",
-        "subject.$": subject,
-        "datacontenttype": "application/json",
-        "correlationid.$": correlationid,
+def _catch() -> list[dict[str, Any]]:
+    return [{"ErrorEquals": ["States.ALL"], "ResultPath": ERROR_PATH, "Next": EMIT_FAILURE}]
+
+
+def _step(stem: str, comment: str, data: str, next_state: str) -> dict[str, Any]:
+    return {
+        "Type": "Task",
+        "Comment": comment,
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {
+            "FunctionName": f"${{{stem}FunctionArn}}",
+            "Payload": {"input_id.$": "$.accepted.event.id", "data.$": data},
+        },
+        "ResultSelector": {"data.$": "$.Payload"},
+        "ResultPath": ANSWER,
+        "Retry": _retry(TRANSIENT_LAMBDA_ERRORS),
+        "Catch": _catch(),
+        "Next": next_state,
     }
-    detail.update({"data.$": data} if isinstance(data, str) else {"data": data})
-    return {"Entries": [{"EventBusName": "${EventBusName}", "Source": "${ResultSource}", "DetailType": detail_type,
-                         "Detail": detail}]}
 
 
-def source_placeholder(index: int) -> str:
-    """The placeholder of the ``index``-th producer a workflow takes input from (``InputSource``, ``InputSource2``)."""
-    return "InputSource" if index == 0 else f"InputSource{index + 1}"
+def _publish(result_type: str) -> dict[str, Any]:
+    return {
+        "Type": "Task",
+        "Comment": f"One {result_type} event, its id derived from the input's.",
+        "Resource": "arn:aws:states:::events:putEvents",
+        "Parameters": {
+            "Entries": [
+                {
+                    "EventBusName": "${EventBusName}",
+                    "Source": "${ResultSource}",
+                    "DetailType": result_type,
+                    "Detail": {
+                        "specversion": "1.0",
+                        "id.$": f"$.accepted.result_ids.{result_type}",
+                        "source": "${ResultSource}",
+                        "type": result_type,
+                        "time.$": "$$.State.EnteredTime",
+                        "subject.$": "$.accepted.event.id",
+                        "datacontenttype": "application/json",
+                        "correlationid.$": "$.accepted.event.correlationid",
+                        "data.$": f"{ANSWER}.data",
+                    },
+                },
+            ],
+        },
+        "ResultPath": None,
+        "Retry": _retry(["States.TaskFailed", "States.Timeout"]),
+        "Catch": _catch(),
+        "End": True,
+    }
 
 
-def workflow_definition(result_type: str, stem: str, *, sources: int, comment: str) -> dict[str, Any]:
-    """The state machine: Accept, route, one Lambda task ``${<stem>FunctionArn}``, publish ``result_type``.
+def workflow_definition(result_type: str, stems: Sequence[str], *, comment: str) -> dict[str, Any]:
+    """A workflow's own states: one Lambda task ``${<stem>FunctionArn}`` per step, in order, then publish.
 
     Parameters
     ----------
     result_type
-        The event it publishes; the task returns that event's whole ``data``.
-    stem
-        The task's placeholder stem (``Process`` -> ``${ProcessFunctionArn}``).
-    sources
-        How many producers it accepts its input from (a workflow on other components' results):
-        Accept takes events only from ``${InputSource}``, ``${InputSource2}``, ...; 0: from any.
+        The event it publishes; the last step returns that event's whole ``data``.
+    stems
+        The steps' placeholder stems, in order (``Process`` -> ``${ProcessFunctionArn}``); at least one.
     comment
         The machine's ``Comment``.
     """
-    accept_payload: dict[str, Any] = {
-        "event.$": "$",
-        "workflow": "${WorkflowName}",
-        "types": ["${TriggerType}"],
-        "emits": [result_type],
-        "result_source": "${ResultSource}",
-        "execution.$": "$$.Execution.Id",
-    }
-    if sources:
-        accept_payload["sources"] = [f"${{{source_placeholder(i)}}}" for i in range(sources)]
-    states: dict[str, Any] = {
-        "Accept": {
-            "Type": "Task",
-            "Comment": "Validate the event against its contract and claim its id, so a redelivered event runs once.",
-            "Resource": "arn:aws:states:::lambda:invoke",
-            "Parameters": {"FunctionName": "${AcceptFunctionArn}", "Payload": accept_payload},
-            "ResultSelector": {"accepted.$": "$.Payload"},
-            "ResultPath": "$",
-            "Retry": _retry(TRANSIENT_LAMBDA_ERRORS),
-            "Catch": _catch("AcceptFailed"),
-            "Next": "Route",
-        },
-        "Route": {
-            "Type": "Choice",
-            "Comment": "accepted: do the work; duplicate: another execution owns it; rejected: report why.",
-            "Choices": [
-                {"Variable": "$.accepted.status", "StringEquals": "accepted", "Next": stem},
-                {"Variable": "$.accepted.status", "StringEquals": "duplicate", "Next": "Duplicate"},
-            ],
-            "Default": "Rejected",
-        },
-        "Duplicate": {
-            "Type": "Succeed",
-            "Comment": "Delivered again (at-least-once); the first execution publishes the result.",
-        },
-        stem: {
-            "Type": "Task",
-            "Comment": f"Your work: the accepted event's data in, the {result_type} event's data out.",
-            "Resource": "arn:aws:states:::lambda:invoke",
-            "Parameters": {
-                "FunctionName": f"${{{stem}FunctionArn}}",
-                "Payload": {"input_id.$": "$.accepted.event.id", "data.$": "$.accepted.event.data"},
-            },
-            "ResultSelector": {"data.$": "$.Payload"},
-            "ResultPath": "$.processed",
-            "Retry": _retry(TRANSIENT_LAMBDA_ERRORS),
-            "Catch": _catch("EmitFailure"),
-            "Next": "Publish",
-        },
-        "Publish": {
-            "Type": "Task",
-            "Comment": f"One {result_type} event, its id derived from the input's.",
-            "Resource": "arn:aws:states:::events:putEvents",
-            "Parameters": _put_event(result_type, f"$.accepted.result_ids.{result_type}", "$.accepted.event.id",
-                                     "$.accepted.event.correlationid", "$.processed.data"),
-            "ResultPath": None,
-            "Retry": _retry(["States.TaskFailed", "States.Timeout"]),
-            "Catch": _catch("EmitFailure"),
-            "End": True,
-        },
-        "Rejected": {
-            "Type": "Pass",
-            "Comment": "The event broke its contract (or reused an id): the failure event says why.",
-            "Parameters": {"accepted.$": "$.accepted",
-                           "error": {"Error.$": "$.accepted.error", "Cause.$": "$.accepted.reason"}},
-            "Next": "EmitFailure",
-        },
-        "AcceptFailed": {
-            "Type": "Pass",
-            "Comment": "Accept itself failed after its retries: ids come from the execution, not the input.",
-            "Parameters": {
-                "accepted": {"failure": {"id.$": "States.UUID()", "input_id": None,
-                                         "correlationid.$": "$$.Execution.Name", "subject": None}},
-                "error.$": "$.error",
-            },
-            "Next": "EmitFailure",
-        },
-        "EmitFailure": {
-            "Type": "Task",
-            "Comment": "Every failure ends here: one ${FailureType} event with the error and the correlation id.",
-            "Resource": "arn:aws:states:::events:putEvents",
-            "Parameters": _put_event("${FailureType}", "$.accepted.failure.id", "$.accepted.failure.subject",
-                                     "$.accepted.failure.correlationid", {
-                                         "workflow": "${WorkflowName}",
-                                         "input_id.$": "$.accepted.failure.input_id",
-                                         "error.$": "$.error.Error",
-                                         "cause.$": "$.error.Cause",
-                                         "execution.$": "$$.Execution.Id",
-                                     }),
-            "ResultPath": None,
-            "Retry": _retry(["States.TaskFailed", "States.Timeout"]),
-            "Catch": _catch("Failed", "$.emit_error"),
-            "Next": "Failed",
-        },
-        "Failed": {
-            "Type": "Fail",
-            "Error": "WorkflowFailed",
-            "Cause": "See the ${FailureType} event on the bus for the error and its input.",
-        },
-    }
-    return {"Comment": comment, "StartAt": "Accept", "States": states}
+    if not stems:
+        raise ValueError("a workflow has at least one step")
+    states: dict[str, Any] = {}
+    for index, stem in enumerate(stems):
+        first, last = index == 0, index == len(stems) - 1
+        data = "$.accepted.event.data" if first else f"{ANSWER}.data"
+        what = ("the accepted event's data" if first else f"{stems[index - 1]}'s answer") + " in, " + (
+            f"the {result_type} event's data out" if last else f"what {stems[index + 1]} needs out")
+        states[stem] = _step(stem, f"Your work: {what}.", data, PUBLISH if last else stems[index + 1])
+    states[PUBLISH] = _publish(result_type)
+    return {"Comment": comment, "StartAt": stems[0], "States": states}

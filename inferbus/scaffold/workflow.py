@@ -1,12 +1,14 @@
-"""``inferbus new workflow``: a Step Functions workflow skeleton, one Lambda task, ready to run.
+"""``inferbus new workflow``: a Step Functions workflow skeleton, one Lambda task per step, ready to run.
 
-It writes the ASL (:mod:`.asl`), a step handler made with ``step_handler``, the contracts (a
-``<Name>Failed`` failure type; the input and result types when they are new), the
-declaration and a functional test. The skeleton runs as written: its one step validates the
-accepted event and answers with the fields it holds. Replace that step with your work.
+It writes the workflow's own ASL states (:mod:`.asl`; the kit adds Accept, routing and the failure
+path at synth), a step handler per step made with ``step_handler``, the contracts (a
+``<Name>Failed`` failure type; the input and result types when they are new), the declaration
+(a ``Task`` per step) and a functional test. The skeleton runs as written: its first step
+validates the accepted event, each step hands its data to the next, and the last answers with
+the fields it holds. Replace the steps with your work.
 
 A workflow on another component's results (``--event RiskScored``) accepts them only from that
-component (``Producer`` in its trigger, ``${InputSource}`` in its Accept step), so a forged
+component (``Producer`` in its trigger, which the kit's Accept step checks again), so a forged
 result cannot start it; its test runs the producer's demo samples through both.
 
 Example
@@ -19,13 +21,16 @@ Example
 from __future__ import annotations
 
 import json
+import keyword
+import re
 from dataclasses import dataclass
 
 from inferbus_lambda.contracts import WorkflowFailure
 
 from inferbus.model.names import pascal
+from inferbus.model.workflow_protocol import KIT_STATES
 
-from .asl import source_placeholder, workflow_definition
+from .asl import PUBLISH, workflow_definition
 from .codegen import functional_test_head, paragraph, source_text, type_imports
 from .errors import ScaffoldError
 from .names import SUBMITTED, check_event_type, module_name
@@ -33,7 +38,9 @@ from .project import Declared, Project, Writes, Written, open_project
 
 __all__ = ["new_workflow"]
 
-STEM = "Process"
+STEPS = ("process",)  # one step unless --steps names them
+STEP = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+MAX_STEPS = 20
 SAMPLES_COUNT, SAMPLES_LIMIT, MAX_VALUES = 10, 100, 1000
 TEST_SAMPLES = 5
 
@@ -54,15 +61,48 @@ class WorkflowPlan:
     feeder_type: str | None = None  # what that producer takes, and where the type is defined
     feeder_module: str | None = None
     producers: tuple[str, ...] = ()  # every component that publishes event_type: the only sources it accepts
+    steps: tuple[str, ...] = STEPS  # its Lambda steps in order, snake_case: functions/<module>/<step>.py
 
     @property
     def contract_module(self) -> str:
         return f"inferbus_lambda.contracts.{self.module}"
 
+    @property
+    def stems(self) -> tuple[str, ...]:
+        """The steps' placeholder stems (``score_text`` -> ``ScoreText``, ``${ScoreTextFunctionArn}``)."""
+        return tuple(stem_of(step) for step in self.steps)
+
+    @property
+    def chain(self) -> str:
+        """``A -> B -> C``: the steps, as the descriptions name them."""
+        return " -> ".join(self.stems)
+
+
+def stem_of(step: str) -> str:
+    """``score_text`` -> ``ScoreText``."""
+    return "".join(part.capitalize() for part in step.split("_"))
+
+
+def check_steps(steps: tuple[str, ...]) -> None:
+    """Each step a snake_case Python name, once, not the name of a state the kit or the skeleton has."""
+    if not 1 <= len(steps) <= MAX_STEPS:
+        raise ScaffoldError(f"--steps names 1 to {MAX_STEPS} steps, got {len(steps)}")
+    for step in steps:
+        if not STEP.fullmatch(step) or keyword.iskeyword(step):
+            raise ScaffoldError(f"--steps: {step!r} must be a snake_case Python name (lowercase words joined by '_', "
+                                "starting with a letter): it names the step's file and function")
+        if stem_of(step) in (*KIT_STATES, PUBLISH):
+            raise ScaffoldError(f"--steps: {step!r} would be the state {stem_of(step)!r}, which the workflow has "
+                                f"already ({', '.join((*KIT_STATES, PUBLISH))}): choose another name")
+    repeated = sorted({step for step in steps if steps.count(step) > 1})
+    if repeated:
+        raise ScaffoldError(f"--steps names {repeated} more than once: each step is its own function")
+
 
 def new_workflow(name: str, event_type: str | None = None, result_type: str | None = None, *,
-                 project: Project | None = None, known: Declared | None = None) -> Written:
-    """Add a workflow ``name``: Accept -> route -> one Lambda task -> publish ``result_type``.
+                 steps: tuple[str, ...] = STEPS, project: Project | None = None,
+                 known: Declared | None = None) -> Written:
+    """Add a workflow ``name``: (the kit's Accept and routing) -> its steps in order -> publish ``result_type``.
 
     Parameters
     ----------
@@ -73,6 +113,9 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
     result_type
         What it publishes; default ``<Stem>Processed`` (``OrderCheckSubmitted`` -> ``OrderCheckProcessed``).
         Must not exist yet.
+    steps
+        Its Lambda steps in order, snake_case (``("tokenize", "score")``): each gets
+        ``functions/<name>/<step>.py`` and a ``Task``; default one step, ``process``.
     project, known
         As for :func:`~.consumer.new_consumer`.
 
@@ -81,6 +124,7 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
     ScaffoldError
         Naming what is wrong and what to do; nothing has been written.
     """
+    check_steps(steps)
     project, known = open_project(project, known, name)
     event_type = event_type or f"{pascal(name)}{SUBMITTED}"
     check_event_type(event_type, "--event")
@@ -113,32 +157,35 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
     plan = WorkflowPlan(name, module, event_type, result_type, failure_type,
                         existing.__module__ if existing is not None else None, samples_from,
                         known.component_modules.get(samples_from) if samples_from else None, producer, feeder_type,
-                        known.event_types[feeder_type].__module__ if feeder_type else None, producers)
-    definition = workflow_definition(result_type, STEM, sources=len(producers),
-                                     comment=f"{name} (Express): {event_type} -> {STEM} -> {result_type}; any failure "
-                                             f"-> {failure_type}. Written by inferbus new workflow.")
+                        known.event_types[feeder_type].__module__ if feeder_type else None, producers, steps)
+    definition = workflow_definition(result_type, plan.stems,
+                                     comment=f"{name} (Express): {event_type} -> {plan.chain} -> {result_type}; any "
+                                             f"failure -> {failure_type}. Written by inferbus new workflow.")
     writes = Writes(project)
     writes.add(project.statemachines / f"{module}.asl.json", json.dumps(definition, indent=2) + "\n",
-               f"the ASL: Accept, route, one Lambda task, publish; failures -> {failure_type}")
+               f"the ASL, your states only: {plan.chain} -> publish; failures -> EmitFailure (the kit adds "
+               "Accept, routing and the failure path at synth)")
     writes.add(project.contracts / f"{module}.py", contract_source(plan),
                ", ".join(([event_type] if existing is None else []) + [result_type, failure_type]))
     writes.add(project.functions / module / "__init__.py", "", "makes the step folder a package")
-    writes.add(project.functions / module / "process.py", step_source(plan),
-               "the step: replace process() with your work")
+    for index, step in enumerate(steps):
+        writes.add(project.functions / module / f"{step}.py", step_source(plan, index),
+                   f"the step {stem_of(step)}: replace {step}() with your work")
     writes.add(project.pipeline / f"{module}.py", declaration_source(plan),
-               "the Workflow declaration (trigger, task, demo)")
+               f"the Workflow declaration (trigger, {'task' if len(steps) == 1 else 'tasks'}, demo)")
     writes.add(project.functional_tests / f"test_{module}.py", functional_test_source(plan),
                "runs it embedded on moto: a result per input, a malformed input's failure event")
     writes.commit(name, plan.contract_module)
-    steps = [
-        (f"Replace process() in functions/{module}/process.py with your work, and {result_type}'s fields in "
-         f"functions/inferbus_lambda/contracts/{module}.py with your answer (the ASL publishes what process() "
+    last = steps[-1]
+    next_steps = [
+        (f"Replace {'() and '.join(steps)}() in functions/{module}/ with your work, and {result_type}'s fields in "
+         f"functions/inferbus_lambda/contracts/{module}.py with your answer (the ASL publishes what {last}() "
          "returns)."),
     ]
     if existing is None:
-        steps.append(f"Replace {event_type}'s placeholder field `values` with your input's fields, and the demo "
+        next_steps.append(f"Replace {event_type}'s placeholder field `values` with your input's fields, and the demo "
                      f"samples in pipeline/{module}.py with held-out ones.")
-    steps += [
+    next_steps += [
         "make docs   (the README's event table, docs/schemas/ and the topology picture are generated from the "
         "declarations; make test checks that they are current)",
         f".venv/bin/python -m pytest tests/functional/test_{module}.py -q   (then: make test)",
@@ -147,7 +194,7 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
     ]
     notes = [f"trigger: {event_type}" + (f" from {', '.join(producers)} only (Producer in the trigger, the sources "
                                          "in Accept)" if producers else "")]
-    return Written(name, writes.files, notes, steps)
+    return Written(name, writes.files, notes, next_steps)
 
 
 def contract_source(plan: WorkflowPlan) -> str:
@@ -213,14 +260,45 @@ def contract_source(plan: WorkflowPlan) -> str:
     return source_text(out)
 
 
-def step_source(plan: WorkflowPlan) -> str:
-    """``functions/<module>/process.py``: the workflow's one task, made with ``step_handler``."""
-    imports = type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type])
+def step_source(plan: WorkflowPlan, index: int = 0) -> str:
+    """``functions/<module>/<step>.py``: the workflow's ``index``-th step, made with ``step_handler``.
+
+    The first step validates the accepted event; each step hands its answer to the next; the last
+    answers with the result's data (one step does both).
+    """
+    step, stem = plan.steps[index], plan.stems[index]
+    first, last = index == 0, index == len(plan.steps) - 1
+    takes = f"one accepted ``{plan.event_type}``" if first else f"the answer of ``{plan.stems[index - 1]}``"
+    gives = (f"the data of its ``{plan.result_type}`` out (the ASL publishes it as is)" if last
+             else f"what ``{plan.stems[index + 1]}`` needs out")
+    if first and last:
+        imports = type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type])
+        body = [
+            f'    submitted = {plan.event_type}.model_validate(request["data"])',
+            "    fields = sorted(submitted.model_dump(exclude_unset=True))  # a placeholder answer: the fields it holds",
+            f'    result = {plan.result_type}(input_id=request["input_id"], fields=fields)',
+            '    return result.model_dump(mode="json")',
+        ]
+    elif first:
+        imports = [f"from {plan.input_module or plan.contract_module} import {plan.event_type}"]
+        body = [
+            f'    submitted = {plan.event_type}.model_validate(request["data"])',
+            "    return submitted.model_dump(mode=\"json\", exclude_unset=True)  # a placeholder: the input, handed on",
+        ]
+    elif last:
+        imports = [f"from {plan.contract_module} import {plan.result_type}"]
+        body = [
+            '    fields = sorted(request["data"])  # a placeholder answer: the fields handed on from the input',
+            f'    result = {plan.result_type}(input_id=request["input_id"], fields=fields)',
+            '    return result.model_dump(mode="json")',
+        ]
+    else:
+        imports = []
+        body = ['    return dict(request["data"])  # a placeholder: the data, handed on']
     out = [
-        *paragraph(f'"""The {plan.name} workflow\'s step ``{STEM}``: one accepted ``{plan.event_type}`` in, the data '
-                   f"of its ``{plan.result_type}`` out (the ASL publishes it as is)."),
+        *paragraph(f'"""The {plan.name} workflow\'s step ``{stem}``: {takes} in, {gives}.'),
         "",
-        "Written by ``inferbus new workflow``: REPLACE ``process`` with your work. To run a model, name it in",
+        f"Written by ``inferbus new workflow``: REPLACE ``{step}`` with your work. To run a model, name it in",
         f"the Task's ``models`` (``pipeline/{plan.module}.py``) and call ``runtime.models.only.run(...)``.",
         "Raise :class:`~inferbus_lambda.errors.TransientError` for what a retry may fix; anything else goes",
         f"to the failure path (a ``{plan.failure_type}`` event with the error).",
@@ -234,15 +312,12 @@ def step_source(plan: WorkflowPlan) -> str:
         "from inferbus_lambda.handlers import StepRuntime, step_handler",
         "",
         "",
-        "def process(request: dict[str, Any], runtime: StepRuntime) -> dict[str, Any]:",
-        f'    """``{{"input_id": ..., "data": ...}}`` of an accepted event -> the data of its {plan.result_type}."""',
-        f'    submitted = {plan.event_type}.model_validate(request["data"])',
-        "    fields = sorted(submitted.model_dump(exclude_unset=True))  # a placeholder answer: the fields it holds",
-        f'    result = {plan.result_type}(input_id=request["input_id"], fields=fields)',
-        '    return result.model_dump(mode="json")',
+        f"def {step}(request: dict[str, Any], runtime: StepRuntime) -> dict[str, Any]:",
+        f'    """``{{"input_id": ..., "data": ...}}`` -> {"the data of its " + plan.result_type if last else "the data of the next step"}."""',
+        *body,
         "",
         "",
-        "lambda_handler = step_handler(process)",
+        f"lambda_handler = step_handler({step})",
     ]
     return source_text(out)
 
@@ -258,11 +333,12 @@ def declaration_source(plan: WorkflowPlan) -> str:
     else:
         demo_names = ["DemoInputs"]
     out = [
-        *paragraph(f'"""{plan.name}: {plan.event_type} -> {STEM} -> {plan.result_type}; any failure -> '
+        *paragraph(f'"""{plan.name}: {plan.event_type} -> {plan.chain} -> {plan.result_type}; any failure -> '
                    f"{plan.failure_type}."),
         "",
-        *paragraph(f"Written by ``inferbus new workflow``: the ASL is ``statemachines/{plan.module}.asl.json``, the "
-                   f"step ``functions/{plan.module}/process.py``, the contract ``{plan.contract_module}``."),
+        *paragraph(f"Written by ``inferbus new workflow``: the ASL (your states; the kit adds its own at synth) is "
+                   f"``statemachines/{plan.module}.asl.json``, the {'step is' if len(plan.steps) == 1 else 'steps are'} "
+                   f"in ``functions/{plan.module}/``, the contract ``{plan.contract_module}``."),
         '"""',
         "",
         "from __future__ import annotations",
@@ -300,18 +376,22 @@ def declaration_source(plan: WorkflowPlan) -> str:
         "COMPONENTS = [",
         "    Workflow(",
         f'        name="{plan.name}",',
-        f'        description="{plan.event_type} -> {STEM} -> {plan.result_type}",',
+        description_line(plan),
         f'        definition="{plan.module}.asl.json",',
         f"        accepts={trigger},",
         f'        emits=("{plan.result_type}",),',
         f'        failure="{plan.failure_type}",',
-        f'        tasks={{"{STEM}": Task("{plan.module}.process.lambda_handler",',
-        '                              description="Your work on one accepted event")},',
+        "        tasks={",
     ]
+    for index, (step, stem) in enumerate(zip(plan.steps, plan.stems, strict=True)):
+        what = "Your work on one accepted event" if len(plan.steps) == 1 else f"Step {index + 1} of {len(plan.steps)}"
+        task = f'            "{stem}": Task("{plan.module}.{step}.lambda_handler", description="{what}"),'
+        out += [task] if len(task) <= 120 else [f'            "{stem}": Task(',
+                                                f'                "{plan.module}.{step}.lambda_handler",',
+                                                f'                description="{what}"),']
+    out.append("        },")
     if plan.producer:
-        sources = ", ".join(f'"{source_placeholder(i)}": PRODUCERS[{i}]' for i in range(len(plan.producers)))
-        out += [f"        substitutions={{{sources}}},",
-                f"        # No demo samples of its own: the demo sends {plan.producer}'s, whose results start it."]
+        out.append(f"        # No demo samples of its own: the demo sends {plan.producer}'s, whose results start it.")
     out += ["    ),", "]"]
     if plan.samples_from:
         out += [
@@ -343,6 +423,13 @@ def declaration_source(plan: WorkflowPlan) -> str:
             "]",
         ]
     return source_text(out)
+
+
+def description_line(plan: WorkflowPlan) -> str:
+    """The declaration's ``description=`` line: the chain of steps, or their number if that is too long."""
+    line = f'        description="{plan.event_type} -> {plan.chain} -> {plan.result_type}",'
+    return line if len(line) <= 120 else \
+        f'        description="{plan.event_type} -> {len(plan.steps)} steps -> {plan.result_type}",'
 
 
 def functional_test_source(plan: WorkflowPlan) -> str:

@@ -7,14 +7,17 @@ Secure defaults
 - Execution logs go to a log group of its own; X-Ray tracing is on.
 - The rule target has retries and a DLQ (encrypted, TLS-only): an event EventBridge
   cannot start an execution for is kept, not dropped.
-- The ASL file is read at synth and kept inline in the template (``DefinitionString``), so
-  cfn-lint and the embedded runtime see exactly what deploys; every ``${Placeholder}`` in it
-  must have a substitution, checked here.
+- The ASL file holds the workflow's own states; at synth the kit wraps them in its protocol
+  (Accept, Route, Duplicate, Rejected, AcceptFailed, EmitFailure, Failed: see
+  :mod:`inferbus.model.workflow_protocol`) and keeps the whole inline in the template
+  (``DefinitionString``), so cfn-lint and the embedded runtime see exactly what deploys; every
+  ``${Placeholder}`` in it must have a substitution, checked here.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from inferbus.model.asl import placeholders
+from inferbus.model.workflow_protocol import parse, wrap
 
 from ..nag import acknowledge_state_machine_role
 from .secure_queue import add_rule_with_dead_letter_queue
@@ -41,7 +45,11 @@ class Workflow(Construct):
     event_pattern
         Which events start an execution.
     definition_file
-        The ASL file.
+        The ASL file: the workflow's own states, which the kit wraps.
+    emits
+        The types of the events it publishes (Accept derives their ids).
+    accepts_from
+        The only ``source`` values Accept takes input from (resolved); empty: any.
     substitutions
         Values of the file's placeholders, besides ``EventBusName``, ``ResultSource`` and the
         ``<Name>FunctionArn`` of each function in ``functions``.
@@ -78,12 +86,16 @@ class Workflow(Construct):
         target_retry_attempts: int,
         target_max_event_age_s: int,
         dlq_retention_days: int,
+        emits: Sequence[str] = (),
+        accepts_from: Sequence[str] = (),
         substitutions: Mapping[str, str] | None = None,
         send_to_queues: Sequence[sqs.IQueue] = (),
         description: str = "",
     ) -> None:
         super().__init__(scope, construct_id)
-        definition = definition_file.read_text()
+        origin = f"statemachines/{definition_file.name}"
+        machine = wrap(parse(definition_file.read_text(), origin), emits=emits, sources=accepts_from, origin=origin)
+        definition = json.dumps(machine, indent=2) + "\n"
         values = {
             "EventBusName": bus.event_bus_name,
             "ResultSource": result_source,
@@ -92,7 +104,7 @@ class Workflow(Construct):
         }
         missing, unused = placeholders(definition) - set(values), set(values) - placeholders(definition)
         if missing or unused:
-            raise ValueError(f"{construct_id} ({definition_file.name}): placeholders without a value {sorted(missing)}, "
+            raise ValueError(f"{construct_id} ({origin}): placeholders without a value {sorted(missing)}, "
                              f"values without a placeholder {sorted(unused)}")
 
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)

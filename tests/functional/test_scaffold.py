@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from inferbus.model.workflow_protocol import KIT_STATES
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "scaffold_fixtures"
 SKIPPED = shutil.ignore_patterns(".venv", "node_modules", ".git", "cdk.out", "__pycache__", ".pytest_cache",
@@ -45,6 +47,7 @@ CONSUMERS = {
 WORKFLOWS = {
     "sc-orders": [],
     "sc-risk-audit": ["--event", "RiskScored", "--result", "ScRiskAudited"],
+    "sc-claims": ["--steps", "validate,score,summarise"],  # several steps, chained
 }
 
 
@@ -85,6 +88,22 @@ def test_each_component_is_written_in_its_places(project):
     assert (project / "functions/sc_iris/handler.py").is_file()
     assert (project / "functions/sc_orders/process.py").is_file()
     assert (project / "statemachines/sc_orders.asl.json").is_file()
+    for step in ("validate", "score", "summarise"):
+        assert (project / f"functions/sc_claims/{step}.py").is_file()
+
+
+def test_a_new_workflows_file_holds_only_its_own_states_one_task_per_step(project):
+    for name, stems in (("sc_orders", ["Process"]), ("sc_claims", ["Validate", "Score", "Summarise"])):
+        own = json.loads((project / f"statemachines/{name}.asl.json").read_text())
+        assert not set(own["States"]) & set(KIT_STATES) and own["StartAt"] == stems[0]
+        chain = [own["StartAt"]]
+        while own["States"][chain[-1]].get("Next"):
+            chain.append(own["States"][chain[-1]]["Next"])
+        assert chain == [*stems, "Publish"]
+    declared = run(project, "-c", "from pipeline import load_pipeline; tasks = load_pipeline().component('sc-claims')"
+                   ".tasks; print(' '.join(f'{stem}={task.handler}' for stem, task in tasks.items()))")
+    assert declared.stdout.split() == [f"{stem}=sc_claims.{step}.lambda_handler" for stem, step in
+                                       (("Validate", "validate"), ("Score", "score"), ("Summarise", "summarise"))]
     assert not any((REPO / "pipeline" / f"{name.replace('-', '_')}.py").exists() for name in [*CONSUMERS, *WORKFLOWS])
 
 
@@ -170,12 +189,12 @@ def test_the_logits_classifier_publishes_label_probability_and_scores_on_the_emb
 
 
 def test_the_new_state_machine_passes_the_static_checks_of_every_asl_file(project):
-    checks = [f"tests/unit/test_statemachines.py::{test}[{name}.asl.json]" for name in ("sc_orders", "sc_risk_audit")
-              for test in ("test_every_transition_targets_a_state_and_every_state_is_reached",
-                           "test_every_state_has_a_path_to_success_or_failure",
-                           "test_every_task_has_retry_with_backoff_and_jitter_and_a_catch_all")]
+    checks = [f"tests/unit/test_statemachines.py::test_every_wrapped_workflow_passes_the_static_checks[{name}.asl.json-"
+              f"{check}]" for name in ("sc_orders", "sc_risk_audit", "sc_claims")
+              for check in ("check_transitions", "check_ways_out", "check_retries_and_catches", "check_failure_path")]
     checked = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider", *checks)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{len(checks)} passed" in checked.stdout
 
 
 def test_every_generated_functional_test_passes_as_written(project):

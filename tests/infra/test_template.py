@@ -34,9 +34,9 @@ from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS, 
 from infra.constructs.ingest_api import INGEST_ALARMS
 from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
 from tests.declared import PIPELINE, RESULT_SOURCES
+from tests.unit.test_statemachines import wrapped
 
 SETTINGS = InferbusSettings()
-STATEMACHINES = Path(__file__).resolve().parents[2] / "statemachines"
 # Actions that support no resource-level permissions: X-Ray, and CloudWatch Logs delivery for state machines.
 WILDCARD_RESOURCE_ACTIONS = {
     "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets",
@@ -233,8 +233,8 @@ def test_state_machines_run_the_declared_asl_files_with_logging_and_tracing(temp
     assert len(machines) == len(PIPELINE.workflows)
     for workflow in PIPELINE.workflows:
         machine = machines[output_id(template, workflow.output_key(STATE_MACHINE_ARN))]
-        # the file, unchanged: placeholders filled at deploy
-        assert machine["DefinitionString"] == (STATEMACHINES / workflow.definition).read_text()
+        # the file wrapped in the kit's protocol at synth: placeholders filled at deploy
+        assert json.loads(machine["DefinitionString"]) == wrapped(workflow)
         assert machine["StateMachineType"] == ("EXPRESS" if workflow.express else "STANDARD")
         assert placeholders(machine["DefinitionString"]) == set(machine["DefinitionSubstitutions"]), workflow.name
         substitutions = machine["DefinitionSubstitutions"]

@@ -17,6 +17,8 @@ import inferbus.scaffold.asl
 import inferbus.scaffold.codegen
 from inferbus.cli import main
 from inferbus.model.asl import placeholders
+from inferbus.model.workflow_protocol import KIT_STATES, wrap
+from inferbus.scaffold import ScaffoldError
 from inferbus.scaffold.asl import workflow_definition
 from inferbus.scaffold.codegen import (
     ConsumerPlan,
@@ -28,7 +30,7 @@ from inferbus.scaffold.codegen import (
     handler_source,
 )
 from inferbus.scaffold.consumer import _input_field
-from inferbus.scaffold.workflow import WorkflowPlan, step_source
+from inferbus.scaffold.workflow import WorkflowPlan, new_workflow, step_source
 from inferbus.scaffold.workflow import contract_source as workflow_contract_source
 from inferbus.scaffold.workflow import declaration_source as workflow_declaration_source
 from inferbus.scaffold.workflow import functional_test_source as workflow_test_source
@@ -170,24 +172,38 @@ def test_synthetic_samples_say_to_replace_them_and_held_out_ones_are_read_from_m
 
 # -- the workflow skeleton --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sources", [0, 1, 2])
-def test_the_asl_skeleton_passes_every_static_check(tmp_path, sources):
-    path = tmp_path / "skeleton.asl.json"
-    path.write_text(json.dumps(workflow_definition("OrderChecked", "Process", sources=sources, comment="x")))
-    asl_checks.test_every_transition_targets_a_state_and_every_state_is_reached(path)
-    asl_checks.test_every_state_has_a_path_to_success_or_failure(path)
-    asl_checks.test_every_task_has_retry_with_backoff_and_jitter_and_a_catch_all(path)
-    machine = json.loads(path.read_text())
-    (entry,) = machine["States"]["EmitFailure"]["Parameters"]["Entries"]
-    assert entry["DetailType"] == entry["Detail"]["type"] == "${FailureType}"
-    assert machine["States"][machine["States"]["EmitFailure"]["Next"]]["Type"] == "Fail"
-    accept = machine["States"]["Accept"]["Parameters"]
-    assert accept["FunctionName"] == "${AcceptFunctionArn}" and accept["Payload"]["emits"] == ["OrderChecked"]
+@pytest.mark.parametrize("stems", [["Process"], ["Validate", "Score", "Summarise"]], ids=["one step", "three steps"])
+def test_the_asl_skeleton_holds_its_own_states_and_wrapped_passes_every_static_check(stems):
+    own = workflow_definition("OrderChecked", stems, comment="x")
+    assert not set(own["States"]) & set(KIT_STATES) and own["StartAt"] == stems[0]
+    machine = wrap(own, emits=["OrderChecked"], origin="skeleton.asl.json")  # refuses what the kit cannot wrap
+    for check in asl_checks.CHECKS:
+        check(machine, "skeleton")
+    # the steps run in order, each on the previous one's answer, and the last one's answer is published
+    chain = [machine["States"]["Route"]["Choices"][0]["Next"]]
+    while machine["States"][chain[-1]].get("Next"):
+        chain.append(machine["States"][chain[-1]]["Next"])
+    assert chain == [*stems, "Publish"]
+    for stem in stems[1:]:
+        assert machine["States"][stem]["Parameters"]["Payload"]["data.$"] == "$.processed.data"
     (published,) = machine["States"]["Publish"]["Parameters"]["Entries"]
     assert published["Detail"]["id.$"] == "$.accepted.result_ids.OrderChecked"
-    expected = {"AcceptFunctionArn", "ProcessFunctionArn", "EventBusName", "ResultSource", "WorkflowName",
-                "FailureType", "TriggerType", *["InputSource", "InputSource2"][:sources]}
-    assert placeholders(path.read_text()) == expected
+    assert published["Detail"]["data.$"] == "$.processed.data"
+    mine = placeholders(json.dumps(own))
+    assert mine == {f"{stem}FunctionArn" for stem in stems} | {"EventBusName", "ResultSource"}
+
+
+@pytest.mark.parametrize(("steps", "says"), [
+    (("Score",), "must be a snake_case Python name"),
+    (("import",), "must be a snake_case Python name"),
+    (("route",), "would be the state 'Route'"),
+    (("publish",), "would be the state 'Publish'"),
+    (("score", "score"), "more than once"),
+    ((), "names 1 to"),
+])
+def test_steps_the_workflow_cannot_have_are_refused_before_anything_is_read(steps, says):
+    with pytest.raises(ScaffoldError, match=says):
+        new_workflow("scaffold-steps-check", steps=steps)
 
 
 # -- the CLI ----------------------------------------------------------------------------------------
@@ -213,6 +229,7 @@ NEW_NAME, NEW_TYPE = "scaffold-cli-check", "ScaffoldCliCheckSubmitted"
     (["new", "workflow", NEW_NAME, "--event", "TextSubmitted", "--result", "TextAnalyzed"], "is an event type"),
     (["new", "workflow", NEW_NAME, "--event", "TextAnalysisFailed"], "is a workflow's failure event"),
     (["new", "workflow", NEW_NAME, "--event", "TransactionApproved"], "none of which has demo samples"),
+    (["new", "workflow", NEW_NAME, "--steps", "check,route"], "would be the state 'Route'"),
     (["new", "consumer", NEW_NAME], "the following arguments are required: --model, --event"),
     (["new", "consumer", NEW_NAME, "--model", str(FIXTURES / "blobs-logits.onnx"), "--event", NEW_TYPE,
       "--labels", "amber,ruby"], "--labels gives 2 classes but the model scores 3"),
@@ -233,19 +250,27 @@ def test_every_error_is_one_line_on_stderr_with_exit_code_2(capsys, argv, says):
     assert captured.err.startswith("inferbus new")
 
 
+@pytest.mark.parametrize("steps", [("process",), ("a_rather_long_first_step", "middle", "a_rather_long_last_step")])
 @pytest.mark.parametrize(("input_module", "samples_from", "producer"), [
     (None, None, None),  # a new input type, seeded samples
     ("inferbus_lambda.contracts.text", "text-pipeline", None),  # an existing type: another component's samples
     ("inferbus_lambda.contracts.risk", None, "risk-scorer"),  # another component's results: accepted only from it
 ])
-def test_every_generated_workflow_file_compiles_and_fits_120_columns(input_module, samples_from, producer):
+def test_every_generated_workflow_file_compiles_and_fits_120_columns(input_module, samples_from, producer, steps):
     plan = WorkflowPlan("a-rather-long-workflow-name", "a_rather_long_workflow_name",
                         "ARatherLongWorkflowNameSubmitted", "ARatherLongWorkflowNameProcessed",
                         "ARatherLongWorkflowNameFailed", input_module, samples_from,
                         "text_pipeline" if samples_from else None, producer,
                         "TransactionSubmitted" if producer else None, input_module if producer else None,
-                        (producer, "auto-approve") if producer else ())
-    for render in (workflow_contract_source, step_source, workflow_declaration_source, workflow_test_source):
-        source = render(plan)
-        compile(source, render.__name__, "exec")
+                        (producer, "auto-approve") if producer else (), steps)
+    steps_sources = [step_source(plan, index) for index in range(len(steps))]
+    for source in [render(plan) for render in (workflow_contract_source, workflow_declaration_source,
+                                               workflow_test_source)] + steps_sources:
+        compile(source, "generated", "exec")
         assert max(len(line) for line in source.splitlines()) <= 120, source
+    # each step is its own function, named as the declaration's Task names it
+    for step, source in zip(steps, steps_sources, strict=True):
+        assert f"def {step}(" in source and f"lambda_handler = step_handler({step})" in source
+    declaration = workflow_declaration_source(plan)
+    for step, stem in zip(steps, plan.stems, strict=True):
+        assert f'"{stem}": Task(' in declaration and f'"{plan.module}.{step}.lambda_handler"' in declaration

@@ -1,7 +1,10 @@
-"""Every ASL file, statically: valid JSON, no dangling or dead state, every Task retried and caught."""
+"""Every workflow as it deploys (its ASL file wrapped in the kit's protocol), statically: no dangling
+or dead state, every Task retried and caught, every failure one failure event; and the protocol's
+own checks of a workflow's states, each failing with a message that names the file and the state."""
 
 from __future__ import annotations
 
+import doctest
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,12 +12,25 @@ from pathlib import Path
 import pytest
 from inferbus_lambda.errors import TransientError
 
+import inferbus.model.workflow_protocol
+from inferbus.model.settings import InferbusSettings
+from inferbus.model.workflow_protocol import (
+    ACCEPT,
+    EMIT_FAILURE,
+    KIT_PLACEHOLDERS,
+    KIT_STATES,
+    ROUTE,
+    WorkflowDefinitionError,
+    parse,
+    wrap,
+)
 from tests.declared import PIPELINE
 
 STATEMACHINES = Path(__file__).resolve().parents[2] / "statemachines"
 # What the stack fills in from each workflow's declaration.
 WORKFLOW_NAME, FAILURE_TYPE, TRIGGER_TYPE = "${WorkflowName}", "${FailureType}", "${TriggerType}"
 FILES = sorted(STATEMACHINES.glob("*.asl.json"))
+WORKFLOWS = {workflow.definition: workflow for workflow in PIPELINE.workflows}
 # Errors a Lambda task retries: Lambda's service errors, timeouts, and the handlers' own TransientError.
 TRANSIENT_LAMBDA_ERRORS = {
     "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
@@ -23,8 +39,16 @@ TRANSIENT_LAMBDA_ERRORS = {
 TERMINAL_TYPES = {"Succeed", "Fail"}
 
 
-def load(path: Path) -> dict:
-    return json.loads(path.read_text())
+def own(workflow) -> dict:
+    """The workflow's own states, as its file holds them."""
+    return json.loads((STATEMACHINES / workflow.definition).read_text())
+
+
+def wrapped(workflow) -> dict:
+    """The workflow as the stack deploys it: its file in the kit's protocol, Accept's fields from the declaration."""
+    sources = PIPELINE.resolve(list(workflow.accepts.sources), InferbusSettings())
+    return wrap(parse((STATEMACHINES / workflow.definition).read_text(), workflow.definition),
+                emits=workflow.emits, sources=sources, origin=workflow.definition)
 
 
 def scopes(machine: dict) -> Iterator[dict]:
@@ -52,13 +76,8 @@ def tasks(machine: dict) -> Iterator[tuple[str, dict]]:
                 yield name, state
 
 
-def test_every_file_is_a_declared_workflows_definition_and_every_definition_exists():
-    assert {path.name for path in FILES} == {workflow.definition for workflow in PIPELINE.workflows}
-
-
-@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
-def test_every_transition_targets_a_state_and_every_state_is_reached(path):
-    for scope in scopes(load(path)):
+def check_transitions(machine: dict, label: str) -> None:
+    for scope in scopes(machine):
         states = scope["States"]
         assert scope["StartAt"] in states
         reached, frontier = set(), [scope["StartAt"]]
@@ -68,14 +87,13 @@ def test_every_transition_targets_a_state_and_every_state_is_reached(path):
                 continue
             reached.add(name)
             for target in transitions(states[name]):
-                assert target in states, f"{path.name}: {name} -> {target}, which does not exist"
+                assert target in states, f"{label}: {name} -> {target}, which does not exist"
                 frontier.append(target)
-        assert reached == set(states), f"{path.name}: unreachable {set(states) - reached}"
+        assert reached == set(states), f"{label}: unreachable {set(states) - reached}"
 
 
-@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
-def test_every_state_has_a_path_to_success_or_failure(path):
-    for scope in scopes(load(path)):
+def check_ways_out(machine: dict, label: str) -> None:
+    for scope in scopes(machine):
         states = scope["States"]
         ends = {name for name, state in states.items() if state["Type"] in TERMINAL_TYPES or state.get("End")}
         finishing = set(ends)
@@ -86,30 +104,27 @@ def test_every_state_has_a_path_to_success_or_failure(path):
                 if name not in finishing and any(target in finishing for target in transitions(state)):
                     finishing.add(name)
                     changed = True
-        assert finishing == set(states), f"{path.name}: no way out of {set(states) - finishing}"
+        assert finishing == set(states), f"{label}: no way out of {set(states) - finishing}"
         for name, state in states.items():
             if state["Type"] not in TERMINAL_TYPES | {"Choice"}:
-                assert ("Next" in state) != bool(state.get("End")), f"{path.name}: {name} needs exactly one of Next/End"
+                assert ("Next" in state) != bool(state.get("End")), f"{label}: {name} needs exactly one of Next/End"
 
 
-@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
-def test_every_task_has_retry_with_backoff_and_jitter_and_a_catch_all(path):
-    for name, task in tasks(load(path)):
-        assert task.get("Retry"), f"{path.name}: {name} has no Retry"
-        assert any(catcher["ErrorEquals"] == ["States.ALL"] for catcher in task.get("Catch", [])), f"{path.name}: {name}"
+def check_retries_and_catches(machine: dict, label: str) -> None:
+    for name, task in tasks(machine):
+        assert task.get("Retry"), f"{label}: {name} has no Retry"
+        assert any(catcher["ErrorEquals"] == ["States.ALL"] for catcher in task.get("Catch", [])), f"{label}: {name}"
         retrying = [retrier for retrier in task["Retry"] if retrier.get("MaxAttempts", 3) > 0]
-        assert retrying, f"{path.name}: {name} never retries"
+        assert retrying, f"{label}: {name} never retries"
         for retrier in retrying:
-            assert retrier["BackoffRate"] > 1 and retrier["JitterStrategy"] == "FULL", f"{path.name}: {name}"
+            assert retrier["BackoffRate"] > 1 and retrier["JitterStrategy"] == "FULL", f"{label}: {name}"
             assert retrier["MaxAttempts"] <= 5 and retrier["MaxDelaySeconds"] >= retrier["IntervalSeconds"]
         if task["Resource"] == "arn:aws:states:::lambda:invoke":
-            assert set(task["Retry"][0]["ErrorEquals"]) == TRANSIENT_LAMBDA_ERRORS, f"{path.name}: {name}"
+            assert set(task["Retry"][0]["ErrorEquals"]) == TRANSIENT_LAMBDA_ERRORS, f"{label}: {name}"
 
 
-@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
-def test_failures_end_in_one_failure_event_then_a_fail_state(path):
-    machine = load(path)
-    emit = machine["States"]["EmitFailure"]
+def check_failure_path(machine: dict, label: str) -> None:
+    emit = machine["States"][EMIT_FAILURE]
     (entry,) = emit["Parameters"]["Entries"]
     # the declaration names the failure type and the workflow: the stack fills them in
     assert entry["DetailType"] == entry["Detail"]["type"] == FAILURE_TYPE
@@ -126,17 +141,47 @@ def test_failures_end_in_one_failure_event_then_a_fail_state(path):
                 target = machine["States"][target]["Next"]
             if catcher["ErrorEquals"] == ["ReviewRejected"]:
                 continue
-            assert target in {"EmitFailure", "Failed"}, f"{path.name}: {name} catches to {target}"
+            assert target in {EMIT_FAILURE, "Failed"}, f"{label}: {name} catches to {target}"
+
+
+MACHINES = {workflow.name: wrapped(workflow) for workflow in PIPELINE.workflows}
+CHECKS = [check_transitions, check_ways_out, check_retries_and_catches, check_failure_path]
+
+
+def test_every_file_is_a_declared_workflows_definition_and_every_definition_exists():
+    assert {path.name for path in FILES} == {workflow.definition for workflow in PIPELINE.workflows}
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[check.__name__ for check in CHECKS])
+@pytest.mark.parametrize("workflow", PIPELINE.workflows, ids=[w.definition for w in PIPELINE.workflows])
+def test_every_wrapped_workflow_passes_the_static_checks(workflow, check):
+    check(MACHINES[workflow.name], workflow.definition)
+
+
+@pytest.mark.parametrize("workflow", PIPELINE.workflows, ids=[w.name for w in PIPELINE.workflows])
+def test_a_file_holds_only_the_workflows_own_states_and_the_kit_adds_its_protocol(workflow):
+    mine, machine = own(workflow), MACHINES[workflow.name]
+    assert not set(mine["States"]) & set(KIT_STATES)
+    assert machine["StartAt"] == ACCEPT and set(machine["States"]) == {*KIT_STATES, *mine["States"]}
+    assert {name: machine["States"][name] for name in mine["States"]} == mine["States"]  # yours, unchanged
+    # accepted -> your first state; duplicate -> Succeed; anything else -> the failure path
+    accepted, duplicate = machine["States"][ROUTE]["Choices"]
+    assert (accepted["StringEquals"], accepted["Next"]) == ("accepted", mine["StartAt"])
+    assert machine["States"][duplicate["Next"]]["Type"] == "Succeed"
+    rejected = machine["States"][machine["States"][ROUTE]["Default"]]
+    assert rejected["Next"] == EMIT_FAILURE
 
 
 @pytest.mark.parametrize("workflow", PIPELINE.workflows, ids=[w.name for w in PIPELINE.workflows])
 def test_the_first_step_accepts_the_event_and_every_event_id_comes_from_it(workflow):
-    machine = load(STATEMACHINES / workflow.definition)
+    machine = MACHINES[workflow.name]
     accept = machine["States"][machine["StartAt"]]
     assert accept["Parameters"]["FunctionName"] == "${AcceptFunctionArn}"
     payload = accept["Parameters"]["Payload"]
     assert (payload["workflow"], payload["types"]) == (WORKFLOW_NAME, [TRIGGER_TYPE])
-    assert set(payload["emits"]) == set(workflow.emits)  # result ids for what the declaration says it produces
+    assert set(payload["emits"]) == set(workflow.emits)  # result ids for what the declaration says it emits
+    # it takes input only from the producers its accepts filter names (none named: from any)
+    assert set(payload.get("sources", ())) == (PIPELINE.resolved_sources(workflow.accepts) or set())
     published = set()
     for _, task in tasks(machine):
         if task["Resource"] == "arn:aws:states:::events:putEvents":
@@ -154,6 +199,65 @@ def test_the_first_step_accepts_the_event_and_every_event_id_comes_from_it(workf
 def test_each_task_placeholder_is_a_declared_task(workflow):
     from inferbus.model.asl import placeholders
 
-    stems = {key.removesuffix("FunctionArn") for key in placeholders((STATEMACHINES / workflow.definition).read_text())
+    stems = {key.removesuffix("FunctionArn") for key in placeholders(json.dumps(MACHINES[workflow.name]))
              if key.endswith("FunctionArn")}
     assert stems == {"Accept", *workflow.tasks}
+    # the kit's placeholders are the kit's: a file uses only its own and the shared ones
+    assert "AcceptFunctionArn" not in placeholders(json.dumps(own(workflow))) <= KIT_PLACEHOLDERS | {
+        f"{stem}FunctionArn" for stem in workflow.tasks} | set(workflow.substitutions) | {
+        workflow.review_queue_output} - {None}
+
+
+# -- what the protocol refuses, naming the file and the state ------------------------------------------
+
+def minimal() -> dict:
+    return {"StartAt": "Work", "States": {
+        "Work": {"Type": "Pass", "Next": "Publish"},
+        "Publish": {"Type": "Pass", "End": True, "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error",
+                                                            "Next": EMIT_FAILURE}]},
+    }}
+
+
+def broken(change) -> dict:
+    definition = minimal()
+    change(definition)
+    return definition
+
+
+@pytest.mark.parametrize(("definition", "says"), [
+    (broken(lambda d: d.pop("StartAt")), "x.asl.json: no StartAt"),
+    (broken(lambda d: d.update(StartAt="Nowhere")), "x.asl.json: StartAt 'Nowhere' is not one of its States"),
+    (broken(lambda d: d.update(StartAt=ACCEPT)), "still holds the kit's states"),
+    (broken(lambda d: d["States"].update(Duplicate={"Type": "Succeed"})), "state 'Duplicate': the name of a kit state"),
+    (broken(lambda d: d["States"]["Work"].update(Next="Publsh")), "state 'Work': goes to 'Publsh': no such state"),
+    (broken(lambda d: d["States"]["Work"].update(Next="Failed")), "state 'Work': goes to 'Failed': of the kit's"),
+    (broken(lambda d: d["States"]["Publish"]["Catch"][0].update(ResultPath="$.oops")),
+     "state 'Publish': a Catch to EmitFailure needs \"ResultPath\": \"$.error\""),
+    (broken(lambda d: d["States"].update(Orphan={"Type": "Succeed"})), "no transition reaches ['Orphan']"),
+    (broken(lambda d: d.update(QueryLanguage="JSONata")), "unexpected top-level fields ['QueryLanguage']"),
+    (broken(lambda d: d["States"]["Work"].update(Type="Parallel", Branches=[
+        {"StartAt": "Inner", "States": {"Inner": {"Type": "Pass", "Next": EMIT_FAILURE}}}])),
+     "state 'Work', branch 0: state 'Inner': goes to 'EmitFailure': a Parallel branch"),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_a_definition_the_kit_cannot_wrap_is_refused_naming_the_file_and_the_state(definition, says):
+    with pytest.raises(WorkflowDefinitionError) as raised:
+        wrap(definition, emits=["Done"], origin="x.asl.json")
+    assert says in str(raised.value) and str(raised.value).startswith("x.asl.json: ")
+
+
+def test_a_file_that_is_not_json_is_refused_naming_it():
+    with pytest.raises(WorkflowDefinitionError, match=r"^x\.asl\.json: not JSON"):
+        parse("{", "x.asl.json")
+
+
+def test_wrapping_leaves_the_callers_definition_as_it_was():
+    definition = minimal()
+    machine = wrap(definition, emits=["Done"], sources=["inferbus.someone"])
+    assert definition == minimal() and machine["States"]["Work"] is not definition["States"]["Work"]
+    assert machine["States"][ACCEPT]["Parameters"]["Payload"]["sources"] == ["inferbus.someone"]
+    assert "sources" not in wrap(definition, emits=["Done"])["States"][ACCEPT]["Parameters"]["Payload"]
+
+
+def test_the_protocols_docstring_example_runs():
+    result = doctest.testmod(inferbus.model.workflow_protocol)
+    assert result.failed == 0 and result.attempted >= 1
