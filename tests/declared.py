@@ -1,10 +1,30 @@
-"""The declared pipeline, as the tests read it: components by name, their result sources."""
+"""The declared pipeline, as the tests read it: components by name, their result sources, what each takes.
+
+Tests derive what they expect from these, never from a count written by hand: a user who adds
+components (several on one event type among them) breaks no test of the kit.
+"""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from event_patterns import compile_pattern
+
 from inferbus.model.demo import DemoInputs
+from inferbus.model.settings import InferbusSettings
 from pipeline import load_demo_fixtures, load_pipeline
 
 PIPELINE = load_pipeline()
 DEMO: dict[str, DemoInputs] = dict(load_demo_fixtures(PIPELINE).inputs)  # what the demo sends, by component
 RESULT_SOURCES = {component.name: component.result_source for component in PIPELINE.producers}
+# What each declared component takes, from its declaration alone (tests check the template's rules against it).
+DECLARED_PATTERNS = {c.name: compile_pattern(PIPELINE.pattern(c.accepts, InferbusSettings())) for c in PIPELINE.components}
+
+
+def declared_takers(event: dict[str, Any]) -> set[str]:
+    """The components whose declarations take ``event``: as EventBridge delivers it (``source``, ``detail-type``,
+    ``detail``) or as a PutEvents entry (``Source``, ``DetailType``, ``Detail``)."""
+    if "Detail" in event:
+        event = {"source": event["Source"], "detail-type": event["DetailType"], "detail": json.loads(event["Detail"])}
+    return {name for name, pattern in DECLARED_PATTERNS.items() if pattern.matches(event)}

@@ -1,16 +1,27 @@
 """The whole demo through the embedded runtime: every event sent to every declared component accounted for,
 then the archive replayed with nothing processed twice, and the report written."""
 
+import json
+
 import pytest
+from inferbus_lambda.contracts import to_put_events_entry
 
 from inferbus.demo import demo_components, run_demo
-from inferbus.demo.inputs import UNROUTED
-from tests.declared import DEMO, PIPELINE
+from inferbus.demo.inputs import UNROUTED, build_inputs, sample_events
+from tests.declared import DEMO, PIPELINE, declared_takers
 
 COMPONENTS = demo_components(PIPELINE)
 # Small sizes for CI: a few samples each, and a duplicate delivery for every component that declares any.
 COUNTS = {c.name: min(DEMO[c.name].count, 12) for c in COMPONENTS}
 DUPLICATES = {c.name: min(DEMO[c.name].duplicates, 4) for c in COMPONENTS}
+CONSUMERS = {c.name for c in PIPELINE.consumers}
+
+
+def consumers_taking(component, count: int) -> int:
+    """Deliveries to consumers of ``component``'s first ``count`` samples: every consumer whose declaration takes one
+    gets it (several components may take one event type)."""
+    return sum(len(declared_takers(to_put_events_entry(event, "bus")) & CONSUMERS)
+               for event, _ in sample_events(component, count))
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +46,8 @@ def test_demo_ledger_balances_for_every_component(report):
             assert kind.accuracy >= 0.5, component.name  # far better than chance on held-out data
     assert set(report.rejection_reasons) == {f"malformed-{c.name}-{i}" for c in COMPONENTS
                                              for i in range(len(DEMO[c.name].malformed) + len(UNROUTED))}
-    assert report.metrics["DuplicatesSkipped"] == sum(DUPLICATES[c.name] for c in PIPELINE.consumers if c.name in DUPLICATES)
+    # each duplicate delivery is skipped by every consumer that takes it
+    assert report.metrics["DuplicatesSkipped"] == sum(consumers_taking(c, DUPLICATES[c.name]) for c in COMPONENTS)
     assert report.dead_letters and not any(report.dead_letters.values())
 
     for event_type, chain in report.chains.items():  # results routed on: each taken, each with its outcome
@@ -50,15 +62,18 @@ def test_demo_ledger_balances_for_every_component(report):
 def test_replaying_the_archive_processes_nothing_twice(report):
     replay = report.replay
     assert replay.replayed > 0 and replay.new_results == [] and replay.safe
-    valid_to_consumers = sum(COUNTS[c.name] + DUPLICATES[c.name] for c in PIPELINE.consumers if c.name in COUNTS)
+    valid_to_consumers = sum(consumers_taking(c, COUNTS[c.name]) + consumers_taking(c, DUPLICATES[c.name])
+                             for c in COMPONENTS)
     assert replay.duplicates_skipped == valid_to_consumers  # every valid event a consumer took, skipped this time
     assert replay.workflow_duplicates >= sum(COUNTS[w.name] for w in PIPELINE.workflows if w.name in COUNTS)
-    # Inputs that broke their contract are refused again, with the same ids: a consumer's once; a workflow's twice,
-    # since the archive also holds the failure event of the first refusal, and its rule brings it back too; those
-    # no rule takes, once more by the unrouted-events check.
-    consumers = {c.name for c in PIPELINE.consumers}
-    assert replay.rerejected == sum(len(DEMO[c.name].malformed) * (1 if c.name in consumers else 2) + len(UNROUTED)
-                                    for c in COMPONENTS)
+    # Inputs that broke their contract are refused again, with the same ids, by every component that takes them: a
+    # consumer once; a workflow twice, since the archive also holds the failure event of the first refusal, and its
+    # rule brings it back too; those no rule takes, once more by the unrouted-events check.
+    sent = build_inputs(PIPELINE, "bus", counts=COUNTS, duplicates=DUPLICATES)
+    malformed = [entry for entry in sent.entries if json.loads(entry["Detail"]).get("id") in sent.reasons]
+    assert len(malformed) == sum(len(DEMO[c.name].malformed) + len(UNROUTED) for c in COMPONENTS)
+    assert replay.rerejected == sum(sum(1 if taker in CONSUMERS else 2 for taker in declared_takers(entry)) or 1
+                                    for entry in malformed)
 
 
 def test_each_flow_shows_latency_rate_and_errors_from_the_emf_its_handlers_emitted(report):

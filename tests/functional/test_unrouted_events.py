@@ -14,7 +14,7 @@ import pytest
 from inferbus.local import LocalPipeline
 from inferbus.model.names import FUNCTION_NAME, UNROUTED_CHECK_ID, UNROUTED_CHECK_SOURCE
 from tests.catalogue import valid_detail
-from tests.declared import PIPELINE, RESULT_SOURCES
+from tests.declared import PIPELINE, RESULT_SOURCES, declared_takers
 
 # (name, change to a valid ImageSubmitted detail, the start of the reason it must be kept with)
 UNROUTED = [
@@ -32,6 +32,14 @@ UNROUTED = [
 ]
 
 
+def keeper_and_event(kept: dict) -> tuple[str, str | None]:
+    """Who kept a message of the invalid-events queue, and which event: a consumer's or the check's rejection, or a
+    workflow's ...Failed event (which a rule brings there)."""
+    if "detail" in kept:
+        return kept["source"], kept["detail"]["data"].get("input_id")
+    return kept["consumer"], kept["event_id"]
+
+
 def entry(detail, bus):
     return {"EventBusName": bus, "Source": detail.get("source", "x"), "DetailType": detail.get("type", "x"),
             "Detail": json.dumps(detail)}
@@ -41,12 +49,13 @@ def entry(detail, bus):
 def outcome(template):
     """Every case, a valid event and a result nobody takes, through the embedded pipeline."""
     with LocalPipeline(template) as pipeline:
-        entries, expected = [], {}
+        entries, expected, taken = [], {}, {}
         for index, (name, change, reason) in enumerate(UNROUTED):
             detail = valid_detail(f"unrouted-{index}")
             change(detail)
             entries.append(entry(detail, pipeline.bus_name))
-            expected[detail["id"]] = (name, reason)
+            takers = declared_takers(entries[-1])  # no shipped component takes these; one a user adds may
+            (taken if takers else expected)[detail["id"]] = (name, takers or reason)
         valid = valid_detail("routed-1")
         result = valid_detail("result-1") | {"type": "ImageClassified", "source": RESULT_SOURCES["image-classifier"]}
         entries += [entry(valid, pipeline.bus_name), entry(result, pipeline.bus_name)]
@@ -54,21 +63,25 @@ def outcome(template):
                        for detail in ("[]", "42", '"text"', "null")]
         refused = pipeline.put_events(entries + not_objects)
         pipeline.drain()
-        yield pipeline, expected, refused, pipeline.invalid_events(), pipeline.tapped_events()
+        yield pipeline, expected, refused, pipeline.invalid_events(), pipeline.tapped_events(), taken
 
 
 def test_every_unrouted_event_is_kept_with_its_reason(outcome):
-    pipeline, expected, refused, kept, _ = outcome
-    unrouted = {k["event_id"]: k for k in kept if k["consumer"] == UNROUTED_CHECK_SOURCE}
+    pipeline, expected, refused, kept, _, taken = outcome
+    unrouted = {k["event_id"]: k for k in kept if keeper_and_event(k)[0] == UNROUTED_CHECK_SOURCE}
     assert set(unrouted) == set(expected)
     for event_id, (name, reason) in expected.items():
         assert unrouted[event_id]["reason"].startswith(reason), (name, unrouted[event_id]["reason"])
         assert json.loads(unrouted[event_id]["body"])["detail"]["id"] == event_id  # the event itself is kept
+    # A case a declared component takes after all (one added on the same event type) is that component's to keep.
+    for event_id, (name, takers) in taken.items():
+        keepers = {keeper for keeper, kept_id in map(keeper_and_event, kept) if kept_id == event_id}
+        assert keepers == {RESULT_SOURCES[t] for t in takers}, (name, keepers)
 
 
 def test_a_routed_event_and_a_result_nobody_takes_are_not_kept(outcome):
-    pipeline, _, _, kept, events = outcome
-    assert not [k for k in kept if k["event_id"] in ("routed-1", "result-1")]
+    pipeline, _, _, kept, events, _ = outcome
+    assert not [k for k in kept if keeper_and_event(k)[1] in ("routed-1", "result-1")]
     assert [e["detail"]["subject"] for e in events if e["detail-type"] == "ImageClassified"
             and e["source"] == RESULT_SOURCES["image-classifier"] and e["detail"]["id"] != "result-1"] == ["routed-1"]
     assert all(messages == [] for messages in pipeline.dead_letters().values())
@@ -76,7 +89,7 @@ def test_a_routed_event_and_a_result_nobody_takes_are_not_kept(outcome):
 
 def test_a_detail_that_is_not_a_json_object_is_refused_at_put_events(outcome):
     """As AWS answers it (``MalformedDetail``): the embedded runtime's moto patch, see test_moto_patches.py."""
-    _, _, refused, _, _ = outcome
+    _, _, refused, _, _, _ = outcome
     assert sorted(r["Detail"] for r in refused) == sorted(["[]", "42", '"text"', "null"])
 
 

@@ -32,8 +32,7 @@ from inferbus_lambda.workflow import accept
 from inferbus.demo.inputs import demo_components, input_type, sample_events
 from inferbus.model.declarations import Workflow
 from inferbus.model.names import UNROUTED_CHECK_ID
-from inferbus.model.settings import InferbusSettings
-from tests.declared import DEMO, PIPELINE, RESULT_SOURCES
+from tests.declared import DEMO, PIPELINE, RESULT_SOURCES, declared_takers
 from tests.fuzz.harness import MemoryClaims, MemoryConsumer, as_body, contract_verdict, delivered
 
 PROFILE = os.environ.get("INFERBUS_FUZZ_PROFILE", "ci")
@@ -50,8 +49,6 @@ pytestmark = [pytest.mark.fuzz_long] if LONG else []
 CONSUMERS = {c.name: c for c in PIPELINE.consumers}  # several may take one event type
 WORKFLOWS = [w for w in PIPELINE.workflows if not w.accepts.sources]  # taking events from any producer
 INPUT_TYPES = sorted({*(c.accepts.type for c in CONSUMERS.values()), *(w.accepts.type for w in WORKFLOWS)})
-# What each declared component takes, from its declaration (the template's rules are checked against it).
-DECLARED = {c.name: compile_pattern(PIPELINE.pattern(c.accepts, InferbusSettings())) for c in PIPELINE.components}
 SAMPLES = {t: [event.model_dump(mode="json") for c in demo_components(PIPELINE) if input_type(c) == t
                for event, _ in sample_events(c, min(DEMO[c.name].limit, 5))] for t in INPUT_TYPES}
 
@@ -188,7 +185,7 @@ def check_bus(bodies: list[str], event_type: str, bus: tuple[dict[str, CompiledP
         valid, _ = contract_verdict(body, event_type)
         taken = [name for name, pattern in rules.items() if pattern.matches(event)]
         if valid:
-            takers = [name for name, pattern in DECLARED.items() if pattern.matches(event)]
+            takers = declared_takers(event)
             assert takers and len(taken) == len(takers), (taken, takers, body[:300])
         elif not taken:
             verdict = check.verdict(body)

@@ -2,8 +2,10 @@
 
 Each rule is put on a moto bus with a queue of its own as target; an event's route is the
 set of components whose rule's queue received it. moto is patched as the embedded runtime
-patches it (:mod:`inferbus.runtime.moto_patches`): patterns match with AWS's semantics. ``CASES`` are documented cases for today's components; every component with
-demo samples is also checked on its own samples, so a new one is covered unedited.
+patches it (:mod:`inferbus.runtime.moto_patches`): patterns match with AWS's semantics. ``CASES`` are documented cases
+for the shipped components, each checked among the rules of the components it names (a component a user adds on the same
+event type may take the same events); every component with demo samples is also checked on its own samples, expected
+where its declaration and every other declaration on the bus say (``tests.declared``), so a new one is covered unedited.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from inferbus.demo.inputs import demo_components, sample_events
 from inferbus.model.names import UNROUTED_CHECK_ID
 from inferbus.model.settings import InferbusSettings
 from inferbus.runtime import moto_patches
-from tests.declared import PIPELINE, RESULT_SOURCES
+from tests.declared import DECLARED_PATTERNS, PIPELINE, RESULT_SOURCES, declared_takers
 
 THRESHOLD = InferbusSettings().review_threshold
 PIXELS = [0] * 64
@@ -78,9 +80,11 @@ CASES = [
 
 
 SAMPLE_CASES = [
-    (f"a demo sample of {component.name}", to_put_events_entry(event, "patterns"), {component.name})
+    (f"a demo sample of {component.name}", entry, declared_takers(entry))
     for component in demo_components(PIPELINE) for event, _ in sample_events(component, 1)
+    for entry in [to_put_events_entry(event, "patterns")]
 ]
+CASE_COMPONENTS = set().union(*(expected for _, _, expected in CASES))  # the rules the documented cases speak of
 INVALID_EVENTS = "invalid-events"  # the rule that brings workflows' rejections to the invalid-events queue
 RESULTS_ARCHIVE = "results-archive"  # the rule that delivers every producer's events to the cold tier
 
@@ -145,13 +149,20 @@ def test_every_rule_of_a_documented_or_sampled_component_is_exercised_both_ways(
         assert any(rule not in hit for hit in found.values())
 
 
-@pytest.mark.parametrize(("name", "expected"), [(name, expected) for name, _, expected in CASES + SAMPLE_CASES],
-                         ids=[name for name, _, _ in CASES + SAMPLE_CASES])
+@pytest.mark.parametrize(("name", "expected"), [(name, expected) for name, _, expected in CASES],
+                         ids=[name for name, _, _ in CASES])
 def test_route(routes, name, expected):
-    """Among the rules the documented cases speak of (a new component's rule may match more)."""
+    """Among the rules the documented cases speak of (a component a user adds may take the same events)."""
     found, _ = routes
-    documented = set().union(*(e for _, _, e in CASES + SAMPLE_CASES))
-    assert found[name] & documented == expected
+    assert found[name] & CASE_COMPONENTS == expected
+
+
+@pytest.mark.parametrize(("name", "expected"), [(name, expected) for name, _, expected in SAMPLE_CASES],
+                         ids=[name for name, _, _ in SAMPLE_CASES])
+def test_a_demo_sample_reaches_every_component_whose_declaration_takes_it(routes, name, expected):
+    found, _ = routes
+    assert name.removeprefix("a demo sample of ") in expected  # its own component, at least
+    assert found[name] & set(DECLARED_PATTERNS) == expected
 
 
 def test_the_results_archive_takes_every_producers_events_and_nothing_from_outside(routes):
