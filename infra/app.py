@@ -50,9 +50,10 @@ def build_app(settings: InferbusSettings | None = None, pipeline: Pipeline | Non
 
 
 if __name__ == "__main__":
+    from .limits import CloudFormationLimitError, check_assembly
     from .settings import SettingsError
 
     try:
-        build_app()[0].synth()
-    except SettingsError as error:  # a wrong -c value: one line saying what to fix
+        check_assembly(build_app()[0].synth().directory)
+    except (SettingsError, CloudFormationLimitError) as error:  # one line saying what to fix
         raise SystemExit(f"inferbus: {error}") from None
