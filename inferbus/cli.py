@@ -235,12 +235,20 @@ def _chaos(args: argparse.Namespace) -> int:
 def _docs(args: argparse.Namespace) -> int:
     from pipeline import load_pipeline
 
+    from .costs import OPERATIONS, update_operations
     from .reference import README, update_readme
+    from .template import synthesize_stacks
 
-    current = update_readme(load_pipeline(), check=args.check)
+    pipeline = load_pipeline()
+    current = update_readme(pipeline, check=args.check)
     if args.check and not current:
         raise CommandError(f"{README.name}'s event table is out of date; run `inferbus docs` to rewrite it", exit_code=1)
     print(f"{README.name}: event table {'is current' if current else 'rewritten from the contracts and pipeline/'}")
+    stacks = synthesize_stacks(pipeline=pipeline)
+    costs_current = update_operations(stacks.root, stacks.nested, pipeline, check=args.check)
+    if args.check and not costs_current:
+        raise CommandError(f"{OPERATIONS.name}'s cost table is out of date; run `inferbus docs` to rewrite it", exit_code=1)
+    print(f"{OPERATIONS.name}: cost table {'is current' if costs_current else 'rewritten from the synthesized stacks'}")
     return 0
 
 
@@ -633,7 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
     rule_test.add_argument("--json", action="store_true", help='print {"Result": true|false}, as TestEventPattern does')
     rule_test.set_defaults(run=_rules_test)
 
-    docs = command("docs", "rewrite the README's event table from the contracts and pipeline/")
+    docs = command("docs", "rewrite the README's event table (from the contracts and pipeline/) and the cost table of "
+                           "docs/operations.md (from the synthesized stacks)")
     docs.add_argument("--check", action="store_true", help="only check that it is current (exit 1 if not)")
     docs.set_defaults(run=_docs)
 

@@ -1,0 +1,92 @@
+"""The split: a core stack and one nested stack per declared component, each within CloudFormation's
+limits, read back as one template; the cost table in docs/operations.md is the templates'."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.declarations import Pipeline
+from infra.limits import MAX_RESOURCES, CloudFormationLimitError, TemplateSize, check_templates
+from inferbus.costs import stack_costs, update_operations
+from inferbus.runtime import UnsupportedTemplateError
+from inferbus.runtime.nested_stacks import flatten
+from tests.declared import PIPELINE
+
+
+def test_each_component_is_a_nested_stack_of_its_own(stacks):
+    assert len(stacks.nested) == len(PIPELINE.components)
+    for component in PIPELINE.components:
+        (stack_id,) = [k for k in stacks.nested if k.startswith(f"{component.construct_id}StackNestedStack")]
+        outputs = stacks.nested[stack_id].get("Outputs", {})
+        assert any(key.startswith(component.construct_id) for key in outputs), component.name
+
+
+def test_the_flattened_template_is_every_stacks_resources_with_parameters_resolved(stacks, template):
+    counted = len(stacks.root["Resources"]) - len(stacks.nested) + sum(len(t["Resources"]) for t in stacks.nested.values())
+    assert len(template["Resources"]) == counted
+    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudFormation::Stack"]
+    parameters = {name for t in stacks.nested.values() for name in t.get("Parameters", {})}
+    text = repr(template)
+    assert not [name for name in parameters if f"'Ref': '{name}'" in text]
+    assert "Outputs." not in text  # every read of a nested output became the output's value
+
+
+def test_flatten_inlines_parameters_and_nested_outputs():
+    root = {"Resources": {
+        "Bus": {"Type": "AWS::Events::EventBus", "Properties": {"Name": "b"}},
+        "Child": {"Type": "AWS::CloudFormation::Stack", "Properties": {"Parameters": {"BusName": {"Ref": "Bus"}}}},
+        "Watch": {"Type": "AWS::CloudWatch::Alarm", "DependsOn": ["Child"],
+                  "Properties": {"Dimensions": [{"Value": {"Fn::GetAtt": ["Child", "Outputs.QueueName"]}}]}},
+    }, "Outputs": {"BusName": {"Value": {"Ref": "Bus"}}}}
+    child = {"Parameters": {"BusName": {"Type": "String"}}, "Resources": {
+        "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"Tags": [{"Key": "bus", "Value": {"Ref": "BusName"}}]}}},
+        "Outputs": {"QueueName": {"Value": {"Fn::GetAtt": ["Queue", "QueueName"]}}, "QueueUrl": {"Value": {"Ref": "Queue"}}}}
+    flat = flatten(root, {"Child": child})
+    assert set(flat["Resources"]) == {"Bus", "Queue", "Watch"}
+    assert flat["Resources"]["Queue"]["Properties"]["Tags"][0]["Value"] == {"Ref": "Bus"}
+    assert flat["Resources"]["Watch"]["Properties"]["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["Queue", "QueueName"]}
+    assert "DependsOn" not in flat["Resources"]["Watch"]
+    assert set(flat["Outputs"]) == {"BusName", "QueueUrl"}  # QueueName only fed the parent
+    with pytest.raises(UnsupportedTemplateError, match="in two stacks"):
+        flatten(root, {"Child": {**child, "Resources": {"Bus": child["Resources"]["Queue"]}}})
+    with pytest.raises(UnsupportedTemplateError, match="does not pass"):
+        flatten({**root, "Resources": {**root["Resources"], "Child": {"Type": "AWS::CloudFormation::Stack"}}},
+                {"Child": child})
+
+
+def test_a_template_past_a_limit_is_named_with_what_to_do():
+    crowded = {"Resources": {f"Queue{n}": {"Type": "AWS::SQS::Queue"} for n in range(MAX_RESOURCES + 1)}}
+    with pytest.raises(CloudFormationLimitError) as raised:
+        check_templates({"InferbusCrowdedStack.nested.template": crowded})
+    error = raised.value
+    assert (error.stack, error.limit, error.value, error.maximum) == (
+        "InferbusCrowdedStack.nested.template", "resources", MAX_RESOURCES + 1, MAX_RESOURCES)
+    assert "CloudFormation allows at most 500" in str(error) and "bug" not in str(error)
+
+
+def test_every_synthesized_template_is_within_the_limits(stacks):
+    from infra.limits import assembly_templates
+
+    sizes = check_templates(assembly_templates(stacks.directory))
+    assert len(sizes) == 1 + len(PIPELINE.components)
+    assert all(isinstance(size, TemplateSize) for size in sizes)
+
+
+def test_the_cost_table_in_the_operations_guide_is_the_templates(stacks):
+    assert update_operations(stacks.root, stacks.nested, PIPELINE, check=True), \
+        "docs/operations.md's cost table is out of date: run `inferbus docs`"
+
+
+def test_each_rows_alarms_are_its_stacks(stacks):
+    costs = {cost.name: cost for cost in stack_costs(stacks.root, stacks.nested, PIPELINE)}
+    assert set(costs) == {"core", *(c.name for c in PIPELINE.components)}
+    alarms = sum(1 for t in [stacks.root, *stacks.nested.values()] for r in t["Resources"].values()
+                 if r["Type"] == "AWS::CloudWatch::Alarm")
+    assert sum(cost.alarms for cost in costs.values()) == alarms
+    for cost in costs.values():
+        assert cost.alarm_metrics >= cost.alarms
+        assert cost.alarms_monthly_usd == pytest.approx(0.10 * cost.alarm_metrics + 0.50 * cost.composite_alarms)
+
+
+def test_a_pipeline_without_components_has_only_the_core():
+    assert [cost.name for cost in stack_costs({"Resources": {}}, {}, Pipeline())] == ["core"]
