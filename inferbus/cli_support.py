@@ -143,10 +143,13 @@ def explain(error: BaseException) -> tuple[int, str] | None:
         return FAILED, f"AWS request failed: {error}"
     if isinstance(error, OSError) and error.filename is not None:
         return USAGE, f"{error.filename}: {error.strerror or error}"
+    from infra.limits import CloudFormationLimitError
     from infra.settings import SettingsError
 
     if isinstance(error, SettingsError):
         return USAGE, str(error)
+    if isinstance(error, CloudFormationLimitError):  # CloudFormation's limit, with what to do: not a bug
+        return FAILED, str(error)
     return None
 
 

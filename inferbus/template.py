@@ -56,7 +56,7 @@ def synthesize_stacks(settings: Any = None, *, overrides: Mapping[str, Any] | No
     from aws_cdk import NestedStack  # imported late: jsii starts a node process
 
     from infra.app import build_app
-    from infra.limits import check_assembly
+    from infra.limits import check_assembly, limit_error_of
 
     app, stack = build_app(
         settings,
@@ -66,7 +66,13 @@ def synthesize_stacks(settings: Any = None, *, overrides: Mapping[str, Any] | No
         context={"aws:cdk:bundling-stacks": [], **(context or {})},
         builtin_cloud_formation_validation=False,
     )
-    assembly = app.synth()
+    try:
+        assembly = app.synth()
+    except Exception as error:  # jsii's RuntimeError: CDK counts a stack's resources as it synthesizes
+        limit = limit_error_of(error)
+        if limit is None:
+            raise
+        raise limit from None
     check_assembly(assembly.directory)
     nested = {
         stack.resolve(child.nested_stack_resource.logical_id): json.loads(

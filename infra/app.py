@@ -50,10 +50,15 @@ def build_app(settings: InferbusSettings | None = None, pipeline: Pipeline | Non
 
 
 if __name__ == "__main__":
-    from .limits import CloudFormationLimitError, check_assembly
+    from .limits import CloudFormationLimitError, check_assembly, limit_error_of
     from .settings import SettingsError
 
     try:
         check_assembly(build_app()[0].synth().directory)
     except (SettingsError, CloudFormationLimitError) as error:  # one line saying what to fix
         raise SystemExit(f"inferbus: {error}") from None
+    except Exception as error:  # CDK's own count of a stack's resources
+        limit = limit_error_of(error)
+        if limit is None:
+            raise
+        raise SystemExit(f"inferbus: {limit}") from None

@@ -9,6 +9,7 @@ stack per component, so a limit is reached by one component's or by the core's o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,11 @@ WHAT_TO_DO = {
 
 
 class CloudFormationLimitError(ValueError):
-    """A template past one of CloudFormation's limits: not a bug, a deployment that would fail."""
+    """A template past one of CloudFormation's limits: not a bug, a deployment that would fail.
+
+    >>> print(CloudFormationLimitError("InferbusIrisStack.nested.template", "outputs", 201, 200))
+    stack InferbusIrisStack.nested.template: 201 outputs, CloudFormation allows at most 200 per template; fewer CfnOutputs in this stack (each component's outputs are in its own nested stack)
+    """
 
     def __init__(self, stack: str, limit: str, value: int, maximum: int) -> None:
         self.stack, self.limit, self.value, self.maximum = stack, limit, value, maximum
@@ -60,6 +65,18 @@ class TemplateSize:
                                       ("bytes", self.bytes, MAX_TEMPLATE_BYTES)):
             if value > maximum:
                 raise CloudFormationLimitError(self.stack, limit, value, maximum)
+
+
+# CDK checks a stack's resources itself while it synthesizes (``TooManyResourcesInStack``).
+CDK_TOO_MANY_RESOURCES = re.compile(r"Number of resources in stack '([^']+)': (\d+) is greater than allowed maximum of (\d+)")
+
+
+def limit_error_of(error: BaseException) -> CloudFormationLimitError | None:
+    """CDK's own too-many-resources error as a :class:`CloudFormationLimitError`; None for any other."""
+    found = CDK_TOO_MANY_RESOURCES.search(str(error))
+    if found is None:
+        return None
+    return CloudFormationLimitError(found.group(1), "resources", int(found.group(2)), int(found.group(3)))
 
 
 def assembly_templates(directory: str | Path) -> dict[str, dict[str, Any]]:

@@ -90,3 +90,28 @@ def test_each_rows_alarms_are_its_stacks(stacks):
 
 def test_a_pipeline_without_components_has_only_the_core():
     assert [cost.name for cost in stack_costs({"Resources": {}}, {}, Pipeline())] == ["core"]
+
+
+def test_cdks_own_resource_count_is_reported_as_cloudformations_limit():
+    from infra.limits import limit_error_of
+
+    error = limit_error_of(RuntimeError("ValidationError: Number of resources in stack 'Inferbus/IrisStack': 512 is "
+                                        "greater than allowed maximum of 500: AWS::SQS::Queue (300), ..."))
+    assert (error.stack, error.limit, error.value, error.maximum) == ("Inferbus/IrisStack", "resources", 512, 500)
+    assert limit_error_of(RuntimeError("something else")) is None
+
+
+def test_a_synth_past_a_limit_stops_with_one_line_naming_the_stack(monkeypatch, tmp_path):
+    """With the limit lowered below the largest component's stack, the synth stops on that stack, and the CLI
+    says so in one line that is not a bug report."""
+    import infra.limits
+    from inferbus.cli_support import explain
+    from inferbus.template import synthesize_stacks
+
+    monkeypatch.setattr(infra.limits, "MAX_RESOURCES", 25)
+    with pytest.raises(CloudFormationLimitError) as raised:
+        synthesize_stacks(outdir=str(tmp_path))
+    assert raised.value.limit == "resources" and raised.value.value > 25
+    assert (tmp_path / f"{raised.value.stack}.json").is_file()
+    code, message = explain(raised.value)
+    assert code != 0 and message.startswith(f"stack {raised.value.stack}: ") and "bug" not in message
