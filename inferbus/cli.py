@@ -371,12 +371,14 @@ See docs/extending.md.
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from .runtime.nested_stacks import read_flattened
     from .serve import ServeError, serve
 
     template = None
     if args.template is not None:
         try:
-            template = json.loads(_text_or_file(args.template))
+            path = Path(args.template.removeprefix("@"))
+            template = read_flattened(path) if path.is_file() else json.loads(_text_or_file(args.template))
         except (OSError, ValueError) as error:
             raise CommandError(f"cannot read the template {args.template}: {error}") from None
     try:
@@ -628,7 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "stops it. Clients use fake credentials and region us-east-1.")
     serve.add_argument("--port", type=_in_range(1, 65535), default=4566, help="port to listen on (default 4566)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--template", help="a synthesized template (JSON file) instead of synthesizing the app")
+    serve.add_argument("--template", help="a synthesized template (JSON file; a root stack in a cloud assembly is read "
+                       "with its nested stacks) instead of synthesizing the app")
     serve.add_argument("--json", action="store_true", help="one JSON object per log line")
     serve.set_defaults(run=_serve)
     rules = command("rules", "event patterns: test one against an event, as EventBridge would")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .specs import UnsupportedTemplateError
@@ -100,6 +101,39 @@ def flatten(root: Mapping[str, Any], nested: Mapping[str, Mapping[str, Any]]) ->
     if conditions:
         flat["Conditions"] = conditions
     return flat
+
+
+def read_flattened(path: Path) -> dict[str, Any]:
+    """A template file, flattened with its nested stacks when it has any.
+
+    A root template in a cloud assembly (``cdk.out/Inferbus.template.json``) names each nested
+    stack's template by the asset key in its ``TemplateURL``; the assembly's ``*.assets.json``
+    says which file holds it.
+
+    Raises
+    ------
+    UnsupportedTemplateError
+        A nested stack whose template is not in the folder of ``path``.
+    """
+    root = json.loads(path.read_text())
+    ids = nested_stack_ids(root)
+    if not ids:
+        return root
+    files: dict[str, str] = {}  # asset object key -> the file in the assembly
+    for manifest in path.parent.glob("*.assets.json"):
+        for asset in json.loads(manifest.read_text()).get("files", {}).values():
+            for destination in asset.get("destinations", {}).values():
+                files[destination["objectKey"]] = asset["source"]["path"]
+    nested = {}
+    for stack_id in ids:
+        url = json.dumps(root["Resources"][stack_id].get("Properties", {}).get("TemplateURL", ""))
+        found = [name for key, name in files.items() if key in url]
+        if len(found) != 1 or not (path.parent / found[0]).is_file():
+            raise UnsupportedTemplateError(
+                f"nested stack {stack_id}: its template is not in {path.parent} (give the root template of a cloud "
+                "assembly, beside its *.assets.json and *.nested.template.json files)")
+        nested[stack_id] = read_flattened(path.parent / found[0])
+    return flatten(root, nested)
 
 
 def _replace_parameters(template: Mapping[str, Any], values: Mapping[str, Any], stack_id: str) -> dict[str, Any]:

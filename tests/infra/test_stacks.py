@@ -115,3 +115,17 @@ def test_a_synth_past_a_limit_stops_with_one_line_naming_the_stack(monkeypatch, 
     assert (tmp_path / f"{raised.value.stack}.json").is_file()
     code, message = explain(raised.value)
     assert code != 0 and message.startswith(f"stack {raised.value.stack}: ") and "bug" not in message
+
+
+def test_a_root_template_file_is_read_with_its_nested_stacks(stacks, tmp_path):
+    """What `inferbus serve --template cdk.out/Inferbus.template.json` reads: the same flattened view."""
+    from pathlib import Path
+
+    from inferbus.runtime.nested_stacks import read_flattened
+
+    (root_file,) = [p for p in Path(stacks.directory).glob("*.template.json") if ".nested." not in p.name]
+    assert read_flattened(root_file) == stacks.flattened()
+    alone = tmp_path / root_file.name
+    alone.write_text(root_file.read_text())
+    with pytest.raises(UnsupportedTemplateError, match="its template is not in"):
+        read_flattened(alone)
