@@ -33,8 +33,8 @@ from inferbus_lambda.errors import REJECTION_ERRORS
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
 from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
-from .constructs.dashboard_pages import DashboardPages
 from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring, UnroutedCheckMonitoring
+from .constructs.dashboard_pages import DashboardPages
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec
 from .constructs.ingest_api import IngestApi

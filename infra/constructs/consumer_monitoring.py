@@ -43,6 +43,7 @@ from .alarms import (
     function_metrics,
     resource_widget,
 )
+from .dashboard_pages import DashboardPages
 from .queue_consumer import QueueConsumer, RoutedQueue
 
 # Every consumer's alarms, by construct id (Memory only with Lambda Insights).
@@ -95,7 +96,7 @@ class ConsumerMonitoring(Construct):
         service: str,
         thresholds: Thresholds,
         max_concurrency: int,
-        dashboard: cloudwatch.Dashboard,
+        dashboard: DashboardPages,
     ) -> None:
         super().__init__(scope, construct_id)
         if thresholds.max_message_age_s < 1:
@@ -124,8 +125,8 @@ class ConsumerMonitoring(Construct):
 
         levels: list[Level] = [
             ("DeadLetters", waiting_in_dead_letter_queues(dlq_depth, target_dlq_depth), 1,
-             "messages wait in a DLQ: records that failed max_receive_count times (the queue's DLQ) or events "
-             "EventBridge could not deliver to the queue (the rule's target DLQ)"),
+             ("messages wait in a DLQ: records that failed max_receive_count times (the queue's DLQ) or events "
+              "EventBridge could not deliver to the queue (the rule's target DLQ)")),
             ("Latency", oldest, thresholds.max_message_age_s,
              f"oldest message waited {thresholds.max_message_age_s} s or more"),
             ("FunctionErrors", function_errors, 1, "invocations that failed as a whole"),
@@ -172,7 +173,7 @@ class RouteMonitoring(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, route: RoutedQueue, alarm_topic: sns.ITopic,
-                 dashboard: cloudwatch.Dashboard) -> None:
+                 dashboard: DashboardPages) -> None:
         super().__init__(scope, construct_id)
         name = route.node.id
         dlq_depth = route.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
@@ -208,7 +209,7 @@ class UnroutedCheckMonitoring(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, check: QueueConsumer, alarm_topic: sns.ITopic,
-                 metrics_namespace: str, service: str, thresholds: Thresholds, dashboard: cloudwatch.Dashboard) -> None:
+                 metrics_namespace: str, service: str, thresholds: Thresholds, dashboard: DashboardPages) -> None:
         super().__init__(scope, construct_id)
 
         def handler_metric(name: str, label: str) -> cloudwatch.Metric:

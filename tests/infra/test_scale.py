@@ -15,7 +15,14 @@ import time
 import pytest
 
 from infra.declarations import Pipeline
-from infra.limits import MAX_OUTPUTS, MAX_PARAMETERS, MAX_RESOURCES, MAX_TEMPLATE_BYTES, TemplateSize, assembly_templates
+from infra.limits import (
+    MAX_OUTPUTS,
+    MAX_PARAMETERS,
+    MAX_RESOURCES,
+    MAX_TEMPLATE_BYTES,
+    TemplateSize,
+    assembly_templates,
+)
 from tests.declared import PIPELINE
 
 pytestmark = pytest.mark.slow

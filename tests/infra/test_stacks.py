@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from infra.declarations import Pipeline
-from infra.limits import MAX_RESOURCES, CloudFormationLimitError, TemplateSize, check_templates
 from inferbus.costs import stack_costs, update_operations
 from inferbus.runtime import UnsupportedTemplateError
 from inferbus.runtime.nested_stacks import flatten
+from infra.declarations import Pipeline
+from infra.limits import MAX_RESOURCES, CloudFormationLimitError, TemplateSize, check_templates
 from tests.declared import PIPELINE
 
 
