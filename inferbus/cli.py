@@ -243,12 +243,20 @@ def _chaos(args: argparse.Namespace) -> int:
 def _docs(args: argparse.Namespace) -> int:
     from pipeline import load_pipeline
 
+    from .costs import OPERATIONS, update_operations
     from .reference import README, update_readme
+    from .template import synthesize_stacks
 
-    current = update_readme(load_pipeline(), check=args.check)
+    pipeline = load_pipeline()
+    current = update_readme(pipeline, check=args.check)
     if args.check and not current:
         raise CommandError(f"{README.name}'s event table is out of date; run `inferbus docs` to rewrite it", exit_code=1)
     print(f"{README.name}: event table {'is current' if current else 'rewritten from the contracts and pipeline/'}")
+    stacks = synthesize_stacks(pipeline=pipeline)
+    costs_current = update_operations(stacks.root, stacks.nested, pipeline, check=args.check)
+    if args.check and not costs_current:
+        raise CommandError(f"{OPERATIONS.name}'s cost table is out of date; run `inferbus docs` to rewrite it", exit_code=1)
+    print(f"{OPERATIONS.name}: cost table {'is current' if costs_current else 'rewritten from the synthesized stacks'}")
     return 0
 
 
@@ -380,12 +388,14 @@ See docs/extending.md.
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from .runtime.nested_stacks import read_flattened
     from .serve import ServeError, serve
 
     template = None
     if args.template is not None:
         try:
-            template = json.loads(_text_or_file(args.template))
+            path = Path(args.template.removeprefix("@"))
+            template = read_flattened(path) if path.is_file() else json.loads(_text_or_file(args.template))
         except (OSError, ValueError) as error:
             raise CommandError(f"cannot read the template {args.template}: {error}") from None
     try:
@@ -637,7 +647,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "stops it. Clients use fake credentials and region us-east-1.")
     serve.add_argument("--port", type=_in_range(1, 65535), default=4566, help="port to listen on (default 4566)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--template", help="a synthesized template (JSON file) instead of synthesizing the app")
+    serve.add_argument("--template", help="a synthesized template (JSON file; a root stack in a cloud assembly is read "
+                       "with its nested stacks) instead of synthesizing the app")
     serve.add_argument("--json", action="store_true", help="one JSON object per log line")
     serve.set_defaults(run=_serve)
     rules = command("rules", "event patterns: test one against an event, as EventBridge would")
@@ -650,7 +661,8 @@ def build_parser() -> argparse.ArgumentParser:
     rule_test.add_argument("--json", action="store_true", help='print {"Result": true|false}, as TestEventPattern does')
     rule_test.set_defaults(run=_rules_test)
 
-    docs = command("docs", "rewrite the README's event table from the contracts and pipeline/")
+    docs = command("docs", "rewrite the README's event table (from the contracts and pipeline/) and the cost table of "
+                           "docs/operations.md (from the synthesized stacks)")
     docs.add_argument("--check", action="store_true", help="only check that it is current (exit 1 if not)")
     docs.set_defaults(run=_docs)
 

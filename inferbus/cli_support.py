@@ -144,9 +144,12 @@ def explain(error: BaseException) -> tuple[int, str] | None:
     if isinstance(error, OSError) and error.filename is not None:
         return USAGE, f"{error.filename}: {error.strerror or error}"
     from inferbus.model.settings import SettingsError
+    from infra.limits import CloudFormationLimitError
 
     if isinstance(error, SettingsError):
         return USAGE, str(error)
+    if isinstance(error, CloudFormationLimitError):  # CloudFormation's limit, with what to do: not a bug
+        return FAILED, str(error)
     return None
 
 

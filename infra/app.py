@@ -53,7 +53,14 @@ def build_app(settings: InferbusSettings | None = None, pipeline: Pipeline | Non
 if __name__ == "__main__":
     from inferbus.model.settings import SettingsError
 
+    from .limits import CloudFormationLimitError, check_assembly, limit_error_of
+
     try:
-        build_app()[0].synth()
-    except SettingsError as error:  # a wrong -c value: one line saying what to fix
+        check_assembly(build_app()[0].synth().directory)
+    except (SettingsError, CloudFormationLimitError) as error:  # one line saying what to fix
         raise SystemExit(f"inferbus: {error}") from None
+    except Exception as error:  # CDK's own count of a stack's resources
+        limit = limit_error_of(error)
+        if limit is None:
+            raise
+        raise SystemExit(f"inferbus: {limit}") from None

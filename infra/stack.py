@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, NestedStack, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -64,6 +64,7 @@ from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, Workf
 from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
 from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring, UnroutedCheckMonitoring
+from .constructs.dashboard_pages import DashboardPages
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec
 from .constructs.ingest_api import IngestApi
@@ -148,21 +149,25 @@ class InferbusStack(Stack):
             master_key=kms.Alias.from_alias_name(self, "SnsManagedKey", "alias/aws/sns"),
             enforce_ssl=True,
         )
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{self.stack_name}-pipeline")
+        self.dashboard = DashboardPages(self, "Dashboard", dashboard_name=f"{self.stack_name}-pipeline")
         self.invalid_events = self._invalid_events_queue()
         self.consumers: dict[str, QueueConsumer] = {}
         self.workflows: dict[str, Workflow] = {}
         self.routes: dict[str, RoutedQueue] = {}
 
+        # Each component in a nested stack of its own (named after it, so adding or removing one never
+        # moves another's resources): the core stays small and each component's resources and outputs
+        # count against its own template's limits.
+        self.component_stacks: dict[str, NestedStack] = {}
         for consumer in pipeline.consumers:
-            self.consumers[consumer.name] = self._consumer(consumer)
+            self.consumers[consumer.name] = self._consumer(self._component_stack(consumer), consumer)
         if pipeline.workflows:
             accept = self._accept_function()
             for workflow in pipeline.workflows:
-                self.workflows[workflow.name] = self._workflow(workflow, accept)
+                self.workflows[workflow.name] = self._workflow(self._component_stack(workflow), workflow, accept)
             self._route_workflow_rejections()
         for route in pipeline.routes:
-            self.routes[route.name] = self._route(route)
+            self.routes[route.name] = self._route(self._component_stack(route), route)
         self.unrouted_check = self._unrouted_check()
         self.bus_construct.restrict_sources(self.result_producers)
 
@@ -177,6 +182,12 @@ class InferbusStack(Stack):
         CfnOutput(self, EVENT_BUS_NAME_OUTPUT, value=self.bus.event_bus_name)
         CfnOutput(self, EVENT_ARCHIVE_OUTPUT, value=self.bus_construct.archive.archive_name)
         CfnOutput(self, IDEMPOTENCY_TABLE_OUTPUT, value=self.idempotency_table.table_name)
+
+    def _component_stack(self, declaration: Consumer | WorkflowDeclaration | Route) -> NestedStack:
+        nested = NestedStack(self, f"{declaration.construct_id}Stack",
+                             description=f"inferbus {self.stack_name}: {declaration.name}")
+        self.component_stacks[declaration.name] = nested
+        return nested
 
     # -- checks: a declaration that cannot deploy fails the synth, naming what is wrong -------------
 
@@ -232,7 +243,7 @@ class InferbusStack(Stack):
 
     # -- components ----------------------------------------------------------------------------------
 
-    def _consumer(self, declaration: Consumer) -> QueueConsumer:
+    def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer:
         environment = ConsumerEnvironment(
             **self._common_environment(declaration.name, declaration.models),
             **self._claims_environment(declaration.settings.dlq_retention_days),
@@ -243,7 +254,7 @@ class InferbusStack(Stack):
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
         )
         consumer = QueueConsumer(
-            self,
+            scope,
             declaration.construct_id,
             bus=self.bus,
             event_pattern=self._pattern(declaration.accepts),
@@ -262,7 +273,7 @@ class InferbusStack(Stack):
         self.invalid_events.grant_send_messages(consumer.function)
         self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
         ConsumerMonitoring(
-            self,
+            scope,
             f"{declaration.construct_id}Monitoring",
             consumer=consumer,
             alarm_topic=self.alarm_topic,
@@ -275,12 +286,14 @@ class InferbusStack(Stack):
         self._queue_consumer_outputs(consumer)
         return consumer
 
-    def _queue_consumer_outputs(self, consumer: QueueConsumer) -> None:
-        """``<construct id>QueueUrl``, ``...DeadLetterQueueUrl``, ``...FunctionName``: how tools find it."""
+    @staticmethod
+    def _queue_consumer_outputs(consumer: QueueConsumer) -> None:
+        """``<construct id>QueueUrl``, ``...DeadLetterQueueUrl``, ``...FunctionName``: how tools find it
+        (outputs of the stack the consumer is in)."""
         for kind, value in ((QUEUE_URL, consumer.queue.queue_url),
                             (DEAD_LETTER_QUEUE_URL, consumer.dead_letter_queue.queue_url),
                             (FUNCTION_NAME, consumer.function.function_name)):
-            CfnOutput(self, f"{consumer.node.id}{kind}", value=value)
+            CfnOutput(Stack.of(consumer), f"{consumer.node.id}{kind}", value=value)
 
     def _accept_function(self) -> lambda_.IFunction:
         """The kit's first step of every workflow: validate the event, claim its id once."""
@@ -292,12 +305,12 @@ class InferbusStack(Stack):
         self.idempotency_table.grant(accept, *ACCEPT_CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
         return accept
 
-    def _workflow(self, declaration: WorkflowDeclaration, accept: lambda_.IFunction) -> Workflow:
+    def _workflow(self, scope: Construct, declaration: WorkflowDeclaration, accept: lambda_.IFunction) -> Workflow:
         functions: dict[str, lambda_.IFunction] = {ACCEPT_STEM: accept}
         for stem, task in declaration.tasks.items():
             environment = StepEnvironment(**self._common_environment(declaration.task_service(stem), task.models))
             spec = self._spec(task.handler, task.settings, task.description, environment, task.models)
-            functions[stem] = WorkflowFunction(self, declaration.task_construct_id(stem), spec=spec).function
+            functions[stem] = WorkflowFunction(scope, declaration.task_construct_id(stem), spec=spec).function
         queues: list[sqs.IQueue] = []
         substitutions = {
             "WorkflowName": declaration.name,
@@ -306,11 +319,11 @@ class InferbusStack(Stack):
             **{key: str(value) for key, value in self.pipeline.resolve(dict(declaration.substitutions), self.settings).items()},
         }
         if declaration.review_queue:
-            review_queue = self._review_queue(declaration)
+            review_queue = self._review_queue(scope, declaration)
             queues.append(review_queue)
             substitutions[declaration.review_queue_output] = review_queue.queue_url
         workflow = Workflow(
-            self,
+            scope,
             declaration.construct_id,
             bus=self.bus,
             event_pattern=self._pattern(declaration.accepts),
@@ -330,37 +343,38 @@ class InferbusStack(Stack):
             substitutions=substitutions,
             send_to_queues=queues,
         )
-        WorkflowMonitoring(self, f"{declaration.construct_id}Monitoring", workflow=workflow, alarm_topic=self.alarm_topic,
+        WorkflowMonitoring(scope, f"{declaration.construct_id}Monitoring", workflow=workflow, alarm_topic=self.alarm_topic,
                            metrics_namespace=METRICS_NAMESPACE,
                            accept_dimensions={"service": ACCEPT_SERVICE, "workflow": declaration.name},
                            stages={stem: declaration.task_service(stem) for stem in declaration.tasks},
                            functions=functions, thresholds=self.thresholds, dashboard=self.dashboard)
-        CfnOutput(self, declaration.output_key(STATE_MACHINE_ARN), value=workflow.state_machine.state_machine_arn)
+        CfnOutput(scope, declaration.output_key(STATE_MACHINE_ARN), value=workflow.state_machine.state_machine_arn)
         self.result_producers[declaration.result_source] = workflow.state_machine.role
         return workflow
 
-    def _review_queue(self, declaration: WorkflowDeclaration) -> sqs.Queue:
+    @staticmethod
+    def _review_queue(scope: Construct, declaration: WorkflowDeclaration) -> sqs.Queue:
         # People read this queue: every listing is a receive, so a redrive policy would move
         # waiting cases to a DLQ after N looks. A case nobody decides times out in its workflow.
         assert declaration.review_queue_output is not None
         construct_id = declaration.review_queue_output.removesuffix("Url")
-        queue = build_queue(self, construct_id, retention_period=Duration.seconds(MAX_QUEUE_RETENTION_S))
+        queue = build_queue(scope, construct_id, retention_period=Duration.seconds(MAX_QUEUE_RETENTION_S))
         acknowledge_review_queue(queue)
-        CfnOutput(self, declaration.review_queue_output, value=queue.queue_url)
+        CfnOutput(scope, declaration.review_queue_output, value=queue.queue_url)
         return queue
 
-    def _route(self, declaration: Route) -> RoutedQueue:
+    def _route(self, scope: Construct, declaration: Route) -> RoutedQueue:
         settings = declaration.settings
         route = RoutedQueue(
-            self, declaration.construct_id, bus=self.bus, event_pattern=self._pattern(declaration.accepts),
+            scope, declaration.construct_id, bus=self.bus, event_pattern=self._pattern(declaration.accepts),
             visibility_timeout_s=settings.visibility_timeout_s, max_receive_count=settings.max_receive_count,
             dlq_retention_days=settings.dlq_retention_days, target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s, description=declaration.description,
         )
-        RouteMonitoring(self, f"{declaration.construct_id}Monitoring", route=route, alarm_topic=self.alarm_topic,
+        RouteMonitoring(scope, f"{declaration.construct_id}Monitoring", route=route, alarm_topic=self.alarm_topic,
                         dashboard=self.dashboard)
-        CfnOutput(self, declaration.output_key(QUEUE_URL), value=route.queue.queue_url)
-        CfnOutput(self, declaration.output_key(DEAD_LETTER_QUEUE_URL), value=route.dead_letter_queue.queue_url)
+        CfnOutput(scope, declaration.output_key(QUEUE_URL), value=route.queue.queue_url)
+        CfnOutput(scope, declaration.output_key(DEAD_LETTER_QUEUE_URL), value=route.dead_letter_queue.queue_url)
         return route
 
     # -- invalid events -----------------------------------------------------------------------------

@@ -17,8 +17,17 @@ for key, value in {
 
 
 @pytest.fixture(scope="session")
-def template(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The inferbus stack's template, synthesized once (cdk-nag runs during synth and fails it on an error)."""
-    from inferbus.template import synthesize
+def stacks(tmp_path_factory: pytest.TempPathFactory):
+    """The inferbus app's templates (the core and a nested stack per component), synthesized once
+    (cdk-nag runs during synth and fails it on an error; every template is checked against
+    CloudFormation's limits)."""
+    from inferbus.template import synthesize_stacks
 
-    return synthesize(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    return synthesize_stacks(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+
+
+@pytest.fixture(scope="session")
+def template(stacks) -> dict:
+    """The inferbus stack's template: the core and its nested stacks flattened into one, as the
+    embedded runtime and the tools read it."""
+    return stacks.flattened()

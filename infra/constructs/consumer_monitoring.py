@@ -43,16 +43,29 @@ from .alarms import (
     function_metrics,
     resource_widget,
 )
+from .dashboard_pages import DashboardPages
 from .queue_consumer import QueueConsumer, RoutedQueue
 
 # Every consumer's alarms, by construct id (Memory only with Lambda Insights).
-CONSUMER_ALARMS = ("DeadLetters", "UndeliveredEvents", "Latency", "FunctionErrors", "RecordFailures", "ErrorRate",
-                   "EventLatency", "ProcessingLatency", "Throttles", "Concurrency", "PutEventsFailedEntries")
+# DeadLetters watches both of a consumer's DLQs (the queue's and its rule target's) with one metric-math
+# alarm; PutEvents failures have no alarm of their own: a record whose results were refused fails
+# (RecordFailures) or, on its last receive, waits in the DLQ (DeadLetters); the dashboard shows them.
+CONSUMER_ALARMS = ("DeadLetters", "Latency", "FunctionErrors", "RecordFailures", "ErrorRate", "EventLatency",
+                   "ProcessingLatency", "Throttles", "Concurrency")
 INSIGHTS_ALARMS = ("Memory",)
-ROUTE_ALARMS = ("DeadLetters", "UndeliveredEvents")
+ROUTE_ALARMS = ("DeadLetters",)
 # The unrouted-events check's alarms (Memory too with Lambda Insights).
 UNROUTED_CHECK_ALARMS = ("DeadLetters", "UndeliveredEvents", "Latency", "FunctionErrors", "RecordFailures", "Throttles",
                          "Unrouted")
+
+
+def waiting_in_dead_letter_queues(dead_letter_queue: cloudwatch.IMetric, target_dead_letter_queue: cloudwatch.IMetric
+                                  ) -> cloudwatch.MathExpression:
+    """The deeper of a queue's DLQ and its rule target's DLQ: one alarm for "something of this flow waits
+    in a DLQ" (either way the operator looks at both), at the price of the two metrics it reads."""
+    return cloudwatch.MathExpression(
+        expression="MAX([dlq, undelivered])", using_metrics={"dlq": dead_letter_queue, "undelivered": target_dead_letter_queue},
+        period=PERIOD, label="messages in the DLQ or the rule target's DLQ")
 
 
 class ConsumerMonitoring(Construct):
@@ -83,7 +96,7 @@ class ConsumerMonitoring(Construct):
         service: str,
         thresholds: Thresholds,
         max_concurrency: int,
-        dashboard: cloudwatch.Dashboard,
+        dashboard: DashboardPages,
     ) -> None:
         super().__init__(scope, construct_id)
         if thresholds.max_message_age_s < 1:
@@ -111,8 +124,9 @@ class ConsumerMonitoring(Construct):
         resources = function_metrics(consumer.function, thresholds.insights)
 
         levels: list[Level] = [
-            ("DeadLetters", dlq_depth, 1, "records in the DLQ (they failed max_receive_count times)"),
-            ("UndeliveredEvents", target_dlq_depth, 1, "events EventBridge could not deliver to the queue"),
+            ("DeadLetters", waiting_in_dead_letter_queues(dlq_depth, target_dlq_depth), 1,
+             ("messages wait in a DLQ: records that failed max_receive_count times (the queue's DLQ) or events "
+              "EventBridge could not deliver to the queue (the rule's target DLQ)")),
             ("Latency", oldest, thresholds.max_message_age_s,
              f"oldest message waited {thresholds.max_message_age_s} s or more"),
             ("FunctionErrors", function_errors, 1, "invocations that failed as a whole"),
@@ -127,7 +141,6 @@ class ConsumerMonitoring(Construct):
             ("Concurrency", resources.concurrency, max(1.0, max_concurrency * thresholds.concurrency_percent / 100),
              f"concurrent executions reached {thresholds.concurrency_percent:g} % of max_concurrency={max_concurrency}: "
              "the backpressure valve is nearly shut, messages will wait"),
-            ("PutEventsFailedEntries", put_failed, 1, "result events PutEvents refused after the retries"),
         ]
         if resources.memory_percent is not None:
             levels.append(("Memory", resources.memory_percent, thresholds.memory_percent,
@@ -160,16 +173,16 @@ class RouteMonitoring(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, route: RoutedQueue, alarm_topic: sns.ITopic,
-                 dashboard: cloudwatch.Dashboard) -> None:
+                 dashboard: DashboardPages) -> None:
         super().__init__(scope, construct_id)
         name = route.node.id
         dlq_depth = route.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
         undelivered = route.target_dead_letter_queue.metric_approximate_number_of_messages_visible(
             period=PERIOD, statistic="Maximum")
         self.alarms = [
-            add_alarm(self, "DeadLetters", dlq_depth, 1,
-                      f"{name}: messages in the DLQ (your consumer failed them max_receive_count times)", alarm_topic),
-            add_alarm(self, "UndeliveredEvents", undelivered, 1, f"{name}: events EventBridge could not deliver", alarm_topic),
+            add_alarm(self, "DeadLetters", waiting_in_dead_letter_queues(dlq_depth, undelivered), 1,
+                      f"{name}: messages wait in a DLQ: your consumer failed them max_receive_count times (the queue's "
+                      "DLQ), or EventBridge could not deliver them (the rule's target DLQ)", alarm_topic),
         ]
         dashboard.add_widgets(cloudwatch.GraphWidget(
             title=f"{name}: queue depth and DLQ depth",
@@ -196,7 +209,7 @@ class UnroutedCheckMonitoring(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, check: QueueConsumer, alarm_topic: sns.ITopic,
-                 metrics_namespace: str, service: str, thresholds: Thresholds, dashboard: cloudwatch.Dashboard) -> None:
+                 metrics_namespace: str, service: str, thresholds: Thresholds, dashboard: DashboardPages) -> None:
         super().__init__(scope, construct_id)
 
         def handler_metric(name: str, label: str) -> cloudwatch.Metric:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Names, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_fis as fis
 from aws_cdk import aws_iam as iam
@@ -152,7 +152,10 @@ class FaultInjectionExperiments(Construct):
             function.add_to_role_policy(iam.PolicyStatement(
                 actions=["s3:GetObject"], resources=[configuration_objects]))
             if function.role is not None:
-                acknowledge_fault_configuration_reads(function.role, objects_finding)
+                # A function in a nested stack sees the bucket's ARN as the parameter CDK passes it in.
+                finding = objects_finding if Stack.of(function) is stack else (
+                    f"<referenceto{Names.unique_id(self.bucket.node.default_child)}Arn>/{CONFIGURATION_PREFIX}*")
+                acknowledge_fault_configuration_reads(function.role, finding)
 
         self.log_group = logs.LogGroup(self, "ExperimentLogs", retention=log_retention)
         self.role = iam.Role(

@@ -24,6 +24,7 @@ from constructs import Construct
 from inferbus_lambda.metric_names import EVENTS_INGESTED, EVENTS_REFUSED, PUT_EVENTS_FAILED_ENTRIES
 
 from .alarms import PERIOD, add_alarms, emf_metric, function_metrics, resource_widget
+from .dashboard_pages import DashboardPages
 from .function import FunctionSpec, add_function
 
 INGEST_ALARMS = ("FunctionErrors", "Throttles", "PutEventsFailedEntries")
@@ -51,7 +52,7 @@ class IngestApi(Construct):
         )
 
     def monitor(self, *, alarm_topic: sns.ITopic, metrics_namespace: str, service: str, insights: bool,
-                dashboard: cloudwatch.Dashboard) -> list[cloudwatch.Alarm]:
+                dashboard: DashboardPages) -> list[cloudwatch.Alarm]:
         """Alarms on failed invocations, throttles and events the bus refused; a row on the dashboard."""
         resources = function_metrics(self.function, insights)
         ingested = emf_metric(metrics_namespace, EVENTS_INGESTED, {"service": service}, label="events ingested per minute")

@@ -18,6 +18,7 @@ Secure defaults
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import jsii
@@ -36,6 +37,9 @@ from .secure_queue import add_rule_with_dead_letter_queue
 DATA_PREFIX = "results/!{timestamp:yyyy/MM/dd}/"
 ERROR_PREFIX = "errors/!{firehose:error-output-type}/!{timestamp:yyyy/MM/dd}/"
 # What Firehose's S3 destination needs, as its documentation lists it.
+# EventBridge's default limit on one rule's event pattern (adjustable to 4,096).
+MAX_EVENT_PATTERN_CHARACTERS = 2048
+ARCHIVED_DETAIL = {"specversion": ["1.0"]}
 S3_DELIVERY_ACTIONS = ("s3:AbortMultipartUpload", "s3:GetBucketLocation", "s3:GetObject", "s3:ListBucket",
                        "s3:ListBucketMultipartUploads", "s3:PutObject")
 
@@ -142,13 +146,43 @@ class ResultsArchive(Construct):
                                description="EventBridge puts result events on the results archive's stream")
         events_role.add_to_policy(iam.PolicyStatement(actions=["firehose:PutRecord", "firehose:PutRecordBatch"],
                                                       resources=[self.stream.attr_arn]))
+        # An event pattern holds at most 2,048 characters: the sources go in as many rules as they need,
+        # each delivering to the stream, all keeping what they cannot deliver in one DLQ.
+        groups = source_groups(result_sources)
         self.rule, self.target_dead_letter_queue = add_rule_with_dead_letter_queue(
             self,
             bus=bus,
-            event_pattern=events.EventPattern(source=list(result_sources), detail={"specversion": ["1.0"]}),
+            event_pattern=events.EventPattern(source=groups[0], detail=ARCHIVED_DETAIL),
             target=lambda **retries: FirehoseTarget(self.stream.attr_arn, events_role, **retries),
             retry_attempts=target_retry_attempts,
             max_event_age_s=target_max_event_age_s,
             dlq_retention_days=dlq_retention_days,
             description="Every result and failure event -> Firehose -> S3 (the cold tier)",
         )
+        self.rules = [self.rule]
+        for number, sources in enumerate(groups[1:], start=2):
+            self.rules.append(events.Rule(
+                self, f"Rule{number}", event_bus=bus, event_pattern=events.EventPattern(source=sources, detail=ARCHIVED_DETAIL),
+                description=f"Result and failure events (sources, part {number}) -> Firehose -> S3 (the cold tier)",
+                targets=[FirehoseTarget(self.stream.attr_arn, events_role, dead_letter_queue=self.target_dead_letter_queue,
+                                        retry_attempts=target_retry_attempts,
+                                        max_event_age=Duration.seconds(target_max_event_age_s))]))
+
+
+def source_groups(sources: Sequence[str], max_characters: int = MAX_EVENT_PATTERN_CHARACTERS) -> list[list[str]]:
+    """The sources, in order, in as few groups as keep each rule's pattern within ``max_characters``.
+
+    >>> source_groups(["inferbus.a", "inferbus.b"], 100)
+    [['inferbus.a', 'inferbus.b']]
+    >>> [len(g) for g in source_groups([f"inferbus.component-{n:03d}" for n in range(120)])]
+    [80, 40]
+    """
+    def size(group: list[str]) -> int:
+        return len(json.dumps({"source": group, "detail": ARCHIVED_DETAIL}, separators=(",", ":")))
+
+    groups: list[list[str]] = [[]]
+    for source in sources:
+        if groups[-1] and size([*groups[-1], source]) > max_characters:
+            groups.append([])
+        groups[-1].append(source)
+    return groups

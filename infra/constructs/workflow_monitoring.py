@@ -32,6 +32,7 @@ from .alarms import (
     function_metrics,
     resource_widget,
 )
+from .dashboard_pages import DashboardPages
 from .workflow import Workflow
 
 # Every workflow's alarms, by construct id (Memory only with Lambda Insights).
@@ -63,7 +64,7 @@ class WorkflowMonitoring(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, workflow: Workflow, alarm_topic: sns.ITopic,
                  metrics_namespace: str, accept_dimensions: Mapping[str, str], stages: Mapping[str, str],
                  functions: Mapping[str, lambda_.IFunction], thresholds: Thresholds,
-                 dashboard: cloudwatch.Dashboard) -> None:
+                 dashboard: DashboardPages) -> None:
         super().__init__(scope, construct_id)
         machine = workflow.state_machine
         started = machine.metric_started(period=PERIOD, statistic="Sum", label="executions started per minute")
