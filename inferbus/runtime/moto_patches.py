@@ -573,6 +573,16 @@ def _queue(queue_arn: str) -> Any:
     return sqs_backends[account][region].queues.get(name)
 
 
+def mark_managed(rule_arn: str, managed_by: str) -> None:
+    """Mark a rule as managed by a service (``ManagedBy`` in ``ListRules``), as AWS marks an archive's
+    rule: the runtime's own local-only rules are then no rule of the user's (PutRule cannot set it)."""
+    from moto.events.models import events_backends
+
+    _, _, _, region, account, resource = rule_arn.split(":", 5)
+    bus_name, rule_name = resource.removeprefix("rule/").rsplit("/", 1) if resource.count("/") == 2 else ("default", resource[5:])
+    events_backends[account][region].event_buses[bus_name].rules[rule_name].managed_by = managed_by
+
+
 def receivable(queue_arn: str) -> bool:
     """Whether a ReceiveMessage could return something now (a visible message), without a request."""
     queue = _queue(queue_arn)
