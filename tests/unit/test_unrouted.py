@@ -44,7 +44,7 @@ class Bus:
 
         return Pages()
 
-    def list_targets_by_rule(self, *, Rule: str, EventBusName: str, Limit: int):  # noqa: N803 (boto3's names)
+    def list_targets_by_rule(self, *, Rule: str, EventBusName: str, Limit: int):
         assert EventBusName == BUS and Limit >= 1
         self.target_requests.append(Rule)
         return {"Targets": self.targets[Rule][:Limit]}
