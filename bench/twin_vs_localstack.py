@@ -93,6 +93,15 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM (a clean stop for both servers), then SIGKILL after 30 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 @contextmanager
 def inferbus_serve(root: Path, template: Path | None, log: Path) -> Iterator[Server]:
     port = free_port()
@@ -115,11 +124,7 @@ def inferbus_serve(root: Path, template: Path | None, log: Path) -> Iterator[Ser
             time.sleep(0.5)
         raise RuntimeError(f"inferbus serve not ready after {START_TIMEOUT_S:.0f} s")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 @contextmanager
@@ -158,11 +163,7 @@ def localstack(python: str | None, log: Path) -> Iterator[Server | str]:
         tail = log.read_text().strip().splitlines()[-1:] or ["no output"]
         yield f"LocalStack: did not start ({tail[0][:160]})"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 class Client:
