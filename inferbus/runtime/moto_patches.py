@@ -34,7 +34,8 @@ Cost:
   read, receivable messages found as they are taken, and a received message found by its handle:
   a send, a receive and a delete no longer look at the messages they do not touch. moto also kept
   every message it ever made (and every copy a receive hands out) in ``Message.instances_tracked``;
-  it no longer does, so a drained queue holds no memory.
+  it no longer does, so a drained queue keeps only what moto keeps on purpose (the receipt handles
+  of deleted messages, so that a second delete succeeds: about 0.35 KB per message).
 - A parsed pattern, a JSONPath expression, a state machine's parsed ASL and Step Functions'
   AWS clients are made once (moto re-parsed them, and built a boto3 client, for every event,
   every execution and every task).
