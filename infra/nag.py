@@ -112,9 +112,15 @@ def acknowledge_results_objects(role: iam.IRole, bucket: object) -> None:
                  "Firehose names each object it delivers (results/YYYY/MM/DD/ plus a name of its own), so only the "
                  "bucket's objects as a whole can be named; the actions are exactly those Firehose's S3 destination "
                  "documents, on this one bucket.")
-def acknowledge_rule_listing(role: iam.IRole) -> None:
-    """The unrouted-events check reads the bus's rules: ``events:ListRules`` on ``*``."""
+def acknowledge_rule_listing(role: iam.IRole, bus: object) -> None:
+    """The unrouted-events check reads every rule of the bus and whether it has a target."""
     _acknowledge(role, XRAY_WILDCARD,
                  "events:ListRules supports no resource-level permissions (Resource '*' is the only form AWS accepts); "
                  "it lists rule names and patterns, read-only, so the unrouted-events check can tell an event no rule "
                  "takes. The role's other '*' is X-Ray's write-only telemetry.")
+    bus_id = Stack.of(bus).get_logical_id(bus.node.default_child)  # type: ignore[attr-defined]
+    _acknowledge(role, f"AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:events:<AWS::Region>:"
+                       f"<AWS::AccountId>:rule/<{bus_id}>/*]",
+                 "events:ListTargetsByRule, read-only, on the rules of this one bus: the unrouted-events check counts "
+                 "every enabled rule with a target, including rules other stacks and users add to the bus later, whose "
+                 "names it cannot know at deploy time; a rule ARN names its bus, so no other bus's rules are readable.")

@@ -394,7 +394,6 @@ class InferbusStack(Stack):
         environment = UnroutedEnvironment(
             **self._common_environment(UNROUTED_CHECK_NAME, ()),
             EVENT_BUS_NAME=self.bus.event_bus_name,
-            RULE_NAME_PREFIX=f"{self.stack_name}-",
             RESULT_SOURCES=tuple(sorted(self.result_producers)),
             REJECTED_BY=UNROUTED_CHECK_SOURCE,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
@@ -409,8 +408,11 @@ class InferbusStack(Stack):
             target_max_event_age_s=self.settings.target_max_event_age_s,
         )
         _add_environment(check.function, UnroutedEnvironment, CATCH_ALL_RULE_NAME=check.rule.rule_name)
+        # Every rule on the bus counts, anyone's: ListRules takes no resource; ListTargetsByRule is scoped to the bus's rules.
         check.function.add_to_role_policy(iam.PolicyStatement(actions=["events:ListRules"], resources=["*"]))
-        acknowledge_rule_listing(check.role)
+        bus_rules = self.format_arn(service="events", resource="rule", resource_name=f"{self.bus.event_bus_name}/*")
+        check.function.add_to_role_policy(iam.PolicyStatement(actions=["events:ListTargetsByRule"], resources=[bus_rules]))
+        acknowledge_rule_listing(check.role, self.bus)
         self.invalid_events.grant_send_messages(check.function)
         UnroutedCheckMonitoring(self, f"{UNROUTED_CHECK_ID}Monitoring", check=check, alarm_topic=self.alarm_topic,
                                 metrics_namespace=METRICS_NAMESPACE, service=environment.POWERTOOLS_SERVICE_NAME,

@@ -178,10 +178,8 @@ class UnroutedEnvironment(FunctionEnvironment):
     Attributes
     ----------
     EVENT_BUS_NAME
-        The bus whose rules it reads (``events:ListRules``).
-    RULE_NAME_PREFIX
-        Only rules whose names start with it count: the stack's own (CloudFormation names them
-        ``<stack>-<logical id>-...``), not another application's on the same bus.
+        The bus whose rules it reads (``events:ListRules``, ``events:ListTargetsByRule``): every
+        enabled rule with a target counts, the stack's or another application's on the same bus.
     CATCH_ALL_RULE_NAME
         Its own catch-all rule, which takes every event and so does not count.
     RESULT_SOURCES
@@ -196,7 +194,6 @@ class UnroutedEnvironment(FunctionEnvironment):
     """
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
-    RULE_NAME_PREFIX: Annotated[str, Field(min_length=1)]
     CATCH_ALL_RULE_NAME: str = ""
     RESULT_SOURCES: ModelNames = ()
     REJECTED_BY: Annotated[str, Field(min_length=1)]

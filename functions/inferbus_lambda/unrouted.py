@@ -5,14 +5,17 @@ without a word. So a catch-all rule (``{"account": [<account>]}``) sends every e
 to one more queue, and this check, a Lambda consumer of that queue, asks of each event:
 
 1. is it a result (its ``source`` is one of the pipeline's producers)? Then it ended as a result;
-2. does any other rule of the bus take it (its pattern, read with ``events:ListRules``, matched
-   by :mod:`.patterns` as AWS documents, the matcher the embedded runtime uses too)? Then its
-   path goes on there: a consumer, a workflow, a route;
+2. does any other rule of the bus take it, the stack's or anyone's (an enabled rule with a target:
+   its pattern, read with ``events:ListRules`` and ``events:ListTargetsByRule``, matched by
+   :mod:`.patterns` as AWS documents, the matcher the embedded runtime uses too)? Then its path
+   goes on there: a consumer, a workflow, a route, or a rule of the bus's other users;
 3. otherwise it is kept in the invalid-events destination with the reason: the contract's
    (``specversion: Input should be '1.0'``, ``type: unknown event type ...``), or, for a valid
    event that no rule takes, :class:`~.errors.UnroutedEventError` naming its type and source.
 
-The rules are read and compiled once per container and again after ``RULES_TTL_SECONDS``. A rule whose
+The rules and whether each has a target are read together, and compiled, once per container and again
+after ``RULES_TTL_SECONDS`` (:class:`BusRules`): a rule added, disabled or stripped of its targets counts
+from the next read. A rule whose
 pattern :mod:`.patterns` refuses counts as not matching, and the reason says so: an event is
 kept twice rather than lost.
 
@@ -54,20 +57,23 @@ class Verdict:
     event_id: str | None = None
 
 
-def read_rules(events: Any, *, bus: str, name_prefix: str, exclude: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
-    """The patterns of the bus's enabled rules whose names start with ``name_prefix``, by rule name.
+def read_rules(events: Any, *, bus: str, exclude: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
+    """The patterns of the bus's rules that deliver events, by rule name: every enabled rule with a
+    pattern and at least one target, the stack's or anyone else's on the bus.
 
-    Rules managed by AWS (an archive's), rules without a pattern (schedules) and ``exclude`` are
-    left out.
+    Left out: rules managed by a service (an archive's), rules without a pattern (schedules),
+    disabled rules, rules with no target (they take nothing anywhere) and ``exclude``. Targets are
+    read with ``events:ListTargetsByRule``, one request per rule that is otherwise kept.
     """
     excluded = set(exclude)
     patterns = {}
-    for page in events.get_paginator("list_rules").paginate(EventBusName=bus, NamePrefix=name_prefix):
+    for page in events.get_paginator("list_rules").paginate(EventBusName=bus):
         for rule in page["Rules"]:
             if (rule["Name"] in excluded or rule.get("ManagedBy") or not rule.get("EventPattern")
                     or rule.get("State", "ENABLED") not in ENABLED_STATES):
                 continue
-            patterns[rule["Name"]] = json.loads(rule["EventPattern"])
+            if events.list_targets_by_rule(Rule=rule["Name"], EventBusName=bus, Limit=1)["Targets"]:
+                patterns[rule["Name"]] = json.loads(rule["EventPattern"])
     return patterns
 
 
@@ -120,8 +126,12 @@ class UnroutedCheck:
 
 class BusRules(Generic[T]):
     """What is made from the bus's rules (the compiled :class:`UnroutedCheck`), made through ``read``
-    and kept ``ttl_s`` seconds: the rules are listed and their patterns compiled once per period,
-    not once per batch."""
+    and kept ``ttl_s`` seconds: the rules are listed, their targets looked up and their patterns
+    compiled once per period, not once per batch.
+
+    The period counts from when a read begins, not when it ends: a read is a request per rule, and a
+    rule changed while it runs may be missed by it, so what was read is never trusted longer than
+    ``ttl_s`` after the moment it may already describe."""
 
     def __init__(self, read: Callable[[], T], ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.read = read
@@ -131,8 +141,9 @@ class BusRules(Generic[T]):
         self._read_at = 0.0
 
     def current(self) -> T:
-        if self._current is None or self.clock() - self._read_at > self.ttl_s:
-            self._current, self._read_at = self.read(), self.clock()
+        now = self.clock()
+        if self._current is None or now - self._read_at > self.ttl_s:
+            self._current, self._read_at = self.read(), now
         return self._current
 
 

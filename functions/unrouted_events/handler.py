@@ -27,7 +27,6 @@ runtime = FunctionRuntime(environment, load=lambda info: info)  # it loads no mo
 EVENTS = aws_client("events")
 SQS = aws_client("sqs")
 CHECK = BusRules(lambda: UnroutedCheck(read_rules(EVENTS, bus=environment.EVENT_BUS_NAME,
-                                                  name_prefix=environment.RULE_NAME_PREFIX,
                                                   exclude=[environment.CATCH_ALL_RULE_NAME]),
                                        result_sources=environment.RESULT_SOURCES),
                  ttl_s=environment.RULES_TTL_SECONDS)

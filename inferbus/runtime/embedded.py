@@ -58,6 +58,7 @@ FAKE_CREDENTIALS = {
     "AWS_REGION": REGION,
 }
 TAP_NAME = "local-tap"
+TAP_MANAGED_BY = "inferbus.local"  # its ManagedBy, as an AWS service marks the rules it makes for you
 PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
 DRAIN_TIMEOUT_S = 300.0
 IDLE_POLL_S = 0.05  # drain re-checks this often when nothing signals (an execution parking on a token)
@@ -246,7 +247,8 @@ class EmbeddedPipeline:
 
     def _add_tap(self) -> None:
         """A local-only rule matching every event on the bus, delivered into memory (no queue between)."""
-        self.events.put_rule(Name=TAP_NAME, EventBusName=self.bus_name, EventPattern=json.dumps({"account": [ACCOUNT]}))
+        rule = self.events.put_rule(Name=TAP_NAME, EventBusName=self.bus_name, EventPattern=json.dumps({"account": [ACCOUNT]}))
+        moto_patches.mark_managed(rule["RuleArn"], TAP_MANAGED_BY)  # not a rule of the user's: the unrouted check skips it
         self.events.put_targets(Rule=TAP_NAME, EventBusName=self.bus_name, Targets=[{"Id": "tap", "Arn": TAP_ARN}])
         self._tapping = True
 

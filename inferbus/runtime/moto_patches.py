@@ -28,6 +28,14 @@ Cost:
 
 - SQS ``ReceiveMessage`` recomputed every attribute of the queue (counting its messages) for
   each message it returned; the retention check now reads the one attribute it needs.
+- SQS at any depth: ``SendMessage`` built every attribute of the queue (three counts, each a scan
+  of every message) to read one; ``ReceiveMessage`` listed every receivable message to return the
+  first ten; ``DeleteMessage`` scanned the queue for the handle. Attributes are now computed when
+  read, receivable messages found as they are taken, and a received message found by its handle:
+  a send, a receive and a delete no longer look at the messages they do not touch. moto also kept
+  every message it ever made (and every copy a receive hands out) in ``Message.instances_tracked``;
+  it no longer does, so a drained queue keeps only what moto keeps on purpose (the receipt handles
+  of deleted messages, so that a second delete succeeds: about 0.35 KB per message).
 - A parsed pattern, a JSONPath expression, a state machine's parsed ASL and Step Functions'
   AWS clients are made once (moto re-parsed them, and built a boto3 client, for every event,
   every execution and every task).
@@ -48,7 +56,8 @@ import functools
 import json
 import sys
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,8 +113,11 @@ def as_matched(event: dict[str, Any]) -> dict[str, Any]:
 
 # -- the patches -------------------------------------------------------------------------------
 
-def _patch(owner: Any, name: str, replacement: Callable[..., Any]) -> None:
-    original = owner.__dict__[name]
+ABSENT = object()  # what uninstall() deletes: the name was inherited, not the owner's own
+
+
+def _patch(owner: Any, name: str, replacement: Any) -> None:
+    original = owner.__dict__.get(name, ABSENT) if isinstance(owner, type) else owner.__dict__[name]
     HOOKS._saved.append((owner, name, original))
     setattr(owner, name, replacement)
 
@@ -161,6 +173,161 @@ def _patch_sqs() -> None:
     _patch(SQSBackend, "is_message_valid_based_on_retention_period", is_message_valid_based_on_retention_period)
     _patch(Queue, "add_message", add_message_and_notify)
     _patch(SQSBackend, "change_message_visibility", change_visibility_and_notify)
+    _patch_sqs_depth(Queue, SQSBackend)
+
+
+# -- SQS at any depth: a send, a receive and a delete cost the same on a queue of 10 or 100,000 messages --
+
+
+class QueueAttributes(Mapping[str, Any]):
+    """A queue's attributes as moto's ``Queue.attributes`` gives them, each computed when it is read.
+
+    moto builds the whole dict, three counts that each scan every message included, wherever it reads
+    one attribute: ``send_message`` reads ``ContentBasedDeduplication`` for every message sent.
+    """
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue
+        names = list(queue.BASE_ATTRIBUTES)
+        if queue.fifo_queue:
+            names += queue.FIFO_ATTRIBUTES
+        if queue.kms_master_key_id:
+            names += queue.KMS_ATTRIBUTES
+        self.names = names
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.names:
+            raise KeyError(name)
+        if name == "RedrivePolicy" and self.queue.redrive_policy:
+            return json.dumps(self.queue.redrive_policy)
+        value = getattr(self.queue, _snake_case(name))
+        return str(value).lower() if isinstance(value, bool) else value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@functools.lru_cache(maxsize=64)
+def _snake_case(name: str) -> str:
+    from moto.core.utils import camelcase_to_underscores
+
+    return camelcase_to_underscores(name)
+
+
+class VisibleMessages:
+    """A queue's receivable messages (visible, not delayed), in order, found as they are iterated.
+
+    moto's ``Queue.messages`` lists them all, testing the clock twice per message on the queue, for every
+    ``ReceiveMessage``, which then takes the first few: iterated lazily, a receive looks at the messages
+    in flight ahead of what it returns and no further.
+    """
+
+    def __init__(self, messages: list[Any]) -> None:
+        self.messages = messages
+
+    def __iter__(self) -> Iterator[Any]:
+        return (message for message in self.messages if message.visible and not message.delayed)
+
+    def __bool__(self) -> bool:
+        return any(True for _ in self)
+
+    def __len__(self) -> int:  # ApproximateNumberOfMessages: a count is a scan
+        return sum(1 for _ in self)
+
+
+@dataclass
+class MessageIndex:
+    """A queue's messages by id and by receipt handle, so a delete does not scan the queue.
+
+    Kept beside moto's list, which stays the truth: an entry is trusted only while its message is on
+    the queue (:data:`OWNERS`); a handle not indexed falls back to moto's own delete, scan and all.
+    """
+
+    by_id: dict[str, Any] = field(default_factory=dict)
+    by_handle: dict[str, Any] = field(default_factory=dict)
+
+    def forget(self, message: Any) -> None:
+        self.by_id.pop(message.id, None)
+        for handle in message.all_receipt_handles:
+            self.by_handle.pop(handle, None)
+
+
+# The queue each indexed message is on (moto moves a message to its DLQ by hand; a purge empties the list).
+OWNERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _index(queue: Any) -> MessageIndex:
+    index = queue.__dict__.get("_inferbus_index")
+    if index is None:
+        index = queue.__dict__["_inferbus_index"] = MessageIndex()
+    return index
+
+
+def _patch_sqs_depth(queue_class: Any, backend_class: Any) -> None:
+    from moto.sqs.models import Message
+
+    add_message = queue_class.add_message  # already the notifying one
+    delete_message = queue_class.delete_message
+    receive_message = backend_class.receive_message
+    purge_queue = backend_class.purge_queue
+
+    def add_message_indexed(self: Any, message: Any) -> None:
+        previous = OWNERS.get(message)
+        if previous is not None:  # moved to a DLQ
+            _index(previous).forget(message)
+        OWNERS[message] = self  # before a waiting receiver can be woken
+        _index(self).by_id[message.id] = message
+        add_message(self, message)
+        if self.fifo_queue and not any(kept is message for kept in self._messages[-1:]):
+            OWNERS.pop(message, None)  # a FIFO duplicate, dropped
+            _index(self).forget(message)
+
+    def receive_message_indexed(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        received = receive_message(self, queue_name, *args, **kwargs)
+        index = _index(self.get_queue(queue_name))
+        for copy in received:  # moto returns copies: the handle is the original's
+            original = index.by_id.get(copy.id)
+            if original is not None:
+                index.by_handle[copy.receipt_handle] = original
+        return received
+
+    def delete_message_indexed(self: Any, receipt_handle: str) -> None:
+        message = _index(self).by_handle.get(receipt_handle)
+        if receipt_handle in self.deleted_messages or message is None or OWNERS.get(message) is not self:
+            return delete_message(self, receipt_handle)  # moto's own answer
+        self._messages.remove(message)
+        self.pending_messages.discard(message)
+        self.deleted_messages.update(message.all_receipt_handles)
+        _index(self).forget(message)
+        OWNERS.pop(message, None)
+        return None
+
+    def purge_queue_indexed(self: Any, queue_name: str) -> None:
+        queue = self.get_queue(queue_name)
+        purged = list(queue._messages)
+        purge_queue(self, queue_name)
+        for message in purged:
+            OWNERS.pop(message, None)
+        queue.__dict__["_inferbus_index"] = MessageIndex()
+
+    def untracked(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        return object.__new__(cls)
+
+    _patch(queue_class, "attributes", property(QueueAttributes))
+    _patch(queue_class, "messages", property(lambda self: VisibleMessages(self._messages)))
+    _patch(queue_class, "add_message", add_message_indexed)
+    _patch(queue_class, "delete_message", delete_message_indexed)
+    _patch(backend_class, "receive_message", receive_message_indexed)
+    _patch(backend_class, "purge_queue", purge_queue_indexed)
+    # moto keeps every model instance it ever made in its class's ``instances_tracked`` (for its
+    # ``/moto-api/data.json``): every message sent, and every copy a receive hands out, for ever.
+    _patch(Message, "__new__", staticmethod(untracked))
 
 
 def _detail_is_json_but_no_object(entry: dict[str, Any]) -> bool:
@@ -346,7 +513,10 @@ def uninstall() -> None:
     """Undo every patch, in reverse order."""
     while HOOKS._saved:
         owner, name, original = HOOKS._saved.pop()
-        setattr(owner, name, original)
+        if original is ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
     HOOKS.changed = HOOKS.deliver = None
 
 
@@ -402,6 +572,16 @@ def _queue(queue_arn: str) -> Any:
 
     _, _, _, region, account, name = queue_arn.split(":", 5)
     return sqs_backends[account][region].queues.get(name)
+
+
+def mark_managed(rule_arn: str, managed_by: str) -> None:
+    """Mark a rule as managed by a service (``ManagedBy`` in ``ListRules``), as AWS marks an archive's
+    rule: the runtime's own local-only rules are then no rule of the user's (PutRule cannot set it)."""
+    from moto.events.models import events_backends
+
+    _, _, _, region, account, resource = rule_arn.split(":", 5)
+    bus_name, rule_name = resource.removeprefix("rule/").rsplit("/", 1) if resource.count("/") == 2 else ("default", resource[5:])
+    events_backends[account][region].event_buses[bus_name].rules[rule_name].managed_by = managed_by
 
 
 def receivable(queue_arn: str) -> bool:

@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from inferbus.demo.inputs import input_type, sample_event
-from inferbus.model.names import UNROUTED_CHECK_NAME
+from inferbus.model.names import INVALID_EVENTS_OUTPUT, QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 from tests.declared import DEMO, PIPELINE
 
 pytestmark = pytest.mark.slow
@@ -40,12 +40,25 @@ def served(template, tmp_path_factory):
     lines: list[dict] = []
     ready = json.loads(process.stdout.readline())
     assert ready["kind"] == "ready", ready
+    add_foreign_rule(ready)  # before any event: the unrouted-events check reads the bus's rules once per period
     yield ready, process, lines
     process.terminate()  # SIGTERM: a clean stop, as Ctrl-C
     out, err = process.communicate(timeout=30)
     lines += [json.loads(line) for line in out.splitlines() if line.strip()]
     assert process.returncode == 0, err
     assert lines[-1]["kind"] == "stopped"
+
+
+FOREIGN = {"source": ["shipping.app"], "detail-type": ["ShipmentDelayed"]}  # a rule of another application's
+
+
+def add_foreign_rule(ready: dict) -> None:
+    """A rule outside the stack, on the same bus, sending another application's events to its own queue."""
+    events, sqs = client("events", ready["endpoint"]), client("sqs", ready["endpoint"])
+    sqs.create_queue(QueueName="shipping-delays")
+    events.put_rule(Name="shipping-delays", EventBusName=ready["bus"], EventPattern=json.dumps(FOREIGN))
+    events.put_targets(Rule="shipping-delays", EventBusName=ready["bus"],
+                       Targets=[{"Id": "delays", "Arn": "arn:aws:sqs:us-east-1:123456789012:shipping-delays"}])
 
 
 def client(service: str, endpoint: str):
@@ -94,6 +107,38 @@ def test_the_endpoint_answers_test_event_pattern_and_the_log_has_a_line_per_batc
     line = next(line for line in seen if line["component"] == CONSUMER.name)
     assert line["kind"] == "batch" and line["records"] >= 1
     assert {line["component"] for line in seen} <= named, seen
+
+
+def test_events_only_a_foreign_rule_takes_are_delivered_and_not_kept_as_unrouted(served):
+    ready, _, _ = served
+    events, sqs = client("events", ready["endpoint"]), client("sqs", ready["endpoint"])
+    delays = sqs.get_queue_url(QueueName="shipping-delays")["QueueUrl"]
+    sent = [f"parcel-{n}" for n in range(50)]
+    for start in range(0, len(sent), 10):
+        answer = events.put_events(Entries=[{"EventBusName": ready["bus"], "Source": "shipping.app",
+                                             "DetailType": "ShipmentDelayed", "Detail": json.dumps({"parcel": p})}
+                                            for p in sent[start:start + 10]])
+        assert answer["FailedEntryCount"] == 0
+    delivered, began = [], time.monotonic()
+    while len(delivered) < len(sent) and time.monotonic() - began < 60:
+        for message in sqs.receive_message(QueueUrl=delays, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
+            delivered.append(json.loads(message["Body"])["detail"]["parcel"])
+            sqs.delete_message(QueueUrl=delays, ReceiptHandle=message["ReceiptHandle"])
+    assert sorted(delivered) == sorted(sent)
+    # The check saw each of them too (its catch-all takes every event): wait until its queue is empty.
+    check_queue = ready["outputs"][f"{UNROUTED_CHECK_ID}{QUEUE_URL}"]
+    counts = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
+    while time.monotonic() - began < 120:
+        attributes = sqs.get_queue_attributes(QueueUrl=check_queue, AttributeNames=list(counts))["Attributes"]
+        if all(attributes[name] == "0" for name in counts):
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"the unrouted-events check did not drain its queue: {attributes}")
+    invalid = ready["outputs"][INVALID_EVENTS_OUTPUT]
+    kept = sqs.receive_message(QueueUrl=invalid, MaxNumberOfMessages=10, VisibilityTimeout=0).get("Messages", [])
+    assert [m["Body"] for m in kept if "shipping.app" in m["Body"]] == []
+    assert kept == []  # the invalid-events queue is empty: nothing else in this module sends a bad event
 
 
 def test_a_port_in_use_is_refused_with_one_line():

@@ -32,6 +32,10 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (SQSBackend, "is_message_valid_based_on_retention_period", ["self", "queue_name", "message"]),
     (Queue, "add_message", ["self", "message"]),
     (SQSBackend, "change_message_visibility", ["self", "queue_name", "receipt_handle", "visibility_timeout"]),
+    (Queue, "delete_message", ["self", "receipt_handle"]),
+    (SQSBackend, "receive_message", ["self", "queue_name", "count", "wait_seconds_timeout", "visibility_timeout",
+                                     "message_attribute_names"]),
+    (SQSBackend, "purge_queue", ["self", "queue_name"]),
     (EventsBackend, "put_events", ["self", "events"]),
     (EventPattern, "load", ["raw_pattern"]),
     (EventPattern, "matches_event", ["self", "event"]),
@@ -57,6 +61,13 @@ def test_what_is_patched_still_has_the_signature_it_had(owner, name, parameters)
 
 
 def test_what_is_read_directly_is_still_there():
+    from moto.sqs.models import Message
+
+    # replaced too: two properties (computed as moto computes them), and Message's (inherited) __new__
+    assert all(isinstance(Queue.__dict__[name], property) for name in ("attributes", "messages"))
+    assert "__new__" not in Message.__dict__ and "instances_tracked" in inspect.getsource(Message.__new__)
+    assert {"BASE_ATTRIBUTES", "FIFO_ATTRIBUTES", "KMS_ATTRIBUTES"} <= set(vars(Queue))
+    assert "self.deleted_messages" in inspect.getsource(Queue.delete_message)
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
     assert {"message_retention_period", "queue_arn", "_messages"} <= set(vars(Queue("q", "123456789012", "us-east-1")))
@@ -71,15 +82,20 @@ def test_what_is_read_directly_is_still_there():
 
 
 def test_install_then_uninstall_restores_every_original():
-    originals = [getattr(owner, name) for owner, name, _ in PATCHED]
+    from moto.sqs.models import Message
+
+    replaced = [(owner, name) for owner, name, _ in PATCHED] + [(Queue, "attributes"), (Queue, "messages")]
+    originals = [owner.__dict__.get(name, getattr(owner, name)) for owner, name in replaced]
     moto_patches.install()
     try:
-        assert all(getattr(owner, name) is not original for (owner, name, _), original in zip(PATCHED, originals))
+        assert all(owner.__dict__[name] is not original for (owner, name), original in zip(replaced, originals))
+        assert "__new__" in Message.__dict__
         with pytest.raises(RuntimeError, match="already patched"):
             moto_patches.install()
     finally:
         moto_patches.uninstall()
-    assert [getattr(owner, name) for owner, name, _ in PATCHED] == originals
+    assert [owner.__dict__.get(name, getattr(owner, name)) for owner, name in replaced] == originals
+    assert "__new__" not in Message.__dict__
 
 
 WATCHED = t.template(WorkQueue=t.queue(), WorkRule=t.rule("Work", [t.queue_target("WorkQueue")]))
@@ -149,3 +165,132 @@ def test_conditional_writes_from_many_threads_are_atomic():
             for thread in threads:
                 thread.join()
         assert sorted(wins) == sorted(f"k{i}" for i in range(20))
+
+
+# -- SQS at any depth ---------------------------------------------------------------------------
+
+DEPTH = 1_000
+
+
+@pytest.fixture
+def patched_sqs():
+    """A patched moto SQS (no pipeline) and its backend."""
+    from moto import mock_aws
+    from moto.sqs.models import sqs_backends
+
+    with mock_aws():
+        moto_patches.install()
+        try:
+            yield boto3.client("sqs", region_name="us-east-1"), sqs_backends["123456789012"]["us-east-1"]
+        finally:
+            moto_patches.uninstall()
+
+
+class Reads:
+    """Counts, while active, how often moto tests a message's visibility or compares its receipt handles."""
+
+    def __init__(self, monkeypatch):
+        from moto.sqs.models import Message
+
+        self.count = 0
+        for name in ("visible", "delayed"):
+            original = Message.__dict__[name]
+            monkeypatch.setattr(Message, name, property(lambda message, get=original.fget: self._read(get, message)))
+        had = Message.had_receipt_handle
+        monkeypatch.setattr(Message, "had_receipt_handle", lambda message, handle: self._read(had, message, handle))
+
+    def _read(self, function, *args):
+        self.count += 1
+        return function(*args)
+
+
+def fill(sqs, name: str, count: int, **attributes) -> str:
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    for start in range(0, count, 10):
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{start + i}"} for i in range(10)])
+    return url
+
+
+def test_queue_attributes_are_moto_s_own_computed_one_at_a_time(patched_sqs):
+    sqs, backend = patched_sqs
+    dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    redrive = json.dumps({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:dlq", "maxReceiveCount": "2"})
+    url = fill(sqs, "deep", 30, RedrivePolicy=redrive, DelaySeconds="0")
+    fifo = sqs.create_queue(QueueName="q.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60)
+    for queue in (backend.get_queue("deep"), backend.get_queue("q.fifo"), backend.get_queue("dlq")):
+        lazy = queue.attributes
+        (_, _, moto_s), = [saved for saved in moto_patches.HOOKS._saved if saved[:2] == (Queue, "attributes")]
+        assert dict(lazy) == moto_s.fget(queue)
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (attributes["ApproximateNumberOfMessages"], attributes["ApproximateNumberOfMessagesNotVisible"]) == ("20", "10")
+    assert json.loads(attributes["RedrivePolicy"])["maxReceiveCount"] == 2
+    assert dlq and fifo
+
+
+def test_a_send_reads_no_message_of_a_deep_queue(patched_sqs, monkeypatch):
+    sqs, _ = patched_sqs
+    url = fill(sqs, "deep", DEPTH)
+    reads = Reads(monkeypatch)
+    sqs.send_message(QueueUrl=url, MessageBody="one more")
+    sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "more"} for i in range(10)])
+    assert reads.count == 0
+
+
+def test_a_receive_and_its_deletes_read_what_they_return_not_the_queue(patched_sqs, monkeypatch):
+    sqs, backend = patched_sqs
+    url = fill(sqs, "deep", DEPTH)
+    reads = Reads(monkeypatch)
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                    for i, m in enumerate(received)])
+    assert [m["Body"] for m in received] == [f"m{i}" for i in range(10)]  # in order, as moto gives them
+    assert reads.count <= 3 * 10  # the clock tested on each message returned, not on the other 990
+    assert len(backend.get_queue("deep")._messages) == DEPTH - 10
+    # the next receive skips the messages in flight ahead of it, and nothing else
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60)["Messages"]
+    reads.count = 0
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in received + again] == [f"m{i}" for i in range(10, 30)]
+    assert reads.count <= 3 * 20
+
+
+def test_deletes_answer_as_moto_does(patched_sqs):
+    sqs, backend = patched_sqs
+    dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    redrive = json.dumps({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:dlq", "maxReceiveCount": "1"})
+    url = fill(sqs, "work", 10, RedrivePolicy=redrive)
+    (first,) = sqs.receive_message(QueueUrl=url)["Messages"]
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"])
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"])  # again: accepted, as moto does
+    with pytest.raises(sqs.exceptions.ReceiptHandleIsInvalid):
+        sqs.delete_message(QueueUrl=url, ReceiptHandle="not-a-handle")
+    (second,) = sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]
+    sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60)  # moves it to the DLQ
+    with pytest.raises(sqs.exceptions.ReceiptHandleIsInvalid):  # no longer on this queue
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=second["ReceiptHandle"])
+    (moved,) = sqs.receive_message(QueueUrl=dlq)["Messages"]
+    assert moved["Body"] == second["Body"]
+    sqs.delete_message(QueueUrl=dlq, ReceiptHandle=moved["ReceiptHandle"])
+    assert backend.get_queue("dlq")._messages == []
+    purged = fill(sqs, "purged", 10)
+    (third,) = sqs.receive_message(QueueUrl=purged)["Messages"]
+    sqs.purge_queue(QueueUrl=purged)
+    with pytest.raises(sqs.exceptions.ReceiptHandleIsInvalid):
+        sqs.delete_message(QueueUrl=purged, ReceiptHandle=third["ReceiptHandle"])
+
+
+def test_messages_are_not_kept_after_they_are_deleted(patched_sqs):
+    from moto.sqs.models import Message
+
+    sqs, backend = patched_sqs
+    before = len(Message.instances_tracked)
+    url = fill(sqs, "work", 20)
+    sent = list(backend.get_queue("work")._messages)
+    for _ in range(2):
+        received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                        for i, m in enumerate(received)])
+    assert len(Message.instances_tracked) == before
+    assert not any(message in moto_patches.OWNERS for message in sent)
+    assert moto_patches._index(backend.get_queue("work")) == moto_patches.MessageIndex()

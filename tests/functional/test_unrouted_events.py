@@ -49,6 +49,7 @@ def entry(detail, bus):
 def outcome(template):
     """Every case, a valid event and a result nobody takes, through the embedded pipeline."""
     with LocalPipeline(template) as pipeline:
+        add_foreign_rules(pipeline)
         entries, expected, taken = [], {}, {}
         for index, (name, change, reason) in enumerate(UNROUTED):
             detail = valid_detail(f"unrouted-{index}")
@@ -59,6 +60,11 @@ def outcome(template):
         valid = valid_detail("routed-1")
         result = valid_detail("result-1") | {"type": "ImageClassified", "source": RESULT_SOURCES["image-classifier"]}
         entries += [entry(valid, pipeline.bus_name), entry(result, pipeline.bus_name)]
+        entries += [{"EventBusName": pipeline.bus_name, "Source": "shipping.app", "DetailType": "ShipmentDelayed",
+                     "Detail": json.dumps({"parcel": f"p-{n}"})} for n in range(FOREIGN_EVENTS)]
+        lost = [{"EventBusName": pipeline.bus_name, "Source": "shipping.app", "DetailType": detail_type,
+                 "Detail": json.dumps({"parcel": "p-lost"})} for detail_type in ("ShipmentLost", "ShipmentLate")]
+        entries += lost
         not_objects = [{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "t", "Detail": detail}
                        for detail in ("[]", "42", '"text"', "null")]
         refused = pipeline.put_events(entries + not_objects)
@@ -66,9 +72,28 @@ def outcome(template):
         yield pipeline, expected, refused, pipeline.invalid_events(), pipeline.tapped_events(), taken
 
 
+FOREIGN_EVENTS = 30
+
+
+def add_foreign_rules(pipeline) -> None:
+    """Rules of another application on the same bus, added by a client outside the stack: one that
+    delivers to its own queue, one with no target and one disabled (those two take nothing)."""
+    events, sqs = pipeline.events, pipeline.sqs
+    arn = sqs.get_queue_attributes(QueueUrl=sqs.create_queue(QueueName="shipping-delays")["QueueUrl"],
+                                   AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    for name, detail_type, state in (("shipping-delays", "ShipmentDelayed", "ENABLED"),
+                                     ("shipping-lost", "ShipmentLost", "ENABLED"),
+                                     ("shipping-late", "ShipmentLate", "DISABLED")):
+        events.put_rule(Name=name, EventBusName=pipeline.bus_name, State=state,
+                        EventPattern=json.dumps({"source": ["shipping.app"], "detail-type": [detail_type]}))
+        if name != "shipping-lost":
+            events.put_targets(Rule=name, EventBusName=pipeline.bus_name, Targets=[{"Id": "q", "Arn": arn}])
+
+
 def test_every_unrouted_event_is_kept_with_its_reason(outcome):
     pipeline, expected, refused, kept, _, taken = outcome
-    unrouted = {k["event_id"]: k for k in kept if keeper_and_event(k)[0] == UNROUTED_CHECK_SOURCE}
+    unrouted = {k["event_id"]: k for k in kept if keeper_and_event(k)[0] == UNROUTED_CHECK_SOURCE
+                and "shipping.app" not in k["body"]}
     assert set(unrouted) == set(expected)
     for event_id, (name, reason) in expected.items():
         assert unrouted[event_id]["reason"].startswith(reason), (name, unrouted[event_id]["reason"])
@@ -93,14 +118,34 @@ def test_a_detail_that_is_not_a_json_object_is_refused_at_put_events(outcome):
     assert sorted(r["Detail"] for r in refused) == sorted(["[]", "42", '"text"', "null"])
 
 
-def test_the_check_reads_the_stacks_rules_but_not_its_own(outcome):
+def test_events_only_a_foreign_rule_takes_are_delivered_and_not_kept(outcome):
+    pipeline, _, _, kept, _, _ = outcome
+    url = pipeline.sqs.get_queue_url(QueueName="shipping-delays")["QueueUrl"]
+    delivered = []
+    while messages := pipeline.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        delivered += [json.loads(m["Body"])["detail"]["parcel"] for m in messages]
+    assert sorted(delivered) == sorted(f"p-{n}" for n in range(FOREIGN_EVENTS))
+    foreign = [json.loads(k["body"])["detail-type"] for k in kept if "shipping.app" in k["body"]]
+    # the rule with no target and the disabled one took nothing: their events are kept, and only theirs
+    assert sorted(foreign) == ["ShipmentLate", "ShipmentLost"]
+
+
+def test_the_check_reads_every_rule_of_the_bus_that_delivers_but_not_its_own(outcome):
     pipeline, *_ = outcome
     from inferbus_lambda.unrouted import read_rules
 
     function = pipeline.function(pipeline.outputs[f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}"])
-    environment = function.spec.environment
-    rules = read_rules(pipeline.events, bus=pipeline.bus_name, name_prefix=environment["RULE_NAME_PREFIX"],
-                       exclude=[environment["CATCH_ALL_RULE_NAME"]])
-    rule_count = sum(1 for r in pipeline.template["Resources"].values() if r["Type"] == "AWS::Events::Rule")
-    assert len(rules) == rule_count - 1  # every rule of the stack but the catch-all; not the local tap
+    rules = read_rules(pipeline.events, bus=pipeline.bus_name, exclude=[function.spec.environment["CATCH_ALL_RULE_NAME"]])
+    # Locally a rule whose only target is a Firehose stream (the results archive's) has none: moto cannot deliver there.
+    resources = pipeline.template["Resources"]
+    def cloud_only(target: dict) -> bool:
+        (reference,) = target["Arn"].values()  # a Ref (its logical id) or a Fn::GetAtt ([logical id, "Arn"])
+        logical_id = reference[0] if isinstance(reference, list) else reference
+        return resources[logical_id]["Type"] == "AWS::KinesisFirehose::DeliveryStream"
+
+    delivering = [r for r in resources.values() if r["Type"] == "AWS::Events::Rule"
+                  and not all(map(cloud_only, r["Properties"]["Targets"]))]
+    # every delivering rule of the stack but the catch-all, and the foreign rule that delivers; not the local tap
+    assert len(rules) == len(delivering) - 1 + 1 and "shipping-delays" in rules
+    assert not {"shipping-lost", "shipping-late"} & set(rules)
     assert len(PIPELINE.filters()) < len(rules)  # the components' rules and the rejections' rule

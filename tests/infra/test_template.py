@@ -528,3 +528,48 @@ def test_consumers_claim_with_puts_and_batch_writes_and_accept_with_one_put(temp
             continue
         expected = {"dynamodb:PutItem", "dynamodb:BatchWriteItem"} if function in consumers else {"dynamodb:PutItem"}
         assert claimers[role] == expected, function
+
+
+def resolve(value, template, pseudo):
+    """A policy resource as a string: Fn::Join, Refs to pseudo parameters, and the bus's Ref (its name)."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(resolve(part, template, pseudo) for part in parts)
+    reference = value["Ref"]
+    return pseudo.get(reference) or template["Resources"][reference]["Properties"]["Name"]
+
+
+def test_the_unrouted_check_may_read_the_targets_of_any_rule_on_its_bus_and_no_other_bus(template, tmp_path):
+    """A second stack's rule on the bus counts: the check's role may list its targets (its ARN is
+    ``rule/<bus>/<name>``, a name the check cannot know at deploy time), and no other bus's."""
+    from fnmatch import fnmatchcase
+
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_events as events
+    from aws_cdk import aws_events_targets as targets
+    from aws_cdk import aws_sqs as sqs
+
+    pseudo = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
+    (bus,) = of_type(template, "AWS::Events::EventBus").values()
+    app = App(outdir=str(tmp_path))
+    other = Stack(app, "Shipping")
+    rule = events.Rule(other, "Delays", event_bus=events.EventBus.from_event_bus_name(other, "Bus", bus["Name"]),
+                       event_pattern=events.EventPattern(source=["shipping.app"]))
+    rule.add_target(targets.SqsQueue(sqs.Queue(other, "DelaysQueue")))
+    (foreign,) = of_type(app.synth().get_stack_by_name("Shipping").template, "AWS::Events::Rule").values()
+    assert foreign["EventBusName"] == bus["Name"]
+    # CloudFormation names an unnamed rule <stack>-<logical id>-<suffix>; its ARN names the bus it is on
+    foreign_arn = f"arn:aws:events:us-east-1:123456789012:rule/{bus['Name']}/Shipping-DelaysA1B2C3-XYZ"
+
+    check_role = of_type(template, "AWS::Lambda::Function")[output_id(template, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}")]["Role"]
+    statements = [s for p in of_type(template, "AWS::IAM::Policy").values() if {"Ref": check_role["Fn::GetAtt"][0]} in p["Roles"]
+                  for s in p["PolicyDocument"]["Statement"]]
+    (listing,) = [s for s in statements if s["Action"] == "events:ListTargetsByRule"]
+    (scope,) = [resolve(r, template, pseudo) for r in (listing["Resource"] if isinstance(listing["Resource"], list)
+                                                      else [listing["Resource"]])]
+    assert scope == f"arn:aws:events:us-east-1:123456789012:rule/{bus['Name']}/*"
+    assert fnmatchcase(foreign_arn, scope)
+    assert not fnmatchcase(f"arn:aws:events:us-east-1:123456789012:rule/default/{foreign_arn.rsplit('/', 1)[1]}", scope)
+    assert [s["Resource"] for s in statements if s["Action"] == "events:ListRules"] == ["*"]  # takes no resource
