@@ -6,23 +6,25 @@ import inferbus_lambda.contracts.core
 import inferbus_lambda.entities
 import inferbus_lambda.environment
 import inferbus_lambda.errors
-import inferbus_lambda.faults
+import inferbus_lambda.claims.memory
 import inferbus_lambda.patterns
 import inferbus_lambda.publishing
 import inferbus_lambda.text
 import inferbus_lambda.vision
 import pytest
 
+import inferbus.chaos.rates
 import inferbus.runtime.bridge
+import inferbus_lambda.sources.base
 import infra.configuration
 import infra.declarations
 import infra.settings
 import pipeline
 
 MODULES = [inferbus_lambda.contracts.core, inferbus_lambda.entities, inferbus_lambda.environment, inferbus_lambda.errors,
-           inferbus_lambda.faults, inferbus_lambda.patterns, inferbus_lambda.publishing, inferbus_lambda.text,
+           inferbus_lambda.claims.memory, inferbus_lambda.patterns, inferbus_lambda.publishing, inferbus_lambda.text,
            inferbus_lambda.vision, infra.configuration, infra.declarations, infra.settings, pipeline,
-           inferbus.runtime.bridge]
+           inferbus.runtime.bridge, inferbus.chaos.rates, inferbus_lambda.sources.base]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])
