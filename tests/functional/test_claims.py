@@ -149,3 +149,49 @@ def test_the_embedded_runtime_rolls_back_a_cancelled_transaction_as_moto_does(te
         assert statuses(claims, done + fresh) == ["already_done"] * 2 + ["claimed"] * 3
         assert claims.requests == {"transact_write_items": 2}  # the first was cancelled, and left nothing
         assert pipeline.session.client("dynamodb").scan(TableName=table)["Count"] == 5
+
+
+def test_the_store_owns_its_item_layout_and_reads_back_what_it_writes(dynamodb):
+    claims = make_claims(dynamodb)
+    (event,) = images(1)
+    claims.claim([event], remaining_ms=30_000)
+    (item,) = dynamodb.scan(TableName=TABLE)["Items"]
+    assert item["id"]["S"] == f"image-classifier#{event.id}" and item["status"]["S"] == "INPROGRESS"
+    assert set(item) == {"id", "status", "expiration", "in_progress_expiration", "claimed_at", "validation"}
+    record = claims.record(item)
+    assert claims.item(record) == item and record.event_id == event.id
+
+
+def test_end_hold_frees_a_claim_taken_before_the_failure_and_no_other(dynamodb):
+    import time
+
+    claims = make_claims(dynamodb)
+    before, after = images(2)
+    claims.claim([before], remaining_ms=30_000)
+    moment = int(time.time() * 1000) + 1
+    time.sleep(0.003)
+    claims.claim([after], remaining_ms=30_000)
+    now = int(time.time() * 1000)
+    assert claims.end_hold(before.id, claimed_before_ms=moment, now_ms=now)
+    assert not claims.end_hold(after.id, claimed_before_ms=moment, now_ms=now)
+    assert not claims.end_hold("never-claimed", claimed_before_ms=moment, now_ms=now)
+    assert statuses(claims, [before, after]) == ["claimed", "in_progress"]
+
+
+def test_the_in_memory_store_answers_as_dynamodb_does(dynamodb):
+    """The policy is the stores' common part: one script, the same statuses on both."""
+    from inferbus_lambda.claims import InMemoryClaimStore
+
+    def script(claims) -> list[str]:
+        done, held, released = images(3)
+        forged = new_event(ImageSubmitted(pixels=[16] * 64), source="claims.test", event_id=done.id)
+        answers = statuses(claims, [done, held, released, done])
+        claims.complete([(done, {"result_id": "r"})])
+        claims.release([released])
+        answers += statuses(claims, [done, held, released]) + statuses(claims, [forged])
+        answers.append(claims.accept_once(images(1, start=9)[0], owner="x").value)
+        return answers
+
+    memory = script(InMemoryClaimStore(scope="image-classifier", expires_after_seconds=3600))
+    assert memory == script(make_claims(dynamodb)) == [
+        "claimed", "claimed", "claimed", "in_progress", "already_done", "in_progress", "claimed", "conflict", "claimed"]
