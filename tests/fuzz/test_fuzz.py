@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
+from inferbus_lambda.claims import InMemoryClaimStore
 from inferbus_lambda.contracts import data_model
 from inferbus_lambda.errors import REJECTION_ERRORS, TransientError
 from inferbus_lambda.patterns import CompiledPattern, compile_pattern
@@ -32,7 +33,7 @@ from inferbus_lambda.workflow import accept
 from infra.declarations import UNROUTED_CHECK_ID, Workflow
 from inferbus.demo.inputs import demo_components, input_type, sample_events
 from tests.declared import PIPELINE, RESULT_SOURCES
-from tests.fuzz.harness import MemoryClaims, MemoryConsumer, as_body, contract_verdict, delivered
+from tests.fuzz.harness import MemoryConsumer, as_body, contract_verdict, delivered
 
 PROFILE = os.environ.get("INFERBUS_FUZZ_PROFILE", "ci")
 LONG = PROFILE == "long"
@@ -212,7 +213,7 @@ def check_consumer_batch(bodies: list[str], consumer: MemoryConsumer) -> None:
 
 
 def check_accept(bodies: list[str], workflow: Workflow) -> None:
-    claims = MemoryClaims()
+    claims = InMemoryClaimStore(scope=workflow.name, expires_after_seconds=60)
     accepted = Counter()
     for index, body in enumerate(bodies):
         try:
