@@ -6,8 +6,17 @@ import dataclasses
 import time
 
 import pytest
-from inferbus_lambda.claims import (ClaimRecord, ClaimState, ClaimStatus, ClaimStore, InMemoryClaimStore, claim_store,
-                                    claimable, data_hash, decide)
+from inferbus_lambda.claims import (
+    ClaimRecord,
+    ClaimState,
+    ClaimStatus,
+    ClaimStore,
+    InMemoryClaimStore,
+    claim_store,
+    claimable,
+    data_hash,
+    decide,
+)
 from inferbus_lambda.contracts import ImageClassified, ImageSubmitted, ModelRef, new_event
 from inferbus_lambda.environment import ClaimsEnvironment
 from inferbus_lambda.errors import ConfigurationError
