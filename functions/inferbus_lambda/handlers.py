@@ -189,7 +189,7 @@ class FunctionRuntime:
         return self.logger.inject_lambda_context(self.tracer.capture_lambda_handler(self.metrics.log_metrics(invoke)))
 
 
-Infer = Callable[[Sequence[CloudEvent[Any]], "ConsumerRuntime"], Sequence[EventData]]
+Infer = Callable[[Sequence[CloudEvent[Any]], "ConsumerRuntime"], Sequence[EventData | Exception]]
 
 
 class ConsumerRuntime(FunctionRuntime):
@@ -201,10 +201,9 @@ class ConsumerRuntime(FunctionRuntime):
         The EventBridge, DynamoDB and SQS clients, one each per container (tests may replace them
         to simulate an outage). ``sqs`` is made on first use: only a batch with a record to
         reject, or to dead-letter on its last receive, needs it.
-    source, claims
-        The consumer's record source and claims store, as its environment names them.
     consumer
-        The :class:`~.consumer.InferenceConsumer` that runs each batch.
+        The :class:`~.consumer.InferenceConsumer` that runs each batch; its ``source`` and
+        ``claims`` are the record source and claims store the environment names.
     """
 
     def __init__(self, infer: Infer, *, load: Callable[[ModelInfo], Any] = load_onnx_classifier,
