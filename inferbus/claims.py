@@ -5,14 +5,14 @@ When records fail (a whole invocation: an error, a timeout, a crash; or single r
 batch), SQS hides them for the queue's visibility timeout, which inferbus sets to six times
 the function timeout: by the time they come back, every claim made on their events before
 they failed has passed its hold (at most the claiming invocation's remaining time), whether
-its invocation crashed or could not complete it (DynamoDB throttled the completion). The
+its invocation crashed or could not complete it (the store throttled the completion). The
 local event source makes them visible again much sooner (as soon as the invocations running
 when they failed have ended), so it ends those claims' hold then too; otherwise the
 redeliveries would count as "held by another invocation" and drift to the DLQ, which would
 not happen in AWS. A claim made after the failure (a duplicate in another batch) is left be.
 
-The claims are ``inferbus_lambda.idempotency`` items: ``status``, ``in_progress_expiration``
-and ``claimed_at`` (epoch milliseconds) are its attribute names.
+The claims are the function's own store's (``CLAIM_STORE``, ``inferbus_lambda.claims``): this
+module knows nothing of how a store lays them out.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ import json
 import time
 from typing import Any
 
-from botocore.exceptions import ClientError
+from inferbus_lambda.claims import claim_store
 from inferbus_lambda.environment import ClaimsEnvironment
-from inferbus_lambda.idempotency import IN_PROGRESS, EventClaims
 from pydantic import ValidationError
-
 
 
 def expire_claims_of(dynamodb: Any, function_environment: dict[str, str], messages: list[dict[str, Any]],
@@ -37,13 +35,13 @@ def expire_claims_of(dynamodb: Any, function_environment: dict[str, str], messag
     timeout), when every claim made before it failed has passed its hold (at most the function
     timeout); a claim made since (a duplicate delivery in another batch) still holds. 0 for a
     function that claims nothing; a message that is not an EventBridge event has no claim.
+    ``dynamodb`` is the client a DynamoDB store uses.
     """
     try:
         environment = ClaimsEnvironment.model_validate(function_environment)
     except ValidationError:
         return 0
-    claims = EventClaims(environment.IDEMPOTENCY_TABLE_NAME, scope=environment.POWERTOOLS_SERVICE_NAME,
-                         expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS, client=dynamodb)
+    store = claim_store(environment, scope=environment.POWERTOOLS_SERVICE_NAME, client=dynamodb)
     now_ms = int(time.time() * 1000)
     expired = 0
     for message in messages:
@@ -51,18 +49,5 @@ def expire_claims_of(dynamodb: Any, function_environment: dict[str, str], messag
             event_id = json.loads(message["Body"])["detail"]["id"]
         except (ValueError, KeyError, TypeError):
             continue
-        try:
-            dynamodb.update_item(
-                TableName=environment.IDEMPOTENCY_TABLE_NAME, Key=claims.key(str(event_id)),
-                UpdateExpression="SET in_progress_expiration = :past",
-                ConditionExpression="#status = :in_progress AND claimed_at < :before",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":past": {"N": str(now_ms - 1)}, ":in_progress": {"S": IN_PROGRESS},
-                                           ":before": {"N": str(claimed_before_ms)}},
-            )
-        except ClientError as error:
-            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                continue  # not claimed, or already completed: nothing held
-            raise
-        expired += 1
+        expired += store.end_hold(str(event_id), claimed_before_ms=claimed_before_ms, now_ms=now_ms)
     return expired

@@ -513,7 +513,9 @@ def _instant(text: str) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .chaos import FaultRates  # light: the chaos module loads moto only when it runs
+    from dataclasses import fields
+
+    from .chaos.rates import FaultRates  # light: the chaos module loads moto only when it runs
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -608,33 +610,10 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--flow", default="all", help="all (default), a declared component, or one word of its name "
                        "(image, risk, text, vision, review)")
     chaos.add_argument("--events", type=_in_range(1, 100_000), default=5000, help="events to send (default 5000)")
-    defaults = FaultRates()
-    chaos.add_argument("--record-error-rate", type=_rate, default=defaults.record_error_rate,
-                       help=f"share of claimed records failing transiently (default {defaults.record_error_rate})")
-    chaos.add_argument("--timeout-rate", type=_rate, default=defaults.timeout_rate,
-                       help=f"share of invocations timing out (default {defaults.timeout_rate})")
-    chaos.add_argument("--crash-rate", type=_rate, default=defaults.crash_after_publish_rate,
-                       dest="crash_after_publish_rate", metavar="CRASH_RATE",
-                       help=f"share of invocations dying after publishing half their results "
-                            f"(default {defaults.crash_after_publish_rate})")
-    chaos.add_argument("--crash-before-complete-rate", type=_rate, default=defaults.crash_before_complete_rate,
-                       help="share of invocations dying between publishing a group of results and completing its "
-                            f"claims: those results may be published again (default {defaults.crash_before_complete_rate})")
-    chaos.add_argument("--claim-throttle-rate", type=_rate, default=defaults.claim_throttle_rate,
-                       help=f"share of claim requests DynamoDB throttles (default {defaults.claim_throttle_rate})")
-    chaos.add_argument("--complete-throttle-rate", type=_rate, default=defaults.complete_throttle_rate,
-                       help="share of completion and release requests DynamoDB throttles "
-                            f"(default {defaults.complete_throttle_rate})")
-    chaos.add_argument("--duplicate-rate", type=_rate, default=defaults.duplicate_rate,
-                       help=f"share of processed records delivered twice (default {defaults.duplicate_rate})")
-    chaos.add_argument("--put-events-throttle-rate", type=_rate, default=defaults.put_events_throttle_rate,
-                       help=f"share of a consumer's PutEvents entries throttled (default {defaults.put_events_throttle_rate})")
-    chaos.add_argument("--step-error-rate", type=_rate, default=defaults.step_error_rate,
-                       help=f"share of workflow step invocations failing transiently (default {defaults.step_error_rate})")
-    chaos.add_argument("--step-timeout-rate", type=_rate, default=defaults.step_timeout_rate,
-                       help=f"share of workflow step invocations timing out (default {defaults.step_timeout_rate})")
-    chaos.add_argument("--latency-ms", type=float, default=defaults.latency_ms,
-                       help=f"added to every invocation (default {defaults.latency_ms:g})")
+    for rate in fields(FaultRates):  # one flag per rate, its help from the rate's own definition
+        chaos.add_argument(FaultRates.flag(rate), type=float if rate.name == "latency_ms" else _rate, default=rate.default,
+                           dest=rate.name, metavar=FaultRates.flag(rate)[2:].replace("-", "_").upper(),
+                           help=f"{rate.metadata['help']} (default {rate.default:g})")
     chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")

@@ -3,7 +3,7 @@
 - where the code is (``functions/``, the bundle's root) and its data (``models/`` under the
   repository root, ``LAMBDA_TASK_ROOT``);
 - what inferbus's injected faults stand for (a timeout, a dead runtime: reported as Lambda
-  reports them) and that fault injection is off unless a function's environment says otherwise;
+  reports them; the faults themselves are wrapped around a function by :mod:`inferbus.chaos.faults`);
 - what to expire when an invocation fails as a whole (its idempotency claims, :mod:`.claims`);
 - how to find each declared component: by the stack outputs its declaration names.
 
@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
-from inferbus_lambda.faults import InjectedCrash, InjectedTimeout
-
 from inferbus.model.declarations import Pipeline
 from inferbus.model.names import (
     DEAD_LETTER_QUEUE_URL,
@@ -38,6 +35,7 @@ from inferbus.model.names import (
 )
 from inferbus.model.settings import InferbusSettings
 
+from .chaos.faults import InjectedCrash, InjectedTimeout
 from .claims import expire_claims_of
 from .runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig, LocalFunction, StateMachineInfo
 from .runtime.event_source import LocalEventSource
@@ -50,7 +48,6 @@ HOST = HostConfig(
     environment={
         "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon locally
         "POWERTOOLS_DEV": "false",
-        FAULTS_VARIABLE: "",  # fault injection off unless a function's environment switches it on
     },
     service_failures={InjectedTimeout.__name__: TIMED_OUT, InjectedCrash.__name__: RUNTIME_EXITED},
 )

@@ -80,7 +80,7 @@ STATEMACHINES = REPO_ROOT / "statemachines"
 METRICS_NAMESPACE = "Inferbus"
 ACCEPT_SERVICE = "accept"  # the Powertools service of the workflows' shared Accept step
 INGEST_SERVICE = "ingest"
-# Idempotency claims (inferbus_lambda.idempotency): a consumer claims with TransactWriteItems of
+# Idempotency claims (inferbus_lambda.claims.DynamoDBClaimStore): a consumer claims with TransactWriteItems of
 # conditional Puts (authorised as dynamodb:PutItem) and completes and releases with BatchWriteItem;
 # a workflow's Accept claims and completes in one conditional PutItem.
 ACCEPT_CLAIM_ACTIONS = ("dynamodb:PutItem",)

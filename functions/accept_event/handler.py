@@ -9,20 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-
+from inferbus_lambda.claims import ClaimStore, claim_store
 from inferbus_lambda.environment import AcceptEnvironment
 from inferbus_lambda.handlers import StepRuntime, aws_client, step_handler
-from inferbus_lambda.idempotency import EventClaims
 from inferbus_lambda.workflow import accept
 
-CLAIMS: dict[str, EventClaims] = {}  # one per workflow, made on first use, sharing one client
+CLAIMS: dict[str, ClaimStore] = {}  # one per workflow, made on first use, sharing one client
 DYNAMODB = aws_client("dynamodb")
 
 
-def claims_for(workflow: str, environment: AcceptEnvironment) -> EventClaims:
+def claims_for(workflow: str, environment: AcceptEnvironment) -> ClaimStore:
     if workflow not in CLAIMS:
-        CLAIMS[workflow] = EventClaims(environment.IDEMPOTENCY_TABLE_NAME, scope=workflow,
-                                       expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS, client=DYNAMODB)
+        CLAIMS[workflow] = claim_store(environment, scope=workflow, client=DYNAMODB)
     return CLAIMS[workflow]
 
 

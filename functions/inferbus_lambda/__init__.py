@@ -1,4 +1,5 @@
-"""Shared code of inferbus's Lambda functions: contracts, inference, publishing, idempotency, the consumer.
+"""Shared code of inferbus's Lambda functions: contracts, inference, publishing, claims (the exactly-once
+store), sources (where a consumer's records come from), the consumer.
 
 This package ships inside every Lambda bundle; it imports nothing else of the
 project and reads its configuration only from the environment the stack sets.

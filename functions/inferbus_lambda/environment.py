@@ -118,10 +118,13 @@ class ClaimsEnvironment(FunctionEnvironment):
         The table (partition key ``id``, TTL attribute ``expiration``).
     IDEMPOTENCY_TTL_SECONDS
         How long a completed claim suppresses duplicates.
+    CLAIM_STORE
+        Which claims store keeps them (``inferbus_lambda.claims.CLAIM_STORES``). Default ``dynamodb``.
     """
 
     IDEMPOTENCY_TABLE_NAME: Annotated[str, Field(min_length=1)]
     IDEMPOTENCY_TTL_SECONDS: Annotated[int, Field(ge=1)]
+    CLAIM_STORE: Annotated[str, Field(min_length=1)] = "dynamodb"
 
 
 class AcceptEnvironment(ClaimsEnvironment):
@@ -146,6 +149,8 @@ class ConsumerEnvironment(ClaimsEnvironment):
         The consumer's DLQ and its queue's ``maxReceiveCount``: a record that fails on its last
         receive is sent there by the consumer itself, with its reason as message attributes
         (SQS's own redrive would move it without one). Unset: SQS moves it, reason unknown.
+    RECORD_SOURCE
+        The channel its records come from (``inferbus_lambda.sources.RECORD_SOURCES``). Default ``sqs``.
     """
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
@@ -155,6 +160,7 @@ class ConsumerEnvironment(ClaimsEnvironment):
     INVALID_EVENTS_QUEUE_URL: str | None = None
     DEAD_LETTER_QUEUE_URL: str | None = None
     MAX_RECEIVE_COUNT: Annotated[int, Field(ge=1)] | None = None
+    RECORD_SOURCE: Annotated[str, Field(min_length=1)] = "sqs"
 
 
 class IngestEnvironment(FunctionEnvironment):

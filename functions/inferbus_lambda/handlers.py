@@ -2,9 +2,10 @@
 
 A queue consumer is its ``infer``; a workflow step is its ``step``. The factories read the
 function's environment (validated, see :mod:`.environment`), load its models once per
-container, and wrap your function with the Powertools logger, metrics and tracer, fault
-injection, and, for a consumer, the clients, claims, publishing, rejections and the partial
-batch response (:class:`~.consumer.InferenceConsumer`).
+container, and wrap your function with the Powertools logger, metrics and tracer, and, for a
+consumer, the clients, its record source and claims store (both chosen by the environment:
+``RECORD_SOURCE``, ``CLAIM_STORE``), publishing, rejections and the batch response
+(:class:`~.consumer.InferenceConsumer`).
 
 Example
 -------
@@ -41,15 +42,15 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
+from .claims import claim_store
 from .consumer import InferenceConsumer, age_ms, expect_type
 from .contracts.core import CloudEvent, EventData, data_model
 from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 from .errors import ConfigurationError
-from .faults import FaultPlan, ThrottledEvents, inject_invocation_faults
-from .idempotency import EventClaims
 from .metric_names import EVENT_LATENCY_MS, EVENT_TIME_KEY, INFERENCE_MS, PROCESSING_MS, PUT_EVENTS_FAILED_ENTRIES
 from .publishing import PublishFailure, publish_events
-from .rejections import DeadLetter, Rejection, send_rejections, send_to_dead_letter_queue
+from .rejections import Rejection, send_rejections
+from .sources import record_source
 
 if TYPE_CHECKING:
     from .inference import ModelInfo
@@ -188,7 +189,7 @@ class FunctionRuntime:
         return self.logger.inject_lambda_context(self.tracer.capture_lambda_handler(self.metrics.log_metrics(invoke)))
 
 
-Infer = Callable[[Sequence[CloudEvent[Any]], "ConsumerRuntime"], Sequence[EventData]]
+Infer = Callable[[Sequence[CloudEvent[Any]], "ConsumerRuntime"], Sequence[EventData | Exception]]
 
 
 class ConsumerRuntime(FunctionRuntime):
@@ -201,7 +202,8 @@ class ConsumerRuntime(FunctionRuntime):
         to simulate an outage). ``sqs`` is made on first use: only a batch with a record to
         reject, or to dead-letter on its last receive, needs it.
     consumer
-        The :class:`~.consumer.InferenceConsumer` that runs each batch.
+        The :class:`~.consumer.InferenceConsumer` that runs each batch; its ``source`` and
+        ``claims`` are the record source and claims store the environment names.
     """
 
     def __init__(self, infer: Infer, *, load: Callable[[ModelInfo], Any] = load_onnx_classifier,
@@ -219,18 +221,16 @@ class ConsumerRuntime(FunctionRuntime):
         self.events = aws_client("events")
         self.dynamodb = aws_client("dynamodb")
         self.consumer = InferenceConsumer(
+            source=record_source(environment, self._client),
             parse=expect_type(environment.CONSUMES),
             infer=self.tracer.capture_method(self._infer),
-            claims=EventClaims(environment.IDEMPOTENCY_TABLE_NAME, scope=environment.POWERTOOLS_SERVICE_NAME,
-                               expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS, client=self.dynamodb),
+            claims=claim_store(environment, scope=environment.POWERTOOLS_SERVICE_NAME, client=self.dynamodb),
             publish=self.tracer.capture_method(self._publish),
             result_source=environment.RESULT_SOURCE,
             bus_name=environment.EVENT_BUS_NAME,
             metrics=self.metrics,
             logger=self.logger,
             reject=self.tracer.capture_method(self._reject) if environment.INVALID_EVENTS_QUEUE_URL else None,
-            dead_letter=self.tracer.capture_method(self._dead_letter) if environment.DEAD_LETTER_QUEUE_URL else None,
-            max_receive_count=environment.MAX_RECEIVE_COUNT,
         )
 
     @cached_property
@@ -238,23 +238,24 @@ class ConsumerRuntime(FunctionRuntime):
         """Made on first use (a batch with a record to set aside); assigning one replaces it."""
         return aws_client("sqs")
 
-    def _infer(self, events: Sequence[CloudEvent[Any]]) -> Sequence[EventData]:
+    def _client(self, service: str) -> Any:
+        """The function's client for ``service`` (what a record source asks for, on first use)."""
+        return self.sqs if service == "sqs" else aws_client(service)
+
+    def _infer(self, events: Sequence[CloudEvent[Any]]) -> Sequence[EventData | Exception]:
         started = time.perf_counter()
         results = self.infer(events, self)
         self.metrics.add_metric(name=INFERENCE_MS, unit=MetricUnit.Milliseconds, value=(time.perf_counter() - started) * 1000)
         if len(results) != len(events):
             raise ValueError(f"infer returned {len(results)} results for {len(events)} events: one per event, in order")
-        wrong = {type(result).__name__ for result in results if not isinstance(result, self.result_model)}
+        wrong = {type(result).__name__ for result in results if not isinstance(result, (self.result_model, Exception))}
         if wrong:
             raise TypeError(f"infer returned {', '.join(sorted(wrong))}; this consumer produces "
                             f"{self.environment.PRODUCES}")
         return results
 
-    def _publish(self, entries: Sequence[dict[str, Any]], faults: FaultPlan | None) -> list[PublishFailure]:
-        events = self.events
-        if faults is not None and faults.put_events_throttle_rate > 0:  # chaos: the invocation's plan, as claims get it
-            events = ThrottledEvents(self.events, faults.put_events_throttle_rate)
-        failures = publish_events(events, entries)
+    def _publish(self, entries: Sequence[dict[str, Any]]) -> list[PublishFailure]:
+        failures = publish_events(self.events, entries)
         self.metrics.add_metric(name=PUT_EVENTS_FAILED_ENTRIES, unit=MetricUnit.Count, value=len(failures))
         return failures
 
@@ -262,11 +263,6 @@ class ConsumerRuntime(FunctionRuntime):
         assert self.environment.INVALID_EVENTS_QUEUE_URL is not None
         return send_rejections(self.sqs, self.environment.INVALID_EVENTS_QUEUE_URL, self.environment.RESULT_SOURCE,
                                rejections)
-
-    def _dead_letter(self, letters: Sequence[DeadLetter]) -> set[str]:
-        assert self.environment.DEAD_LETTER_QUEUE_URL is not None
-        return send_to_dead_letter_queue(self.sqs, self.environment.DEAD_LETTER_QUEUE_URL, self.environment.RESULT_SOURCE,
-                                         letters)
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         return self.consumer.handle(event, context)
@@ -281,7 +277,8 @@ def consumer_handler(infer: Infer, *, load: Callable[[ModelInfo], Any] = load_on
         ``infer(events, runtime) -> results``: the claimed, valid events of one SQS batch (in
         order) and the :class:`ConsumerRuntime` (``runtime.models``, ``runtime.metrics``); returns one result ``data`` (of the type the consumer
         produces) per event, in order, from ONE model call. Raising fails these records; they
-        are retried, then dead-lettered.
+        are retried, then dead-lettered. An exception *in a result's place* fails that record
+        alone (an input the model cannot score), with the exception as its reason.
     load
         How each model named in ``INFERBUS_MODELS`` is loaded, once per container. Default
         :func:`load_onnx_classifier`.
@@ -310,7 +307,6 @@ class StepRuntime(FunctionRuntime):
         self.step = step
 
     def handle(self, event: Any, context: Any) -> Any:
-        inject_invocation_faults()
         started = time.perf_counter()
         produced_at = event.pop(EVENT_TIME_KEY, None) if isinstance(event, dict) else None
         if isinstance(produced_at, str):

@@ -30,10 +30,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .claims import ClaimStatus, ClaimStore
 from .consumer import result_event_id
 from .contracts.core import CloudEvent, from_eventbridge_event, is_identifier
 from .errors import IdConflictError, InvalidEventError, TransientError
-from .idempotency import ClaimStatus, EventClaims
 
 __all__ = ["AcceptRequest", "accept"]
 
@@ -66,9 +66,9 @@ def _rejected(request: AcceptRequest, error: str, reason: str, event_id: str | N
     }
 
 
-def accept(request: AcceptRequest, claims: EventClaims) -> dict[str, Any]:
+def accept(request: AcceptRequest, claims: ClaimStore) -> dict[str, Any]:
     """Validate ``request["event"]`` against the contracts and claim its id for this execution,
-    in one conditional write (:meth:`EventClaims.accept_once`): no in-progress claim is left
+    in one conditional write (:meth:`~.claims.ClaimStore.accept_once`): no in-progress claim is left
     for a crash to strand.
 
     Raises

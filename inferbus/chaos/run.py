@@ -3,7 +3,8 @@
 A *flow* is a declared component with demo samples to send (its root) and every component
 downstream of it: those that take its results (``risk-scorer`` -> ``auto-approve`` /
 ``risk-review``). Naming a downstream component (``--flow risk-review``) runs the flow it is in.
-Every flow gets the same faults (``INFERBUS_FAULTS``, see ``inferbus_lambda.faults``):
+Every flow gets the same faults (:class:`~.faults.FaultRates`), wrapped around its functions'
+parts by :mod:`.faults` (the functions' own code carries no chaos):
 
 - queue consumers: a share of records fail with a transient error, a share of invocations time
   out after claiming their records, a share die after publishing half their results, a share die
@@ -34,19 +35,18 @@ True
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inferbus_lambda.contracts import to_put_events_entry
-from inferbus_lambda.faults import ENVIRONMENT_VARIABLE as FAULTS_VARIABLE
-from inferbus_lambda.faults import FaultPlan
-from inferbus_lambda.metric_names import CLAIMS_NOT_COMPLETED, DUPLICATES_SKIPPED
 
 from inferbus.model.declarations import Consumer, Pipeline, Workflow
+
+from .faults import FaultInjector, inject_faults
+from .rates import FaultRates
 
 SOURCE = "inferbus.chaos"
 # Inputs sent between drains: a consumer's queue stays shallow (moto's SQS slows as a queue grows); a
@@ -57,42 +57,8 @@ WORKFLOW_WAVE = 250
 Component = Consumer | Workflow
 
 
-FAULT_PLAN_FIELDS = frozenset(plan_field.name for plan_field in fields(FaultPlan))
-
-
 class ChaosError(ValueError):
     """A chaos run that cannot start: an unknown flow, one without samples; the message says which."""
-
-
-@dataclass(frozen=True)
-class FaultRates:
-    # Set so that what is observed clears 20 % transient errors, 5 % timeouts and 10 % duplicate
-    # deliveries: a record that is a duplicate, or in a batch that timed out, draws no error; a step
-    # that drew an error draws no timeout.
-    record_error_rate: float = 0.27
-    timeout_rate: float = 0.06
-    crash_after_publish_rate: float = 0.02
-    # The exactly-once windows: a crash between publishing and completing, and DynamoDB throttling
-    # claims (TransactWriteItems) and completions (BatchWriteItem); each request is tried 3 times.
-    crash_before_complete_rate: float = 0.02
-    claim_throttle_rate: float = 0.2
-    complete_throttle_rate: float = 0.2
-    put_events_throttle_rate: float = 0.1
-    duplicate_rate: float = 0.12
-    step_error_rate: float = 0.22
-    step_timeout_rate: float = 0.08
-    latency_ms: float = 0.0
-
-    def plan(self, seed: int) -> str:
-        """A queue consumer's ``INFERBUS_FAULTS`` value: every rate a function's ``FaultPlan`` also has
-        (the duplicates are the event source's; the step rates are :meth:`step_plan`'s)."""
-        forwarded = {name: value for name, value in asdict(self).items() if name in FAULT_PLAN_FIELDS}
-        return json.dumps({**forwarded, "seed": seed})
-
-    def step_plan(self, seed: int) -> str:
-        """A workflow step's ``INFERBUS_FAULTS`` value."""
-        return json.dumps({"error_rate": self.step_error_rate, "timeout_rate": self.step_timeout_rate,
-                           "latency_ms": self.latency_ms, "seed": seed})
 
 
 @dataclass(frozen=True)
@@ -242,19 +208,6 @@ class ChaosReport:
         return data
 
 
-CRASH_BEFORE_COMPLETE = re.compile(r"injected crash after publishing (\d+) results, before completing their claims")
-
-
-def published_before_crash(stack_trace: list[str]) -> int | None:
-    """The results an invocation had published when it died before completing their claims (its
-    Lambda log's stack trace says so), or ``None`` for any other end."""
-    for line in stack_trace:
-        found = CRASH_BEFORE_COMPLETE.search(line)
-        if found:
-            return int(found.group(1))
-    return None
-
-
 def chaos_overrides(flow: Flow, batch_size: int) -> dict[str, int]:
     """The flow's consumers' batches this small: more invocations, so more of them can fail."""
     window = 0 if batch_size <= 10 else 1  # SQS takes more than 10 per batch only with a window
@@ -305,7 +258,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
     overrides = None if template is not None else chaos_overrides(flow, batch_size)
     with LocalPipeline(template, overrides=overrides, pipeline=declarations) as pipeline:
         notify(f"{flow.name}: synthesize + provision", 1, 1)
-        functions = _fault_functions(pipeline, flow, rates, seed)
+        injectors = _inject(pipeline, flow, rates, seed)
         sent = [f"chaos-{i}" for i in range(events)]
         truth = {event_id: samples[i % len(samples)][1] for i, event_id in enumerate(sent)}
         entries = [to_put_events_entry(samples[i % len(samples)][0].model_copy(update={"id": event_id, "correlationid": event_id}),
@@ -330,15 +283,15 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
 
         delivered: list[dict[str, Any]] = []  # every event the tap saw, across both ledgers
         _take_ledger(pipeline, flow, sent, report, delivered, first=True)
-        _count_faults(pipeline, flow, functions, report)
+        _count_faults(pipeline, flow, injectors, report)
         if redrive and isinstance(root, Consumer):
             from inferbus.redrive import redrive as move_back
 
             consumer = pipeline.consumer(root.name)
             dead = pipeline.peek(consumer.dead_letter_queue_url)
             if dead:
-                for function in functions:
-                    function.set_environment(**{FAULTS_VARIABLE: ""})  # the incident is over
+                for injector in injectors.values():
+                    injector.rates = None  # the incident is over
                 for source in pipeline.event_sources:
                     source.redeliver(0.0)
                 report.redriven = move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url)
@@ -350,22 +303,20 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
     return report
 
 
-def _fault_functions(pipeline: Any, flow: Flow, rates: FaultRates, seed: int) -> list[Any]:
-    """Switch the faults on in every function of the flow; return them."""
-    functions = []
+def _inject(pipeline: Any, flow: Flow, rates: FaultRates, seed: int) -> dict[Any, FaultInjector]:
+    """Wrap the faults around every function of the flow (each once: workflows share Accept); by function."""
+    injectors: dict[Any, FaultInjector] = {}
     for stage in flow.stages:
         if isinstance(stage, Consumer):
             local = pipeline.consumer(stage.name)
-            local.function.set_environment(**{FAULTS_VARIABLE: rates.plan(seed)})
+            injectors[local.function] = inject_faults(local.function, rates, seed=seed)
             local.source.redeliver(rates.duplicate_rate, seed=seed)
-            functions.append(local.function)
         else:
             for stem in ("Accept", *stage.tasks):
                 function = pipeline.task_function(stage.name, stem)
-                if function not in functions:
-                    function.set_environment(**{FAULTS_VARIABLE: rates.step_plan(seed)})
-                    functions.append(function)
-    return functions
+                if function not in injectors:
+                    injectors[function] = inject_faults(function, rates, seed=seed)
+    return injectors
 
 
 def _producer_retries(flow: Flow, entries: list[dict[str, Any]], rate: float, seed: int) -> list[int]:
@@ -484,30 +435,30 @@ def _dead_letter_ids(pipeline: Any) -> set[str]:
     return ids
 
 
-def _count_faults(pipeline: Any, flow: Flow, functions: list[Any], report: FlowReport) -> None:
-    invocations = [i for function in functions for i in function.invocations]
+def _count_faults(pipeline: Any, flow: Flow, injectors: dict[Any, FaultInjector], report: FlowReport) -> None:
+    """What happened, from structured results: each invocation's error type, the injectors' counts
+    (which include every wrapped batch's report), the event sources' counters, Accept's metric."""
+    invocations = [i for function in injectors for i in function.invocations]
     report.invocations = len(invocations)
     report.failed_invocations = dict(Counter(i.error_type for i in invocations if i.error_type))
-    consumers = [s for s in flow.stages if isinstance(s, Consumer)]
     if isinstance(flow.root, Consumer):
         local = pipeline.consumer(flow.root.name)
-        report.injected_errors = sum(1 for line in local.function.logs
-                                     if line.get("status") == "failed" and "injected fault" in line.get("reason", ""))
+        report.injected_errors = injectors[local.function].counts.record_errors
         report.injectable = local.source.deliveries
     else:
-        report.injected_errors = report.failed_invocations.get("TransientError", 0)
+        report.injected_errors = sum(injector.counts.step_errors for injector in injectors.values())
         report.injectable, report.injectable_kind = len(invocations), "step invocations"
-    for stage in consumers:
+    for stage in flow.stages:
+        if not isinstance(stage, Consumer):
+            continue
         local = pipeline.consumer(stage.name)
-        function = local.function
+        counts = injectors[local.function].counts
         report.duplicates_delivered += local.source.duplicates_delivered
-        report.duplicates_skipped += int(sum(function.metrics.get(DUPLICATES_SKIPPED, [])))
+        report.duplicates_skipped += counts.duplicates_skipped
         report.claims_expired += local.source.expired_after_failures
-        report.records_failed_by_claim_throttling += sum(
-            1 for line in function.logs if line.get("status") == "failed" and line.get("reason", "").startswith("claim:"))
-        report.claims_not_completed += int(sum(function.metrics.get(CLAIMS_NOT_COMPLETED, [])))
-        crashes = [n for n in (published_before_crash(i.stack_trace) for i in function.invocations) if n is not None]
-        report.crashes_before_complete += len(crashes)
-        report.results_before_complete += sum(crashes)
-    accept = [f for f in functions if f.spec.environment.get("POWERTOOLS_SERVICE_NAME") == "accept"]
+        report.records_failed_by_claim_throttling += counts.records_failed_by_claim_throttling
+        report.claims_not_completed += counts.claims_not_completed
+        report.crashes_before_complete += counts.crashes_before_complete
+        report.results_before_complete += counts.results_before_complete
+    accept = [f for f in injectors if f.spec.environment.get("POWERTOOLS_SERVICE_NAME") == "accept"]
     report.duplicates_skipped += int(sum(v for f in accept for v in f.metrics.get("EventsDuplicate", [])))

@@ -40,6 +40,7 @@ from typing import Any
 from . import moto_patches
 from .activity import Activity
 from .bridge import StateMachineBridge
+from .channels import SqsChannel
 from .event_source import AfterFailure, LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
@@ -171,8 +172,9 @@ class EmbeddedPipeline:
             self.functions[logical_id] = LocalFunction(spec, self.host)
         for source in self.deployment.event_sources:
             queue = self.deployment.queue_by_arn(source.queue_arn)
-            self.event_sources.append(LocalEventSource(source, queue, self.functions[source.function_logical_id], self.sqs,
-                                                       self.after_failure, self.activity))
+            self.event_sources.append(LocalEventSource(source, SqsChannel(queue, self.sqs),
+                                                       self.functions[source.function_logical_id], self.after_failure,
+                                                       self.activity))
         for bridge in self.deployment.bridges:
             self._add_bridge(bridge)
         self._tracker = ExecutionTracker(self.stepfunctions, self.deployment.state_machines)

@@ -1,4 +1,5 @@
-"""A local SQS event source mapping that behaves as Lambda's does.
+"""A local event source mapping that behaves as Lambda's does; the channel is a :class:`~.channels.LocalChannel`
+(SQS first: :class:`~.channels.SqsChannel`).
 
 It honours the template's ``BatchSize``, ``MaximumBatchingWindowInSeconds``,
 ``ReportBatchItemFailures`` and ``ScalingConfig.MaximumConcurrency``; the queue's visibility
@@ -22,14 +23,12 @@ idempotency claims an invocation left in progress) is the caller's to expire at 
 the ``after_failure`` hook runs when failed records are about to be visible again, with
 their messages and the moment they failed.
 
-For chaos experiments the source can also deliver records twice, as SQS's at-least-once
-delivery may: ``duplicate_rate`` is the share of successfully processed records that are
+For chaos experiments the source can also deliver records twice, as at-least-once delivery may: ``duplicate_rate`` is the share of successfully processed records that are
 delivered again (a copy of the message goes back on the queue, once: a copy is not copied).
 """
 
 from __future__ import annotations
 
-import hashlib
 import random
 import threading
 import time
@@ -38,38 +37,36 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .activity import Activity
+from .channels import DUPLICATE_MARK, LocalChannel, SqsChannel
 from .lambda_host import Invocation, LocalFunction
-from .queue_ops import SQS_BATCH_LIMIT, delete_messages, release_messages
-from .resources import REGION
 from .specs import EventSourceSpec, QueueInfo
 
-DUPLICATE_MARK = "local-duplicate"  # a message attribute on the copies the source delivers again
+__all__ = ["DUPLICATE_MARK", "AfterFailure", "LocalEventSource"]
 AfterFailure = Callable[[LocalFunction, list[dict[str, Any]], int], int]
 LAMBDA_DEFAULT_CONCURRENCY = 1000  # an SQS mapping without MaximumConcurrency scales to the account's limit
 IDLE_WAIT_S = 1.0  # a started poller re-checks an idle queue this often (a message may become visible by time)
 
 
 class LocalEventSource:
-    """One event source mapping: a queue, its function, and the poller between them.
+    """One event source mapping: a channel, its function, and the poller between them.
 
     Parameters
     ----------
-    spec, queue, function
-        The mapping, its queue and its function, as provisioned.
-    sqs
-        A boto3 SQS client inside the mock.
+    spec, function
+        The mapping and its function, as provisioned.
+    channel
+        Where the records come from (:class:`~.channels.LocalChannel`).
     after_failure
         ``after_failure(function, messages, failed_at_ms)``, called when records that failed (a
         whole invocation, or items of its batch) are about to be visible again; returns how many
         leases it expired (summed in :attr:`expired_after_failures`).
     """
 
-    def __init__(self, spec: EventSourceSpec, queue: QueueInfo, function: LocalFunction, sqs: Any,
+    def __init__(self, spec: EventSourceSpec, channel: LocalChannel, function: LocalFunction,
                  after_failure: AfterFailure | None = None, activity: Activity | None = None) -> None:
         self.spec = spec
-        self.queue = queue
+        self.channel = channel
         self.function = function
-        self.sqs = sqs
         self.after_failure = after_failure
         self.activity = activity or Activity()
         self._held: list[dict[str, Any]] = []
@@ -89,6 +86,13 @@ class LocalEventSource:
         self.on_invocation: Callable[[LocalEventSource, Invocation], None] | None = None
 
     @property
+    def queue(self) -> QueueInfo:
+        """The SQS queue (an :class:`~.channels.SqsChannel`'s): what tools that redrive and inspect read."""
+        if not isinstance(self.channel, SqsChannel):
+            raise AttributeError(f"{self.channel.name} is not an SQS queue")
+        return self.channel.queue
+
+    @property
     def max_concurrency(self) -> int:
         """Batches that may run at once: ``MaximumConcurrency``, capped by the function's environments."""
         return min(self.spec.max_concurrency or LAMBDA_DEFAULT_CONCURRENCY, self.function.max_environments)
@@ -101,15 +105,10 @@ class LocalEventSource:
         self._draws.seed(seed)
 
     def _receive(self) -> None:
-        from .moto_patches import receivable
-
         while len(self._held) < self.spec.batch_size and not self._stopping.is_set():
-            if not receivable(self.queue.arn):  # looked at in-process: a request for nothing slows every other
+            if not self.channel.ready():
                 return
-            wanted = min(SQS_BATCH_LIMIT, self.spec.batch_size - len(self._held))
-            messages = self.sqs.receive_message(
-                QueueUrl=self.queue.url, MaxNumberOfMessages=wanted, AttributeNames=["All"], MessageAttributeNames=["All"]
-            ).get("Messages", [])
+            messages = self.channel.receive(min(self.channel.max_per_receive, self.spec.batch_size - len(self._held)))
             if not messages:
                 return
             if not self._held:
@@ -149,9 +148,9 @@ class LocalEventSource:
         if self._poller is not None:
             return
         self._stopping.clear()
-        self._workers = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix=f"esm-{self.queue.name[:20]}")
+        self._workers = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix=f"esm-{self.channel.name[:20]}")
         self._slots = threading.Semaphore(self.max_concurrency)
-        self._poller = threading.Thread(target=self._poll, name=f"poller-{self.queue.name[:20]}", daemon=True)
+        self._poller = threading.Thread(target=self._poll, name=f"poller-{self.channel.name[:20]}", daemon=True)
         self._poller.start()
 
     def stop(self) -> None:
@@ -165,7 +164,7 @@ class LocalEventSource:
         self._workers.shutdown(wait=True)
         self._poller = self._workers = None
         if self._held:
-            release_messages(self.sqs, self.queue.url, self._held)
+            self.channel.release(self._held)
             self._held = []
 
     @property
@@ -215,26 +214,24 @@ class LocalEventSource:
     def _invoke(self, messages: list[dict[str, Any]]) -> Invocation:
         with self._counts:
             self.deliveries += len(messages)
-        records = [self._record(message) for message in messages]
-        response, invocation = self.function.invoke({"Records": records})
+        response, invocation = self.function.invoke(self.channel.lambda_event(messages))
         failed_at_ms = int(time.time() * 1000)
         if invocation.error is not None:
-            failed = {message["MessageId"] for message in messages}
+            failed = {self.channel.message_id(message) for message in messages}
         elif self.spec.report_batch_item_failures:
             failed = set(invocation.failed_ids)
         else:
             failed = set()
-        done = [message for message in messages if message["MessageId"] not in failed]
+        done = [message for message in messages if self.channel.message_id(message) not in failed]
         for message in done:
-            is_copy = DUPLICATE_MARK in message.get("MessageAttributes", {})
+            is_copy = self.channel.is_copy(message)
             with self._counts:
                 twice = bool(self.duplicate_rate) and not is_copy and self._draws.random() < self.duplicate_rate
                 self.duplicates_delivered += twice
             if twice:
-                self.sqs.send_message(QueueUrl=self.queue.url, MessageBody=message["Body"],
-                                      MessageAttributes={DUPLICATE_MARK: {"DataType": "String", "StringValue": "true"}})
-        delete_messages(self.sqs, self.queue.url, done)
-        retry = [message for message in messages if message["MessageId"] in failed]
+                self.channel.deliver_again(message)
+        self.channel.ack(done)
+        retry = [message for message in messages if self.channel.message_id(message) in failed]
         if retry:
             with self._counts:
                 self._failed.append((self.function.running_ids(), retry, failed_at_ms))
@@ -252,23 +249,8 @@ class LocalEventSource:
                 expired = self.after_failure(self.function, messages, failed_at_ms)
                 with self._counts:
                     self.expired_after_failures += expired
-            release_messages(self.sqs, self.queue.url, messages)
-
-    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "messageId": message["MessageId"],
-            "receiptHandle": message["ReceiptHandle"],
-            "body": message["Body"],
-            "attributes": message.get("Attributes", {}),
-            "messageAttributes": message.get("MessageAttributes", {}),
-            "md5OfBody": message.get("MD5OfBody") or hashlib.md5(message["Body"].encode()).hexdigest(),  # noqa: S324
-            "eventSource": "aws:sqs",
-            "eventSourceARN": self.queue.arn,
-            "awsRegion": REGION,
-        }
+            self.channel.release(messages)
 
     def backlog(self) -> int:
         """Messages still to deliver: visible, or in flight (which includes those this poller holds)."""
-        from .moto_patches import queue_depth
-
-        return queue_depth(self.queue.arn)
+        return self.channel.backlog()

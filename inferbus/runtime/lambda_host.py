@@ -182,6 +182,8 @@ class LocalFunction:
         self._started = 0  # invocations started so far: the id of the next one
         self._running_ids: set[int] = set()
         self._changed = threading.Condition()
+        self._wrappers: list[Any] = []  # handler -> handler, applied in order (add_handler_wrapper)
+        self._wrapped: dict[Any, tuple[int, Any]] = {}  # environment's handler -> (wrappers applied, the result)
         reserved = spec.reserved_concurrency
         self.max_environments = min(host.max_environments, reserved) if reserved else host.max_environments
 
@@ -219,6 +221,26 @@ class LocalFunction:
         >>> pipeline.functions["ScoreFunction"].set_environment(FAULT_INJECTION="timeout")  # doctest: +SKIP
         """
         self.overrides = {**self.overrides, **{key: str(value) for key, value in variables.items()}}
+
+    def add_handler_wrapper(self, wrap: Any) -> None:
+        """Decorate every execution environment's handler, warm now or started later, with ``wrap``
+        (``handler -> handler``): how test doubles and fault injection reach a function without
+        anything in its own code path. Each environment's handler is wrapped once; the handler
+        module's attributes (``handler.runtime``) stay reachable through ``wrap``'s argument."""
+        with self._changed:
+            self._wrappers.append(wrap)
+
+    def _decorated(self, handler: Any) -> Any:
+        with self._changed:
+            wrappers = list(self._wrappers)
+            applied, decorated = self._wrapped.get(handler, (0, handler))
+        if applied == len(wrappers):
+            return decorated
+        for wrap in wrappers[applied:]:
+            decorated = wrap(decorated)
+        with self._changed:
+            self._wrapped[handler] = (len(wrappers), decorated)
+        return decorated
 
     def _cold_start(self) -> Any:
         module_name, _, attribute = self.spec.handler.rpartition(".")
@@ -294,7 +316,7 @@ class LocalFunction:
         """
         handler, waited_ms, invocation_id = self._take_environment(trigger)
         try:
-            return self._invoke_in(handler, event, trigger, waited_ms)
+            return self._invoke_in(self._decorated(handler), event, trigger, waited_ms)
         finally:
             self._release(handler, invocation_id)
 

@@ -1,8 +1,8 @@
 """AWS FIS experiment templates that fail or delay inferbus's Lambda functions.
 
-The cloud twin of the local fault switch (``INFERBUS_FAULTS``, see
-``functions/inferbus_lambda/faults.py``): the same two experiments, invocations that fail and
-invocations that start late, run by AWS FIS through its Lambda extension.
+The cloud twin of the embedded runtime's fault wrappers (``inferbus/chaos/faults.py``, which
+the deployed functions do not carry): invocations that fail and invocations that start late,
+run by AWS FIS through its Lambda extension.
 
 Secure defaults
 ---------------

@@ -6,10 +6,10 @@ import json
 
 import boto3
 import pytest
+from inferbus_lambda.claims import DynamoDBClaimStore
 from inferbus_lambda.consumer import result_event_id
 from inferbus_lambda.contracts import ImageSubmitted, TextSubmitted, new_event
-from inferbus_lambda.faults import TransientError
-from inferbus_lambda.idempotency import EventClaims
+from inferbus_lambda.errors import TransientError
 from inferbus_lambda.workflow import accept
 from moto import mock_aws
 
@@ -22,8 +22,8 @@ def claims():
         boto3.client("dynamodb", region_name="us-east-1").create_table(
             TableName="claims", KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-        yield EventClaims("claims", scope="text-pipeline", expires_after_seconds=3600,
-                          client=boto3.client("dynamodb", region_name="us-east-1"))
+        yield DynamoDBClaimStore("claims", scope="text-pipeline", expires_after_seconds=3600,
+                                 client=boto3.client("dynamodb", region_name="us-east-1"))
 
 
 def delivered(detail: dict) -> dict:

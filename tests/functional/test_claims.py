@@ -5,10 +5,11 @@ from __future__ import annotations
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from inferbus_lambda.claims import ClaimStatus, DynamoDBClaimStore
 from inferbus_lambda.contracts import ImageSubmitted, new_event
-from inferbus_lambda.faults import FaultPlan
-from inferbus_lambda.idempotency import ClaimStatus, EventClaims
 from moto import mock_aws
+
+from inferbus.chaos.faults import ThrottledDynamoDB
 
 TABLE = "claims"
 
@@ -23,8 +24,8 @@ def dynamodb():
         yield client
 
 
-def make_claims(client, **options) -> EventClaims:
-    return EventClaims(TABLE, scope="image-classifier", expires_after_seconds=3600, client=client,
+def make_claims(client, **options) -> DynamoDBClaimStore:
+    return DynamoDBClaimStore(TABLE, scope="image-classifier", expires_after_seconds=3600, client=client,
                        sleep=lambda _: None, **options)
 
 
@@ -33,7 +34,7 @@ def images(count: int, start: int = 0):
             for i in range(count)]
 
 
-def statuses(claims: EventClaims, events, **options) -> list[str]:
+def statuses(claims: DynamoDBClaimStore, events, **options) -> list[str]:
     return [status.value for status in claims.claim(events, remaining_ms=30_000, **options)]
 
 
@@ -77,11 +78,10 @@ def test_a_released_claim_and_a_crashed_invocations_claim_can_be_taken_again(dyn
 
 
 def test_a_throttled_claim_fails_its_records_not_the_batch(dynamodb):
-    claims = make_claims(dynamodb)
     events = images(10)
-    assert statuses(claims, events, faults=FaultPlan(claim_throttle_rate=1.0)) == ["unavailable"] * 10
+    assert statuses(make_claims(ThrottledDynamoDB(dynamodb, claim_rate=1.0)), events) == ["unavailable"] * 10
     assert dynamodb.scan(TableName=TABLE)["Count"] == 0  # nothing held: a redelivery claims them
-    assert statuses(claims, events) == ["claimed"] * 10
+    assert statuses(make_claims(dynamodb), events) == ["claimed"] * 10
 
 
 class ThrottledOnce:
@@ -118,8 +118,8 @@ def test_a_completion_that_cannot_be_written_is_reported_and_its_claim_stays_in_
     claims = make_claims(dynamodb)
     events = images(3)
     claims.claim(events, remaining_ms=30_000)
-    not_completed = claims.complete([(event, {"result_id": "r"}) for event in events],
-                                    FaultPlan(complete_throttle_rate=1.0))
+    throttled = make_claims(ThrottledDynamoDB(dynamodb, complete_rate=1.0))
+    not_completed = throttled.complete([(event, {"result_id": "r"}) for event in events])
     assert sorted(not_completed) == sorted(event.id for event in events)
     assert statuses(claims, events) == ["in_progress"] * 3  # until the holder's deadline, then claimable
 
@@ -140,7 +140,7 @@ def test_the_embedded_runtime_rolls_back_a_cancelled_transaction_as_moto_does(te
 
     with LocalPipeline(template) as pipeline:  # its transactions copy each table once, not once per item
         table = pipeline.outputs[IDEMPOTENCY_TABLE_OUTPUT]
-        claims = EventClaims(table, scope="image-classifier", expires_after_seconds=3600,
+        claims = DynamoDBClaimStore(table, scope="image-classifier", expires_after_seconds=3600,
                              client=pipeline.session.client("dynamodb"), sleep=lambda _: None)
         done, fresh = images(2), images(3, start=2)
         claims.claim(done, remaining_ms=30_000)
@@ -149,3 +149,49 @@ def test_the_embedded_runtime_rolls_back_a_cancelled_transaction_as_moto_does(te
         assert statuses(claims, done + fresh) == ["already_done"] * 2 + ["claimed"] * 3
         assert claims.requests == {"transact_write_items": 2}  # the first was cancelled, and left nothing
         assert pipeline.session.client("dynamodb").scan(TableName=table)["Count"] == 5
+
+
+def test_the_store_owns_its_item_layout_and_reads_back_what_it_writes(dynamodb):
+    claims = make_claims(dynamodb)
+    (event,) = images(1)
+    claims.claim([event], remaining_ms=30_000)
+    (item,) = dynamodb.scan(TableName=TABLE)["Items"]
+    assert item["id"]["S"] == f"image-classifier#{event.id}" and item["status"]["S"] == "INPROGRESS"
+    assert set(item) == {"id", "status", "expiration", "in_progress_expiration", "claimed_at", "validation"}
+    record = claims.record(item)
+    assert claims.item(record) == item and record.event_id == event.id
+
+
+def test_end_hold_frees_a_claim_taken_before_the_failure_and_no_other(dynamodb):
+    import time
+
+    claims = make_claims(dynamodb)
+    before, after = images(2)
+    claims.claim([before], remaining_ms=30_000)
+    moment = int(time.time() * 1000) + 1
+    time.sleep(0.003)
+    claims.claim([after], remaining_ms=30_000)
+    now = int(time.time() * 1000)
+    assert claims.end_hold(before.id, claimed_before_ms=moment, now_ms=now)
+    assert not claims.end_hold(after.id, claimed_before_ms=moment, now_ms=now)
+    assert not claims.end_hold("never-claimed", claimed_before_ms=moment, now_ms=now)
+    assert statuses(claims, [before, after]) == ["claimed", "in_progress"]
+
+
+def test_the_in_memory_store_answers_as_dynamodb_does(dynamodb):
+    """The policy is the stores' common part: one script, the same statuses on both."""
+    from inferbus_lambda.claims import InMemoryClaimStore
+
+    def script(claims) -> list[str]:
+        done, held, released = images(3)
+        forged = new_event(ImageSubmitted(pixels=[16] * 64), source="claims.test", event_id=done.id)
+        answers = statuses(claims, [done, held, released, done])
+        claims.complete([(done, {"result_id": "r"})])
+        claims.release([released])
+        answers += statuses(claims, [done, held, released]) + statuses(claims, [forged])
+        answers.append(claims.accept_once(images(1, start=9)[0], owner="x").value)
+        return answers
+
+    memory = script(InMemoryClaimStore(scope="image-classifier", expires_after_seconds=3600))
+    assert memory == script(make_claims(dynamodb)) == [
+        "claimed", "claimed", "claimed", "in_progress", "already_done", "in_progress", "claimed", "conflict", "claimed"]

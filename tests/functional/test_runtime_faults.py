@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from inferbus_lambda.contracts import ImageSubmitted, TextSubmitted, new_event, to_put_events_entry
 
-from pipeline._held_out import DIGITS as HOLDOUT
+from inferbus.chaos import FaultRates, inject_faults
 from inferbus.local import LocalPipeline
+from pipeline._held_out import DIGITS as HOLDOUT
 
 IMAGES = np.load(HOLDOUT)["images"]
 
@@ -32,14 +31,14 @@ def classified(pipeline):
 
 def test_a_timed_out_invocation_is_redelivered_and_its_claims_do_not_block_it(pipeline):
     function, source = pipeline.consumer("image-classifier").function, pipeline.consumer("image-classifier").source
-    function.set_environment(INFERBUS_FAULTS=json.dumps({"timeout_rate": 1.0}))
+    faults = inject_faults(function, FaultRates.only(timeout_rate=1.0))
     events = send_images(pipeline, 6)
     timed_out = source.pump(wait=True)
     assert (timed_out.error_type, timed_out.error_message) == ("Sandbox.Timedout", "Task timed out after 30.00 seconds")
     assert source.expired_after_failures == 6  # it had claimed all six before its deadline
     assert classified(pipeline) == []
 
-    function.set_environment(INFERBUS_FAULTS="")
+    faults.rates = None
     pipeline.drain()
     assert sorted(classified(pipeline)) == sorted(e.id for e in events)
     assert not any(line.get("status") == "in_progress" for line in function.logs)
@@ -47,14 +46,14 @@ def test_a_timed_out_invocation_is_redelivered_and_its_claims_do_not_block_it(pi
 
 def test_a_crash_after_publishing_half_republishes_nothing(pipeline):
     function, source = pipeline.consumer("image-classifier").function, pipeline.consumer("image-classifier").source
-    function.set_environment(INFERBUS_FAULTS=json.dumps({"crash_after_publish_rate": 1.0}))
+    faults = inject_faults(function, FaultRates.only(crash_after_publish_rate=1.0))
     events = send_images(pipeline, 8)
     crashed = source.pump(wait=True)
     assert crashed.error_type == "Runtime.ExitError"
     first_half = classified(pipeline)
     assert len(first_half) == 4  # published before the crash, and their claims completed
 
-    function.set_environment(INFERBUS_FAULTS="")
+    faults.rates = None
     pipeline.drain()
     results = first_half + classified(pipeline)
     assert sorted(results) == sorted(e.id for e in events)  # every image once: no result published twice
@@ -63,13 +62,13 @@ def test_a_crash_after_publishing_half_republishes_nothing(pipeline):
 
 def test_a_crash_between_publishing_and_completing_repeats_at_most_one_group(pipeline):
     function, source = pipeline.consumer("image-classifier").function, pipeline.consumer("image-classifier").source
-    function.set_environment(INFERBUS_FAULTS=json.dumps({"crash_before_complete_rate": 1.0, "seed": 2}))
+    faults = inject_faults(function, FaultRates.only(crash_before_complete_rate=1.0), seed=2)
     events = send_images(pipeline, 60)
     crashed = source.pump(wait=True)
     assert crashed.error_type == "Runtime.ExitError"
     before_crash = classified(pipeline)
 
-    function.set_environment(INFERBUS_FAULTS="")
+    faults.rates = None
     pipeline.drain()
     results = before_crash + classified(pipeline)  # reading the tap takes what it read
     assert sorted(set(results)) == sorted(e.id for e in events)  # every image has its result
@@ -80,14 +79,14 @@ def test_a_crash_between_publishing_and_completing_repeats_at_most_one_group(pip
 
 def test_a_throttled_claim_fails_only_its_records_and_they_come_back(pipeline):
     function, source = pipeline.consumer("image-classifier").function, pipeline.consumer("image-classifier").source
-    function.set_environment(INFERBUS_FAULTS=json.dumps({"claim_throttle_rate": 1.0}))
+    faults = inject_faults(function, FaultRates.only(claim_throttle_rate=1.0))
     events = send_images(pipeline, 5)
     throttled = source.pump(wait=True)
     assert throttled.error is None and len(throttled.failed_ids) == 5  # reported per record; the invocation went on
     assert {line["reason"] for line in function.logs if line.get("status") == "failed"} == {
         "claim: the idempotency table throttled the request; retried later"}
 
-    function.set_environment(INFERBUS_FAULTS="")
+    faults.rates = None
     pipeline.drain()
     assert sorted(classified(pipeline)) == sorted(e.id for e in events)
 
@@ -104,19 +103,19 @@ def test_records_delivered_twice_are_processed_once(pipeline):
 
 def test_injected_record_errors_fail_only_those_records(pipeline):
     function = pipeline.consumer("image-classifier").function
-    function.set_environment(INFERBUS_FAULTS=json.dumps({"record_error_rate": 0.5, "seed": 3}))
+    faults = inject_faults(function, FaultRates.only(record_error_rate=0.5), seed=3)
     events = send_images(pipeline, 20)
     invocation = pipeline.consumer("image-classifier").source.pump(wait=True)
     assert invocation.error is None and 0 < len(invocation.failed_ids) < 20
     assert len(classified(pipeline)) == 20 - len(invocation.failed_ids)
-    function.set_environment(INFERBUS_FAULTS="")
+    faults.rates = None
     pipeline.drain()
     assert len(classified(pipeline)) == len(invocation.failed_ids)
     assert len(events) == 20
 
 
 def test_a_workflow_step_that_times_out_is_retried_as_lambda_reports_it(pipeline):
-    pipeline.task_function("text-pipeline", "Classify").set_environment(INFERBUS_FAULTS=json.dumps({"timeout_rate": 1.0}))
+    inject_faults(pipeline.task_function("text-pipeline", "Classify"), FaultRates.only(step_timeout_rate=1.0))
     submitted = new_event(TextSubmitted(text="It arrived."), source="faults.test")
     pipeline.put_events([to_put_events_entry(submitted, pipeline.bus_name)])
     pipeline.drain()

@@ -25,15 +25,16 @@ from inferbus_lambda.contracts import (
     to_put_events_entry,
 )
 
+from inferbus.chaos import FaultRates, inject_faults
+from inferbus.local import LocalPipeline
+from inferbus.reviews import decide, list_reviews
 from pipeline._held_out import DIGITS as HOLDOUT
 from pipeline._held_out import TRANSACTIONS as RISK_HOLDOUT
-from inferbus.reviews import decide, list_reviews
-from inferbus.local import LocalPipeline
 from tests.declared import RESULT_SOURCES
 
 DIGITS = np.load(HOLDOUT)
 RISK = np.load(RISK_HOLDOUT)
-ALWAYS_FAIL = json.dumps({"error_rate": 1.0})
+ALWAYS_FAIL = FaultRates.only(step_error_rate=1.0)
 
 
 @pytest.fixture
@@ -102,7 +103,7 @@ def test_text_pipeline_runs_a_redelivered_event_once(pipeline):
 
 
 def test_text_pipeline_retries_a_failing_step_then_reports_it(pipeline):
-    pipeline.task_function("text-pipeline", "Embed").set_environment(INFERBUS_FAULTS=ALWAYS_FAIL)
+    inject_faults(pipeline.task_function("text-pipeline", "Embed"), ALWAYS_FAIL)
     submitted = new_event(TextSubmitted(text="The encoder is down."), source="inferbus.test", correlationid="req-text-3")
     send(pipeline, submitted)
 
@@ -155,7 +156,7 @@ def test_vision_fanout_runs_both_models_and_combines_them(pipeline):
 
 
 def test_vision_fanout_reports_a_branch_that_keeps_failing(pipeline):
-    pipeline.task_function("vision-fanout", "ScoreSvc").set_environment(INFERBUS_FAULTS=ALWAYS_FAIL)
+    inject_faults(pipeline.task_function("vision-fanout", "ScoreSvc"), ALWAYS_FAIL)
     submitted = image(1)
     send(pipeline, submitted)
 

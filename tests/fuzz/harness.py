@@ -1,7 +1,7 @@
 """The real consumer and Accept step, with their AWS calls in memory: fast enough to fuzz.
 
 A consumer is built by its handler module exactly as in Lambda (``consumer_handler``, its models
-loaded from ``models/``); only its claims, its EventBridge client and its rejections are replaced
+loaded from ``models/``); only its claims (an in-memory store), its EventBridge client and its rejections are replaced
 by in-memory ones that record what happened. What runs is the kit's batch pipeline: parse,
 validate, claim, ONE inference, results published through the kit's own publisher (request
 planning, retries), rejections, the partial batch response.
@@ -17,53 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from inferbus_lambda.claims import InMemoryClaimStore
 from inferbus_lambda.contracts import CloudEvent, InvalidEventError, from_eventbridge_event, from_put_events_entry
-from inferbus_lambda.idempotency import ClaimStatus
 
 from inferbus.local import HOST
 from inferbus.model.declarations import Consumer
-
-
-class MemoryClaims:
-    """``EventClaims`` in a dict: claimed, completed or conflicting, by event id (one batch at a time)."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, tuple[str, str, Any]] = {}  # id -> (status, data json, result)
-
-    @staticmethod
-    def _data(event: CloudEvent[Any]) -> str:
-        return event.data.model_dump_json()
-
-    def _claim_one(self, event: CloudEvent[Any]) -> ClaimStatus:
-        known = self.items.get(event.id)
-        if known is None:
-            self.items[event.id] = ("INPROGRESS", self._data(event), None)
-            return ClaimStatus.CLAIMED
-        if known[1] != self._data(event):
-            return ClaimStatus.CONFLICT
-        return ClaimStatus.ALREADY_DONE if known[0] == "COMPLETED" else ClaimStatus.IN_PROGRESS
-
-    def claim(self, events: Sequence[CloudEvent[Any]], *, remaining_ms: int | None,
-              faults: Any = None) -> list[ClaimStatus]:
-        return [self._claim_one(event) for event in events]  # a second copy in the batch finds the first's claim
-
-    def complete(self, completions: Sequence[tuple[CloudEvent[Any], Any]], faults: Any = None) -> list[str]:
-        for event, result in completions:
-            self.items[event.id] = ("COMPLETED", self._data(event), result)
-        return []
-
-    def release(self, events: Sequence[CloudEvent[Any]], faults: Any = None) -> list[str]:
-        for event in events:
-            self.items.pop(event.id, None)
-        return []
-
-    def accept_once(self, event: CloudEvent[Any], *, owner: str) -> ClaimStatus:
-        status = self._claim_one(event)
-        if status is ClaimStatus.CLAIMED:
-            self.items[event.id] = ("COMPLETED", self._data(event), {"owner": owner})
-        elif status is ClaimStatus.ALREADY_DONE and self.items[event.id][2] == {"owner": owner}:
-            return ClaimStatus.CLAIMED
-        return status
 
 
 @dataclass
@@ -115,7 +73,7 @@ class MemoryConsumer:
     def run(self, bodies: Sequence[str]) -> tuple[Any, Outcomes]:
         """One batch through the consumer; returns its report and what it published and kept aside."""
         outcomes = Outcomes()
-        self.consumer.claims = MemoryClaims()
+        self.consumer.claims = InMemoryClaimStore(scope=self.declaration.name, expires_after_seconds=60)
 
         self.runtime.events = MemoryEventBridge(outcomes.published)
 
@@ -126,7 +84,7 @@ class MemoryConsumer:
         self.consumer.reject = reject
         records = [{"messageId": f"m-{i}", "body": body, "attributes": {"ApproximateReceiveCount": "1"}}
                    for i, body in enumerate(bodies)]
-        report = self.consumer.process(records, remaining_ms=None)
+        report = self.consumer.process(self.consumer.source.records({"Records": records}), remaining_ms=None)
         self.runtime.metrics.clear_metrics()
         return report, outcomes
 

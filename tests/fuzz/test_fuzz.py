@@ -24,6 +24,7 @@ from event_patterns import CompiledPattern, compile_pattern
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
+from inferbus_lambda.claims import InMemoryClaimStore
 from inferbus_lambda.contracts import data_model
 from inferbus_lambda.errors import REJECTION_ERRORS, TransientError
 from inferbus_lambda.unrouted import UnroutedCheck
@@ -33,7 +34,7 @@ from inferbus.demo.inputs import demo_components, input_type, sample_events
 from inferbus.model.declarations import Workflow
 from inferbus.model.names import UNROUTED_CHECK_ID
 from tests.declared import DEMO, PIPELINE, RESULT_SOURCES, declared_takers
-from tests.fuzz.harness import MemoryClaims, MemoryConsumer, as_body, contract_verdict, delivered
+from tests.fuzz.harness import MemoryConsumer, as_body, contract_verdict, delivered
 
 PROFILE = os.environ.get("INFERBUS_FUZZ_PROFILE", "ci")
 LONG = PROFILE == "long"
@@ -215,7 +216,7 @@ def check_consumer_batch(bodies: list[str], consumer: MemoryConsumer) -> None:
 
 
 def check_accept(bodies: list[str], workflow: Workflow) -> None:
-    claims = MemoryClaims()
+    claims = InMemoryClaimStore(scope=workflow.name, expires_after_seconds=60)
     accepted = Counter()
     for index, body in enumerate(bodies):
         try:

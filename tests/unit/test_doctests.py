@@ -3,16 +3,18 @@
 import doctest
 
 import event_patterns
+import inferbus_lambda.claims.memory
 import inferbus_lambda.contracts.core
 import inferbus_lambda.entities
 import inferbus_lambda.environment
 import inferbus_lambda.errors
-import inferbus_lambda.faults
 import inferbus_lambda.publishing
+import inferbus_lambda.sources.base
 import inferbus_lambda.text
 import inferbus_lambda.vision
 import pytest
 
+import inferbus.chaos.rates
 import inferbus.model
 import inferbus.model.declarations
 import inferbus.model.demo
@@ -23,9 +25,10 @@ import infra.configuration
 import pipeline
 
 MODULES = [inferbus_lambda.contracts.core, inferbus_lambda.entities, inferbus_lambda.environment, inferbus_lambda.errors,
-           inferbus_lambda.faults, event_patterns, inferbus_lambda.publishing, inferbus_lambda.text,
+           inferbus_lambda.claims.memory, event_patterns, inferbus_lambda.publishing, inferbus_lambda.text,
            inferbus_lambda.vision, infra.configuration, inferbus.model, inferbus.model.declarations, inferbus.model.demo,
-           inferbus.model.names, inferbus.model.settings, pipeline, inferbus.runtime.bridge]
+           inferbus.model.names, inferbus.model.settings, pipeline, inferbus.runtime.bridge, inferbus.chaos.rates,
+           inferbus_lambda.sources.base]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])

@@ -61,7 +61,7 @@ def test_oversized_entry_is_a_failure_and_the_rest_are_sent():
 
 def test_throttled_entries_are_retried_until_published():
     """put_events_throttle_rate: EventBridge's per-entry ThrottlingException, absorbed by the publisher's retries."""
-    from inferbus_lambda.faults import FaultPlan, ThrottledEvents
+    from inferbus.chaos.faults import ThrottledEvents
 
     class Bus:
         def __init__(self):
@@ -71,7 +71,6 @@ def test_throttled_entries_are_retried_until_published():
             self.accepted += Entries
             return {"FailedEntryCount": 0, "Entries": [{"EventId": str(i)} for i, _ in enumerate(Entries)]}
 
-    FaultPlan(seed=3)
     bus = Bus()
     entries = [{"Source": "s", "DetailType": "t", "Detail": json.dumps({"n": i})} for i in range(40)]
     failures = publish_events(ThrottledEvents(bus, 0.3), entries, max_attempts=8, sleep=lambda s: None)

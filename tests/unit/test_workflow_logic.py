@@ -1,4 +1,4 @@
-"""The plain logic behind the workflow steps: entity rules, combining branches, text batching, fault plans."""
+"""The plain logic behind the workflow steps: entity rules, combining branches, text batching."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from inferbus_lambda.contracts import Entity, ModelRef
 from inferbus_lambda.entities import extract_entities
-from inferbus_lambda.faults import FaultPlan, TransientError, inject_invocation_faults
 from inferbus_lambda.text import pad_batch
 from inferbus_lambda.vision import combine_scores
 from pydantic import ValidationError
@@ -81,19 +80,3 @@ def test_a_batch_is_padded_to_its_own_longest_text_only():
     assert mask.sum(axis=1).tolist() == [4, 2]
     with pytest.raises(ValueError):
         pad_batch([[101], []])
-
-
-def test_fault_plan_reads_the_environment(monkeypatch):
-    monkeypatch.delenv("INFERBUS_FAULTS", raising=False)
-    assert FaultPlan.from_environment() is None and inject_invocation_faults() is None
-    monkeypatch.setenv("INFERBUS_FAULTS", '{"error_rate": 1.0}')
-    with pytest.raises(TransientError):
-        inject_invocation_faults()
-    monkeypatch.setenv("INFERBUS_FAULTS", '{"error_rate": 0.0, "latency_ms": 1}')
-    assert inject_invocation_faults() == FaultPlan(error_rate=0.0, latency_ms=1)
-    monkeypatch.setenv("INFERBUS_FAULTS", '{"eror_rate": 0.5}')
-    with pytest.raises(ValueError, match="unknown keys"):
-        FaultPlan.from_environment()
-    monkeypatch.setenv("INFERBUS_FAULTS", '{"error_rate": 2}')
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        FaultPlan.from_environment()

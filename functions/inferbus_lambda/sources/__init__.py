@@ -1,0 +1,56 @@
+"""Where a consumer's records come from: the :class:`RecordSource` interface and the sources.
+
+=========================  ====================================================================
+name (``RECORD_SOURCE``)   implementation
+=========================  ====================================================================
+``sqs`` (default)          :class:`SqsRecordSource`: the consumer's queue, its DLQ
+=========================  ====================================================================
+
+A function gets its source from its environment (:func:`record_source`); a new channel is one
+module with a :class:`RecordSource` subclass and one line in :data:`RECORD_SOURCES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..environment import ConsumerEnvironment
+from ..errors import ConfigurationError
+from .base import RecordSource, SourceRecord
+from .sqs import SqsRecordSource
+
+__all__ = ["RECORD_SOURCES", "RecordSource", "SourceRecord", "SqsRecordSource", "record_source"]
+
+
+def _sqs(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
+    return SqsRecordSource(consumer=environment.RESULT_SOURCE, dead_letter_queue_url=environment.DEAD_LETTER_QUEUE_URL,
+                           max_receive_count=environment.MAX_RECEIVE_COUNT, sqs=lambda: clients("sqs"))
+
+
+# RECORD_SOURCE name -> how to make the source from the consumer's environment and a client getter.
+RECORD_SOURCES: dict[str, Callable[[ConsumerEnvironment, Callable[[str], Any]], RecordSource]] = {
+    SqsRecordSource.name: _sqs,
+}
+
+
+def record_source(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
+    """The source ``environment.RECORD_SOURCE`` names.
+
+    Parameters
+    ----------
+    environment
+        The consumer's validated environment.
+    clients
+        ``clients(service)`` -> the function's boto3 client for ``service`` (made on first use).
+
+    Raises
+    ------
+    ConfigurationError
+        When no source has that name.
+    """
+    make = RECORD_SOURCES.get(environment.RECORD_SOURCE)
+    if make is None:
+        raise ConfigurationError(f"{environment.POWERTOOLS_SERVICE_NAME}: RECORD_SOURCE={environment.RECORD_SOURCE!r} "
+                                 f"names no record source; known: {', '.join(sorted(RECORD_SOURCES))}")
+    return make(environment, clients)
