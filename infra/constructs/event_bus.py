@@ -128,13 +128,13 @@ class InferbusBus(Construct):
         sources_of_role: dict[str, list[str]] = {}
         for source, role in producers.items():
             if not isinstance(role.node.default_child, iam.CfnRole):
-                raise ValueError(f"{self.node.path}: the producer of {source!r} is not a role made in this app "
-                                 f"({role.node.path}): it cannot be given the {SOURCE_TAG!r} tag")
+                raise TypeError(f"{self.node.path}: the producer of {source!r} is not a role made in this app "
+                                f"({role.node.path}): it cannot be given the {SOURCE_TAG!r} tag")
             sources_of_role.setdefault(role.node.path, []).append(source)
         shared = {path: sorted(sources) for path, sources in sources_of_role.items() if len(sources) > 1}
         if shared:
-            raise ValueError(f"{self.node.path}: a role tags one source, but {shared} produce several: "
-                             "give each source a role of its own")
+            raise ValueError(f"{self.node.path}: a role carries one {SOURCE_TAG!r} tag, but {shared} would produce "
+                             "several sources: give each source a role of its own")
         for source, role in producers.items():
             Tags.of(role).add(SOURCE_TAG, source)
         reserved = {"ForAnyValue:StringEquals": {"events:source": sorted(producers)}}

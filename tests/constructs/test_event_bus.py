@@ -62,7 +62,7 @@ def test_a_producer_must_be_a_role_of_the_app_that_produces_one_source(synth):
         InferbusBus(stack, "Bus", bus_name="b", archive_retention_days=1).restrict_sources(
             {"inferbus.a": role, "inferbus.b": role})
 
-    with pytest.raises(ValueError, match="not a role made in this app"):
+    with pytest.raises(TypeError, match="not a role made in this app"):
         synth(imported)
     with pytest.raises(ValueError, match=r"Shared.*inferbus.a', 'inferbus.b'"):
         synth(shared)

@@ -197,7 +197,7 @@ def test_the_evaluator_reads_iam_as_documented():
     tag = f"aws:PrincipalTag/{SOURCE_TAG}"
     statement = {"Condition": {"ForAnyValue:StringNotLike": {"events:source": "${" + tag + "}"}}}
     policy = {"Statement": [statement]}
-    me = dict(account=ACCOUNT, principal_arn="arn:aws:iam::111111111111:role/r")
+    me = {"account": ACCOUNT, "principal_arn": f"arn:aws:iam::{ACCOUNT}:role/r"}
     assert denied(policy, **me, sources=["a", "b"], tags={SOURCE_TAG: "a"})
     assert not denied(policy, **me, sources=["a", "a"], tags={SOURCE_TAG: "a"})
     assert not denied(policy, **me, sources=["a"])  # an unresolved variable: the statement does not apply
