@@ -26,7 +26,7 @@ WHAT_TO_DO = {
     "outputs": "fewer CfnOutputs in this stack (each component's outputs are in its own nested stack)",
     "parameters": "fewer values passed from the core to this nested stack",
     "bytes": ("shorten what is inlined: in a component's stack its ASL definition; in the core, every component's "
-              "dashboard widgets and bus-policy statement (about 7 KB a component), so deploy fewer components per app"),
+              "dashboard widgets (about 6.5 KB a component), so deploy fewer components per app"),
 }
 
 

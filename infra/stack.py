@@ -169,7 +169,7 @@ class InferbusStack(Stack):
         for route in pipeline.routes:
             self.routes[route.name] = self._route(self._component_stack(route), route)
         self.unrouted_check = self._unrouted_check()
-        self.bus_construct.restrict_sources(self.result_producers)
+        self.bus_construct.restrict_sources(self.result_producers)  # tags each role inferbus-source = its source
 
         # -- operating it: HTTP ingest, schemas, the cold tier ---------------------------------------
         self.ingest = self._ingest_api() if settings.ingest_api else None

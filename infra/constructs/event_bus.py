@@ -6,8 +6,18 @@ Secure defaults
   this account (``aws:PrincipalAccount``). A custom bus without a policy already refuses other
   accounts; the explicit deny keeps it so even if someone later adds an allow statement.
 - :meth:`InferbusBus.restrict_sources` reserves each internal ``source`` to the one role that
-  produces it: a PutEvents that carries that source from any other principal is denied, so an
-  in-account caller cannot forge a result that starts a review or an approval either.
+  produces it. The role carries an IAM tag ``inferbus-source`` = that source, and two statements
+  (however many producers there are) deny a PutEvents that carries a reserved source from a
+  principal without the tag, or that carries any source other than the caller's tag next to a
+  reserved one. An in-account caller cannot forge a result that starts a review or an approval,
+  and no producer can put another's results.
+- Who can still forge a source: whoever may act as its producer role (pass it to a function, or
+  assume it), and whoever may put the ``inferbus-source`` tag on a principal they use:
+  ``iam:TagRole`` / ``iam:TagUser`` on that principal, or a session tag with that key
+  (``sts:TagSession`` when assuming a role, or an identity provider's ``PrincipalTag``
+  attribute; a session tag replaces the role's tag of the same key). No role of the stack is
+  granted any of these; guard them account-wide (an SCP or permissions boundary denying them
+  when ``aws:TagKeys`` holds ``inferbus-source``) where people hold broad IAM rights.
 - The policy holds only ``Deny`` statements: it can take access away, never grant it. Producers
   still need their own ``events:PutEvents`` grant (``bus.grant_put_events_to``).
 - Every event of the account is archived for ``archive_retention_days`` so any window can be
@@ -20,12 +30,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, Stack, Tags
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 PUT_EVENTS = "events:PutEvents"
+SOURCE_TAG = "inferbus-source"
+"""The IAM tag a producer role carries: the one reserved ``source`` it may put."""
+PRINCIPAL_SOURCE = f"${{aws:PrincipalTag/{SOURCE_TAG}}}"
+"""The caller's tag, as an IAM policy variable (resolved per request)."""
+# IAM tag values: up to 256 of these characters. It also keeps wildcards (* ?) and $ out of the
+# names the policy lists and compares with StringNotLike.
+_TAG_VALUE = re.compile(r"[A-Za-z0-9 _.:/=+\-@]{1,256}")
 
 
 class InferbusBus(Construct):
@@ -70,32 +87,75 @@ class InferbusBus(Construct):
         ----------
         producers
             ``{source: role}``: the role whose sessions alone may put events with that source
-            (a Lambda function's execution role, a state machine's role).
+            (a Lambda function's execution role, a state machine's role). Each role is made in
+            this app (it gets the ``inferbus-source`` tag) and produces one source.
 
-        Each source gets one ``Deny`` statement: ``events:source`` contains the source
-        (``ForAnyValue:StringEquals``, so one forged entry among several is enough) and
-        ``aws:PrincipalArn`` is not the producer's role (for a role session the request
-        context holds the role's ARN, not the session's). A producer is never denied its own
-        source, and no producer may use another's. Call it once, after every producer exists.
+        Each role is tagged ``inferbus-source`` = its source, and two ``Deny`` statements cover
+        every producer, so the policy grows only by the list of reserved names (twice), not by
+        a statement per producer (EventBridge's default policy quota is 10,240 characters):
+
+        - ``events:source`` holds a reserved source (``ForAnyValue:StringEquals``, so one
+          forged entry among several is enough) and the caller has no ``inferbus-source`` tag
+          (``Null``);
+        - ``events:source`` holds a reserved source and any of its sources is not the caller's
+          tag (``ForAnyValue:StringNotLike`` against ``${aws:PrincipalTag/inferbus-source}``).
+
+        A producer may put its own source, alone or repeated; never another's, nor anything
+        next to a reserved source. Call it once, after every producer exists.
         """
+        # What this rests on (AWS documentation):
+        # - policy variables are allowed in resource policies and in the values of string
+        #   conditions (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html,
+        #   "Where you can use policy variables"); EventBridge's conditions take them
+        #   (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-conditions.html);
+        # - only single-valued keys can be variables (aws:PrincipalTag/<key> is; events:source,
+        #   ArrayOfString, is not), and a multivalued key compared with a variable takes the
+        #   StringLike family (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-single-vs-multi-valued-context-keys.html);
+        # - a variable whose key is absent does not match and may make its statement invalid
+        #   (the variables page): statement 2 (Null) denies the untagged caller on its own;
+        # - a role session's aws:PrincipalTag holds the role's tags, and session tags replace
+        #   a role tag with the same key (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_session-tags.html).
         if self.reserved_sources:
             raise ValueError(f"{self.node.path}: sources already restricted to {sorted(self.reserved_sources)}")
         if not producers:
             raise ValueError(f"{self.node.path}: restrict_sources needs at least one source and its producer")
-        for source, role in sorted(producers.items()):
+        for source in producers:
             if not source or source.startswith("aws."):
                 raise ValueError(f"{self.node.path}: {source!r} is not a custom source (aws.* belongs to AWS)")
-            self._statements.append(iam.PolicyStatement(
-                sid=f"OnlyItsProducerPuts{_camel(source)}",
+            if not _TAG_VALUE.fullmatch(source):
+                raise ValueError(f"{self.node.path}: {source!r} cannot be reserved: an IAM tag value holds at most "
+                                 "256 letters, digits, spaces and _ . : / = + - @ (no wildcard or $)")
+        sources_of_role: dict[str, list[str]] = {}
+        for source, role in producers.items():
+            if not isinstance(role.node.default_child, iam.CfnRole):
+                raise TypeError(f"{self.node.path}: the producer of {source!r} is not a role made in this app "
+                                f"({role.node.path}): it cannot be given the {SOURCE_TAG!r} tag")
+            sources_of_role.setdefault(role.node.path, []).append(source)
+        shared = {path: sorted(sources) for path, sources in sources_of_role.items() if len(sources) > 1}
+        if shared:
+            raise ValueError(f"{self.node.path}: a role carries one {SOURCE_TAG!r} tag, but {shared} would produce "
+                             "several sources: give each source a role of its own")
+        for source, role in producers.items():
+            Tags.of(role).add(SOURCE_TAG, source)
+        reserved = {"ForAnyValue:StringEquals": {"events:source": sorted(producers)}}
+        self._statements += [
+            iam.PolicyStatement(
+                sid="ReservedSourcesNeedAProducerTag",
                 effect=iam.Effect.DENY,
                 principals=[iam.StarPrincipal()],
                 actions=[PUT_EVENTS],
                 resources=[self.bus_arn_for_policy],
-                conditions={
-                    "ForAnyValue:StringEquals": {"events:source": [source]},
-                    "ArnNotEquals": {"aws:PrincipalArn": role.role_arn},
-                },
-            ))
+                conditions={**reserved, "Null": {f"aws:PrincipalTag/{SOURCE_TAG}": "true"}},
+            ),
+            iam.PolicyStatement(
+                sid="ProducersPutOnlyTheirOwnSource",
+                effect=iam.Effect.DENY,
+                principals=[iam.StarPrincipal()],
+                actions=[PUT_EVENTS],
+                resources=[self.bus_arn_for_policy],
+                conditions={**reserved, "ForAnyValue:StringNotLike": {"events:source": PRINCIPAL_SOURCE}},
+            ),
+        ]
         self.reserved_sources = dict(producers)
         self._apply_policy()
 
@@ -111,7 +171,3 @@ class InferbusBus(Construct):
         cfn_bus: events.CfnEventBus = self.bus.node.default_child  # type: ignore[assignment]
         cfn_bus.policy = self.policy_document
 
-
-def _camel(source: str) -> str:
-    """``inferbus.risk-scorer`` -> ``InferbusRiskScorer`` (a Sid is letters and digits only)."""
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", source) if part)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from inferbus.local import LocalPipeline
 from inferbus.model.names import DEAD_LETTER_QUEUE_URL
 from inferbus.model.settings import InferbusSettings
 from inferbus.runtime.provision import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
+from infra.constructs.event_bus import SOURCE_TAG
 from infra.constructs.fault_injection import CONFIGURATION_PREFIX, EXTENSION_LAYER_PARAMETER, EXTENSION_WRAPPER
 from tests.declared import DEMO, PIPELINE, RESULT_SOURCES
 from tests.infra.conftest import FIS_SETTINGS
@@ -79,22 +81,33 @@ def test_the_bus_policy_only_denies(template):
     statements = bus_policy(template)["Statement"]
     assert {s["Effect"] for s in statements} == {"Deny"}
     assert {s["Action"] for s in statements} == {"events:PutEvents"}
-    assert len(statements) == 1 + len(RESULT_SOURCES)
+    assert len(statements) == 3  # other accounts, untagged callers, a tag that is not the source: however many producers
     assert len({s["Sid"] for s in statements}) == len(statements)
 
 
-def test_each_internal_source_is_reserved_to_exactly_its_producer(template):
+def test_each_internal_source_is_reserved_and_its_producer_tagged_with_it(template):
     wired = producers(template)
     assert set(wired) == set(RESULT_SOURCES.values())  # every consumer and every workflow
-    reserved = {}
-    for statement in bus_policy(template)["Statement"]:
-        if statement["Sid"] == "DenyPutEventsFromOtherAccounts":
-            continue
-        condition = statement["Condition"]
-        assert set(condition) == {"ForAnyValue:StringEquals", "ArnNotEquals"}
-        (source,) = condition["ForAnyValue:StringEquals"]["events:source"]
-        reserved[source] = condition["ArnNotEquals"]["aws:PrincipalArn"]
-    assert reserved == wired
+    for sid in ("ReservedSourcesNeedAProducerTag", "ProducersPutOnlyTheirOwnSource"):
+        condition = statement_by_sid(bus_policy(template), sid)["Condition"]
+        assert condition["ForAnyValue:StringEquals"] == {"events:source": sorted(wired)}
+    assert {source: role_tags(template, role).get(SOURCE_TAG) for source, role in wired.items()} == \
+        {source: source for source in wired}
+    # No other role of the stack carries the tag: only producers may put reserved sources.
+    tagged = [role_id for role_id in of_type(template, "AWS::IAM::Role") if SOURCE_TAG in role_tags(template, get_att(role_id))]
+    assert sorted(tagged) == sorted(role["Fn::GetAtt"][0] for role in wired.values())
+
+
+def test_no_role_of_the_stack_may_tag_a_principal_or_its_session(template):
+    """Who can set the inferbus-source tag can forge a source: none of the stack's roles is given that power."""
+    tagging = ("iam:tag", "iam:untag", "iam:createrole", "iam:createuser", "sts:tagsession")
+    for policy in of_type(template, "AWS::IAM::Policy").values():
+        for statement in policy["PolicyDocument"]["Statement"]:
+            actions = [action.lower() for action in as_list(statement["Action"])]
+            assert not [a for a in actions if a.startswith(tagging) or a in ("*", "iam:*", "sts:*")], actions
+    for role in of_type(template, "AWS::IAM::Role").values():
+        trusted = [a.lower() for s in role["AssumeRolePolicyDocument"]["Statement"] for a in as_list(s["Action"])]
+        assert "sts:tagsession" not in trusted, trusted
 
 
 def test_every_producer_keeps_its_own_put_events_grant(template):
@@ -107,6 +120,12 @@ def test_every_producer_keeps_its_own_put_events_grant(template):
                    and get_att(bus_id) in as_list(s["Resource"]) for s in statements), role_id
 
 
+def role_tags(template, role: dict) -> dict[str, str]:
+    """The IAM tags of the role that ``{"Fn::GetAtt": [id, "Arn"]}`` names, as the template sets them."""
+    properties = template["Resources"][role["Fn::GetAtt"][0]]["Properties"]
+    return {tag["Key"]: tag["Value"] for tag in properties.get("Tags", [])}
+
+
 def _resolve(value: Any) -> Any:
     """Tokens to concrete values: the account, and a role ARN per role logical id."""
     if value == {"Ref": "AWS::AccountId"}:
@@ -116,46 +135,113 @@ def _resolve(value: Any) -> Any:
     return value
 
 
-def denied(policy: dict, *, account: str, principal_arn: str, sources: list[str]) -> bool:
+class Unresolved(Exception):
+    """A policy variable whose key the request does not hold: IAM does not match the statement."""
+
+
+def _substitute(value: str, context: dict[str, Any]) -> str:
+    """``${key}`` -> the request's (single) value for ``key``; keys are case-insensitive."""
+    def lookup(match: re.Match) -> str:
+        found = {k.lower(): v for k, v in context.items()}.get(match[1].lower())
+        if not isinstance(found, str):
+            raise Unresolved(match[1])
+        return found
+    return re.sub(r"\$\{([^}]+)\}", lookup, value)
+
+
+def _like(actual: str, pattern: str) -> bool:
+    """StringLike: * any run of characters, ? one character, the rest literal and case-sensitive."""
+    return re.fullmatch("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), actual,
+                        re.DOTALL) is not None
+
+
+def denied(policy: dict, *, account: str, principal_arn: str, sources: list[str], tags: dict[str, str] | None = None) -> bool:
     """Our reading of IAM for these statements: a Deny applies when every condition holds.
 
-    ``events:source`` is multivalued (ArrayOfString in the Service Authorization Reference):
-    the request's sources, one per entry. This only reads the policy; that EventBridge
-    evaluates it this way is what remains to confirm on a real account.
+    ``events:source`` is multivalued (ArrayOfString in the Service Authorization Reference): the
+    request's sources, one per entry; ``ForAnyValue`` holds when one of them matches one value.
+    ``aws:PrincipalTag/<key>`` is single-valued: the caller's tags (a role session: its role's).
+    ``Null: true`` holds when the key is absent. A policy variable is replaced by the request's
+    value; when the request has no such key, the statement does not apply. This only reads the
+    policy; that EventBridge evaluates it this way is what remains to confirm on a real account.
     """
-    context = {"aws:PrincipalAccount": account, "aws:PrincipalArn": principal_arn, "events:source": sources}
+    context: dict[str, Any] = {"aws:PrincipalAccount": account, "aws:PrincipalArn": principal_arn,
+                               "events:source": sources}
+    context.update({f"aws:PrincipalTag/{key}": value for key, value in (tags or {}).items()})
     operators = {
-        "StringNotEquals": lambda actual, allowed: actual not in allowed,
-        "ArnNotEquals": lambda actual, allowed: actual not in allowed,
-        "ForAnyValue:StringEquals": lambda actual, allowed: any(value in allowed for value in actual),
+        "StringNotEquals": lambda actual, allowed: actual is None or actual not in allowed,
+        "ForAnyValue:StringEquals": lambda actual, allowed: any(value in allowed for value in actual or []),
+        "ForAnyValue:StringNotLike": lambda actual, patterns: any(not any(_like(value, p) for p in patterns)
+                                                                  for value in actual or []),
+        "Null": lambda actual, absent: (actual is None) == ({"true": True, "false": False}[absent[0]]),
     }
+
+    def holds(operator: str, key: str, values: Any) -> bool:
+        resolved = [_resolve(v) for v in as_list(values)]
+        if operator != "Null":
+            resolved = [_substitute(v, context) if isinstance(v, str) else v for v in resolved]
+        return operators[operator](context.get(key), resolved)
+
     for statement in policy["Statement"]:
-        if all(operators[operator](context[key], [_resolve(v) for v in as_list(values)])
-               for operator, keys in statement["Condition"].items() for key, values in keys.items()):
-            return True
+        try:
+            if all(holds(operator, key, values) for operator, keys in statement["Condition"].items()
+                   for key, values in keys.items()):
+                return True
+        except Unresolved:
+            continue
     return False
+
+
+def test_the_evaluator_reads_iam_as_documented():
+    """The evaluator's own cases, so the guarantees below cannot pass on a misreading."""
+    tag = f"aws:PrincipalTag/{SOURCE_TAG}"
+    statement = {"Condition": {"ForAnyValue:StringNotLike": {"events:source": "${" + tag + "}"}}}
+    policy = {"Statement": [statement]}
+    me = {"account": ACCOUNT, "principal_arn": f"arn:aws:iam::{ACCOUNT}:role/r"}
+    assert denied(policy, **me, sources=["a", "b"], tags={SOURCE_TAG: "a"})
+    assert not denied(policy, **me, sources=["a", "a"], tags={SOURCE_TAG: "a"})
+    assert not denied(policy, **me, sources=["a"])  # an unresolved variable: the statement does not apply
+    assert denied({"Statement": [{"Condition": {"Null": {tag: "true"}}}]}, **me, sources=["a"])
+    assert not denied({"Statement": [{"Condition": {"Null": {tag: "true"}}}]}, **me, sources=["a"], tags={SOURCE_TAG: ""})
+    assert not denied({"Statement": [{"Condition": {"ForAnyValue:StringEquals": {"events:source": ["x"]}}}]},
+                      **me, sources=[])
+    assert _like("inferbus.a", "inferbus.*") and not _like("inferbus.a", "inferbus.b") and not _like("Inferbus.a", "inferbus.a")
 
 
 def test_the_policy_never_blocks_a_producer_and_blocks_every_forgery(template):
     policy = bus_policy(template)
-    roles = {source: _resolve(role) for source, role in producers(template).items()}
+    roles = {source: (_resolve(role), role_tags(template, role)) for source, role in producers(template).items()}
     internal = sorted(roles)
-    for source, role in roles.items():
-        assert not denied(policy, account=ACCOUNT, principal_arn=role, sources=[source]), source
-        assert not denied(policy, account=ACCOUNT, principal_arn=role, sources=[source] * 10), source
+    for source, (role, tags) in roles.items():
+        assert not denied(policy, account=ACCOUNT, principal_arn=role, tags=tags, sources=[source]), source
+        assert not denied(policy, account=ACCOUNT, principal_arn=role, tags=tags, sources=[source] * 10), source
         for other in internal:
             if other != source:  # one producer cannot put another's results, alone or mixed in
-                assert denied(policy, account=ACCOUNT, principal_arn=role, sources=[other])
-                assert denied(policy, account=ACCOUNT, principal_arn=role, sources=[source, other])
+                assert denied(policy, account=ACCOUNT, principal_arn=role, tags=tags, sources=[other])
+                assert denied(policy, account=ACCOUNT, principal_arn=role, tags=tags, sources=[source, other])
+                assert denied(policy, account=ACCOUNT, principal_arn=role, tags=tags, sources=[other, source])
     user = f"arn:aws:iam::{ACCOUNT}:user/developer"
     for outside_source in ("inferbus.demo", "inferbus.cli", "my.producer"):  # what people put on the bus
         assert not denied(policy, account=ACCOUNT, principal_arn=user, sources=[outside_source])
     for source in internal:
         assert denied(policy, account=ACCOUNT, principal_arn=user, sources=[source])
         assert denied(policy, account=ACCOUNT, principal_arn=user, sources=["my.producer", source])
-    stranger = f"arn:aws:iam::{OTHER_ACCOUNT}:role/{next(iter(roles.values())).rsplit('/', 1)[1]}"
+    # A role of the account tagged with some other source (an unreserved one, or one that is not a
+    # result source at all) is refused every reserved source, alone or mixed, and keeps its own.
+    tagged = f"arn:aws:iam::{ACCOUNT}:role/tagged-elsewhere"
+    for foreign in ("inferbus.demo", "my.producer", ""):
+        tags = {SOURCE_TAG: foreign}
+        if foreign:
+            assert not denied(policy, account=ACCOUNT, principal_arn=tagged, tags=tags, sources=[foreign])
+        for source in internal:
+            assert denied(policy, account=ACCOUNT, principal_arn=tagged, tags=tags, sources=[source])
+            assert denied(policy, account=ACCOUNT, principal_arn=tagged, tags=tags, sources=[foreign, source])
+    stranger = f"arn:aws:iam::{OTHER_ACCOUNT}:role/{next(iter(roles.values()))[0].rsplit('/', 1)[1]}"
+    stranger_tags = next(iter(roles.values()))[1]  # even a copy of a producer's tag in another account
     assert denied(policy, account=OTHER_ACCOUNT, principal_arn=stranger, sources=["my.producer"])
-    assert denied(policy, account=OTHER_ACCOUNT, principal_arn=stranger, sources=[internal[0]])
+    assert denied(policy, account=OTHER_ACCOUNT, principal_arn=stranger, tags=stranger_tags, sources=[internal[0]])
+    assert denied(policy, account=OTHER_ACCOUNT, principal_arn=stranger, tags=stranger_tags,
+                  sources=[stranger_tags[SOURCE_TAG]])
 
 
 def test_restrict_sources_refuses_what_it_cannot_guard():
