@@ -29,7 +29,8 @@ def _snapshot(paths: list[Path]) -> dict[Path, bytes | None]:
 
 
 def refresh_generated_docs(project: Project) -> list[str]:
-    """Regenerate the README's event table, the JSON Schemas and the topology diagram from the declarations.
+    """Regenerate what ``make docs`` does from the declarations: the README's event table, the JSON Schemas,
+    the topology diagram and the cost table of ``docs/operations.md``.
 
     The declarations and contracts are the ones this process imports (the scaffold checked they
     are ``project``'s); modules written since they were first imported are found too. The diagram
@@ -45,22 +46,28 @@ def refresh_generated_docs(project: Project) -> list[str]:
     list[str]
         The files that changed, relative to the project.
     """
+    from inferbus.costs import update_operations
     from inferbus.diagram import mermaid, topology, update_architecture, write_diagram
-    from inferbus.reference import update_readme
     from inferbus.model.schemas import event_schemas, write_schemas
+    from inferbus.reference import update_readme
+    from inferbus.template import synthesize_stacks
 
     importlib.invalidate_caches()  # the new modules were written after the first import of their packages
     from pipeline import load_pipeline
 
     readme, schema_dir = project.root / "README.md", project.root / "docs" / "schemas"
     architecture, stem = project.root / "docs" / "architecture.md", project.root / DIAGRAM_STEM
-    watched = [readme, architecture, stem.with_suffix(".mmd"), stem.with_suffix(".svg"),
+    operations = project.root / "docs" / "operations.md"
+    watched = [readme, architecture, operations, stem.with_suffix(".mmd"), stem.with_suffix(".svg"),
                *schema_dir.glob("*.json")]
     before = _snapshot(watched)
-    update_readme(load_pipeline(), check=False, path=readme)
+    pipeline = load_pipeline()
+    update_readme(pipeline, check=False, path=readme)
     schemas = event_schemas()
     write_schemas(schemas, folder=schema_dir)
-    graph = topology()
+    stacks = synthesize_stacks(pipeline=pipeline)  # once, for the cost table and the diagram
+    update_operations(stacks.root, stacks.nested, pipeline, check=False, path=operations)
+    graph = topology(template=stacks.flattened())
     write_diagram(graph, stem, image_format="svg")
     update_architecture(mermaid(graph), check=False, path=architecture)
     after = _snapshot([*watched, *(schema_dir / f"{name}.json" for name in schemas)])
