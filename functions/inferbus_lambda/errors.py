@@ -22,8 +22,11 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 __all__ = ["ConfigurationError", "IdConflictError", "InvalidEventError", "REJECTION_ERRORS", "TransientError",
-           "UnroutedEventError"]
+           "UnroutedEventError", "registered"]
 
 
 class InvalidEventError(ValueError):
@@ -60,8 +63,26 @@ class TransientError(Exception):
     """A failure worth retrying. Step Functions retriers match it by this class name."""
 
 
+T = TypeVar("T")
+
+
 class ConfigurationError(RuntimeError):
     """A function's configuration (its environment, its models) is missing or wrong."""
+
+
+def registered(registry: Mapping[str, T], variable: str, name: str, *, service: str, what: str) -> T:
+    """The implementation ``registry`` holds under ``name`` (an environment variable's value: ``CLAIM_STORE``,
+    ``RECORD_SOURCE``), or a :class:`ConfigurationError` naming the known ones.
+
+    >>> registered({"sqs": 1}, "RECORD_SOURCE", "kafka", service="scorer", what="record source")
+    Traceback (most recent call last):
+    ...
+    inferbus_lambda.errors.ConfigurationError: scorer: RECORD_SOURCE='kafka' names no record source; known: sqs
+    """
+    if name not in registry:
+        known = ", ".join(sorted(registry))
+        raise ConfigurationError(f"{service}: {variable}={name!r} names no {what}; known: {known}")
+    return registry[name]
 
 
 # The errors that mean "the input was refused": such inputs wait in the invalid-events destination.

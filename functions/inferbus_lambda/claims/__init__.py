@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..environment import ClaimsEnvironment
-from ..errors import ConfigurationError
+from ..errors import registered
 from .base import ClaimRecord, ClaimState, ClaimStatus, ClaimStore, PutAnswer, acceptable, claimable, data_hash, decide
 from .dynamodb import CLAIM_BATCH, COMPLETE_BATCH, DynamoDBClaimStore
 from .memory import InMemoryClaimStore
@@ -60,8 +60,6 @@ def claim_store(environment: ClaimsEnvironment, *, scope: str, client: Any = Non
     ConfigurationError
         When no store has that name.
     """
-    make = CLAIM_STORES.get(environment.CLAIM_STORE)
-    if make is None:
-        raise ConfigurationError(f"{environment.POWERTOOLS_SERVICE_NAME}: CLAIM_STORE={environment.CLAIM_STORE!r} names no "
-                                 f"claims store; known: {', '.join(sorted(CLAIM_STORES))}")
+    make = registered(CLAIM_STORES, "CLAIM_STORE", environment.CLAIM_STORE, service=environment.POWERTOOLS_SERVICE_NAME,
+                      what="claims store")
     return make(environment, scope, client)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..environment import ConsumerEnvironment
-from ..errors import ConfigurationError
+from ..errors import registered
 from .base import RecordSource, SourceRecord
 from .sqs import SqsRecordSource
 
@@ -49,8 +49,6 @@ def record_source(environment: ConsumerEnvironment, clients: Callable[[str], Any
     ConfigurationError
         When no source has that name.
     """
-    make = RECORD_SOURCES.get(environment.RECORD_SOURCE)
-    if make is None:
-        raise ConfigurationError(f"{environment.POWERTOOLS_SERVICE_NAME}: RECORD_SOURCE={environment.RECORD_SOURCE!r} "
-                                 f"names no record source; known: {', '.join(sorted(RECORD_SOURCES))}")
+    make = registered(RECORD_SOURCES, "RECORD_SOURCE", environment.RECORD_SOURCE,
+                      service=environment.POWERTOOLS_SERVICE_NAME, what="record source")
     return make(environment, clients)
