@@ -26,7 +26,7 @@ test: $(STAMP)
 
 # The fast tier (under a minute on 2 cores): units, contracts, each construct on a bare Stack; no app synth, no moto server.
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -n 2 tests/unit tests/constructs
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup tests/unit tests/constructs
 
 # The long fuzz profile: at least 10,000 generated bodies per input type (tests/fuzz).
 fuzz: $(STAMP)

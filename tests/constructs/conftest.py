@@ -20,3 +20,11 @@ def synth() -> Callable[[Callable[[Stack], Any]], Template]:
         return Template.from_stack(stack)
 
     return run
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every construct test on one xdist worker (``--dist loadgroup``): loading aws-cdk-lib into jsii costs a
+    worker about 18 s, once; the other worker runs the unit tests meanwhile."""
+    for item in items:
+        if "tests/constructs/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.xdist_group("cdk"))
