@@ -39,7 +39,7 @@ from .codegen import (
     handler_source,
 )
 from .errors import ScaffoldError
-from .generated_docs import refresh_generated_docs
+from .generated_docs import refresh_or_note
 from .graph import GraphInput, GraphSpec, open_session, read_graph, read_inputs, run_samples, with_widths
 from .heads import HeldOutAccuracy, Task, held_out_accuracy, parse_labels, predicted_labels
 from .names import check_event_type, derived_result_type, module_name
@@ -144,20 +144,8 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
                "runs it embedded on moto: a result per sample, a malformed input kept aside")
     writes.commit(name, plan.contract_module, models=models, datasets=datasets)
     notes = _notes(plan, held_out, accuracy)
-    refreshed = _refresh_docs(project, notes) if refresh_docs else None
+    refreshed = refresh_or_note(project, notes) if refresh_docs else None
     return Written(name, writes.files, notes, _next_steps(plan, accuracy, docs_current=refreshed is not None))
-
-
-def _refresh_docs(project: Project, notes: list[str]) -> list[str] | None:
-    """Rewrite the generated docs; on failure the component stays and a note says to run ``make docs``."""
-    try:
-        refreshed = refresh_generated_docs(project)
-    except Exception as error:  # noqa: BLE001 - the component is written and loads; the docs are a step after it
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        notes.append(f"the generated docs were NOT rewritten ({type(error).__name__}: {reason}): run make docs")
-        return None
-    notes.append(f"generated docs rewritten, as make docs does: {', '.join(refreshed) or 'none changed'}")
-    return refreshed
 
 
 def _read(model: Path, samples: Path | None, existing: type | None, event_type: str, task: Task | None,

@@ -73,3 +73,15 @@ def refresh_generated_docs(project: Project) -> list[str]:
     after = _snapshot([*watched, *(schema_dir / f"{name}.json" for name in schemas)])
     return sorted((project.relative(path) for path, content in after.items() if before.get(path) != content),
                   key=lambda relative: (relative.startswith("docs/"), relative))
+
+
+def refresh_or_note(project: Project, notes: list[str]) -> list[str] | None:
+    """Rewrite the generated docs; on failure the component stays and a note says to run ``make docs``."""
+    try:
+        refreshed = refresh_generated_docs(project)
+    except Exception as error:  # noqa: BLE001 - the component is written and loads; the docs are a step after it
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        notes.append(f"the generated docs were NOT rewritten ({type(error).__name__}: {reason}): run make docs")
+        return None
+    notes.append(f"generated docs rewritten, as make docs does: {', '.join(refreshed) or 'none changed'}")
+    return refreshed

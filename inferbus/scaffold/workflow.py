@@ -33,6 +33,7 @@ from inferbus.model.workflow_protocol import KIT_STATES
 from .asl import PUBLISH, workflow_definition
 from .codegen import functional_test_head, paragraph, source_text, type_imports
 from .errors import ScaffoldError
+from .generated_docs import refresh_or_note
 from .names import SUBMITTED, check_event_type, module_name
 from .project import Declared, Project, Writes, Written, open_project
 
@@ -194,6 +195,8 @@ def new_workflow(name: str, event_type: str | None = None, result_type: str | No
     ]
     notes = [f"trigger: {event_type}" + (f" from {', '.join(producers)} only (Producer in the trigger, the sources "
                                          "in Accept)" if producers else "")]
+    if refresh_or_note(project, notes) is not None:  # as make docs does, so make test passes right after
+        next_steps = [step for step in next_steps if not step.startswith("make docs")]
     return Written(name, writes.files, notes, next_steps)
 
 
