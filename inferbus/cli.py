@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from .cli_support import (
+    FAILED,
     CommandError,
     OneLineParser,
     add_aws_options,
     aws_client,
+    ignore_interrupted_jsii,
     print_json,
     progress_reporter,
     run_command,
@@ -407,10 +409,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _text_or_file(argument: str) -> str:
     """An argument given inline, or ``@path`` / a path to a file holding it."""
-    path = Path(argument[1:] if argument.startswith("@") else argument)
-    if argument.startswith("@") or (not argument.lstrip().startswith(("{", "[")) and path.is_file()):
-        return path.read_text()
-    return argument
+    if argument.lstrip().startswith(("{", "[")):
+        return argument
+    path = Path(argument.removeprefix("@"))
+    if not path.is_file():
+        raise CommandError(f"{path}: no such file (give the JSON inline, or the path of a file holding it)")
+    return path.read_text()
 
 
 # TestEventPattern requires these fields of the event, as EventBridge sends it.
@@ -471,8 +475,16 @@ def _reviews(args: argparse.Namespace) -> int:
         return 0
     decision = decide(sqs, aws_client(args, "stepfunctions"), args.queue_url, args.transaction_id,
                       approve=args.action == "approve", reviewer=args.reviewer, note=args.note)
-    print_json({"transaction_id": decision.transaction_id, "outcome": decision.outcome, "detail": decision.detail}, indent=None)
-    return 0 if decision.outcome in {"approved", "rejected"} else 1
+    decided = decision.outcome in {"approved", "rejected"}
+    if args.json:
+        print_json({"transaction_id": decision.transaction_id, "outcome": decision.outcome, "detail": decision.detail},
+                   indent=None)
+        return 0 if decided else FAILED
+    if not decided:
+        raise CommandError(f"{decision.transaction_id}: {decision.outcome}, {decision.detail}; see the waiting cases "
+                           "with `inferbus reviews list --queue-url URL`", FAILED)
+    print(f"{decision.transaction_id}: {decision.outcome}; its workflow resumes and emits ReviewCompleted")
+    return 0
 
 
 def _in_range(low: int, high: int):  # noqa: ANN202 - an argparse type
@@ -525,7 +537,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                            parents=[common])
-    parser.set_defaults(debug=False)
+    # No parser.set_defaults(debug=...): the --debug action is shared with every subcommand (parents), and a
+    # default set here would reset a `inferbus --debug CMD` to False when the subcommand parses.
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
@@ -601,6 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--queue-url", required=True, help="the review queue (stack output ReviewQueueUrl)")
         sub.add_argument("--reviewer", default=os.environ.get("USER", "reviewer"), help="who decides (default $USER)")
         sub.add_argument("--note", help="why; carried in ReviewCompleted")
+        sub.add_argument("--json", action="store_true", help="print the decision as JSON (a failure too, on stdout)")
     reviews.set_defaults(run=_reviews)
 
     chaos = command("chaos", "run each flow embedded with faults on purpose; account for every event",
@@ -700,7 +714,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     name = " ".join(part for part in (PROG, args.command, getattr(args, "action", None), getattr(args, "kind", None)) if part)
-    return run_command(name, lambda: args.run(args), debug=args.debug)
+    ignore_interrupted_jsii()
+    return run_command(name, lambda: args.run(args), debug=getattr(args, "debug", False))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -76,9 +77,19 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
     """``--profile``, ``--region`` and ``--endpoint-url``: where and as whom a command calls AWS."""
     group = parser.add_argument_group("AWS")
     group.add_argument("--profile", help="the AWS profile to use (default: AWS_PROFILE, else the default chain)")
-    group.add_argument("--region", help="the AWS region (default: AWS_REGION, else the profile's)")
-    group.add_argument("--endpoint-url", metavar="URL",
+    group.add_argument("--region", help="the AWS region (default: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's)")
+    group.add_argument("--endpoint-url", metavar="URL", type=endpoint_url,
                        help="send every AWS request here instead (a local endpoint, e.g. the embedded pipeline's)")
+
+
+def endpoint_url(text: str) -> str:
+    """``--endpoint-url``: a URL with its scheme, as the AWS CLI requires (``http://localhost:4566``)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"expected a URL with its scheme, such as http://{text.split('://')[-1] or 'localhost:4566'}, got {text!r}")
+    return text
 
 
 def aws_client(args: argparse.Namespace, service: str) -> Any:
@@ -91,7 +102,9 @@ def aws_client(args: argparse.Namespace, service: str) -> Any:
     """
     import boto3
 
-    session = boto3.session.Session(profile_name=getattr(args, "profile", None), region_name=getattr(args, "region", None))
+    # boto3 reads AWS_DEFAULT_REGION only; the AWS CLI v2 and the SDKs read AWS_REGION first.
+    region = getattr(args, "region", None) or os.environ.get("AWS_REGION") or None
+    session = boto3.session.Session(profile_name=getattr(args, "profile", None), region_name=region)
     return session.client(service, endpoint_url=getattr(args, "endpoint_url", None))
 
 
@@ -151,6 +164,19 @@ def explain(error: BaseException) -> tuple[int, str] | None:
     if isinstance(error, CloudFormationLimitError):  # CloudFormation's limit, with what to do: not a bug
         return FAILED, str(error)
     return None
+
+
+def ignore_interrupted_jsii() -> None:
+    """Keep Ctrl-C quiet after a command that synthesized the app: the terminal's SIGINT also stops jsii's node
+    process, and jsii's exit hook then writes to its closed pipe; that ``BrokenPipeError`` is expected, not a fault."""
+    default = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, BrokenPipeError) and "jsii" in repr(unraisable.object):
+            return
+        default(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def run_command(command: str, run: Callable[[], int], *, debug: bool = False) -> int:

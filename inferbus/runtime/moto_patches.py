@@ -18,6 +18,8 @@ Faithfulness:
 - **State machine targets** (moto raises ``NotImplementedError``) and the runtime's own
   local-only targets are handed to :data:`Hooks.deliver` in-process.
 - ``TestEventPattern`` answers (moto's is a stub).
+- **Replays** take only the archived events whose time is in the window, and only to the rules in
+  ``Destination.FilterArns`` when it is given (moto replays every archived event to every rule).
 - **Atomic requests**: moto was written for one caller at a time; handlers now call it from
   many threads, so every request is processed under a lock, as each AWS call is atomic (a
   conditional write is checked and written at once): one for DynamoDB, whose state nothing
@@ -408,6 +410,40 @@ def _patch_events() -> None:
     _patch(EventsHandler, "test_event_pattern", test_event_pattern)
 
 
+def _epoch(value: Any) -> float:
+    """A moto timestamp (epoch seconds, a number or its string; or ISO 8601) as epoch seconds."""
+    if isinstance(value, datetime.datetime):
+        return value.timestamp()
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+def _patch_replays() -> None:
+    from moto.core.utils import unix_time
+    from moto.events.models import Replay, ReplayState, events_backends
+    from moto.moto_api._internal import mock_random
+
+    def replay_events_as_aws(self: Any, archive: Any) -> None:
+        # AWS replays the events whose time (PutEvents' Time) falls in the window, to the rules in
+        # Destination.FilterArns if given (StartReplay, API reference); moto replays every archived event to every rule.
+        bus = events_backends[self.account_id][self.region].describe_event_bus(self.destination["Arn"].split("/")[-1])
+        only = set(self.destination.get("FilterArns") or ())
+        start, end = _epoch(self.event_start_time), _epoch(self.event_end_time)
+        for event in list(archive.events):
+            if not start <= _epoch(event.get("time", 0)) <= end:
+                continue
+            for rule in list(bus.rules.values()):
+                if not only or rule.arn in only:
+                    rule.send_to_targets(dict(event, **{"id": str(mock_random.uuid4()), "replay-name": self.name}),
+                                         transform_input=False)
+        self.state = ReplayState.COMPLETED
+        self.end_time = unix_time()
+
+    _patch(Replay, "replay_events", replay_events_as_aws)
+
+
 def _patch_stepfunctions() -> None:
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
@@ -504,6 +540,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_requests()
     _patch_sqs()
     _patch_events()
+    _patch_replays()
     _patch_stepfunctions()
     _patch_dynamodb()
     _patch_jsonpath()

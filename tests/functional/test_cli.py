@@ -73,12 +73,17 @@ def test_reviews_list_and_approve_resume_the_waiting_workflow(template, capsys):
         assert "1 cases waiting for review" in listing and event.id[:8] in listing
 
         assert main(["reviews", "approve", event.id, "--queue-url", url, "--reviewer", "ana", "--note", "ok"]) == 0
-        assert json.loads(capsys.readouterr().out)["outcome"] == "approved"
+        assert capsys.readouterr().out == f"{event.id}: approved; its workflow resumes and emits ReviewCompleted\n"
         pipeline.drain()
         completed = [e for e in pipeline.tapped_events() if e["detail-type"] == "ReviewCompleted"]
         assert [e["detail"]["data"]["reviewer"] for e in completed] == ["ana"]
 
-        assert main(["reviews", "reject", event.id, "--queue-url", url]) == 1  # decided already: nothing left
+        # Decided already, nothing left: a failure is one line on stderr (exit 1), and stdout stays empty.
+        assert main(["reviews", "reject", event.id, "--queue-url", url]) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1
+        assert err.startswith(f"inferbus reviews reject: {event.id}: not-found") and "inferbus reviews list" in err
+        assert main(["reviews", "reject", event.id, "--queue-url", url, "--json"]) == 1  # --json: the same, as JSON
         assert json.loads(capsys.readouterr().out)["outcome"] == "not-found"
 
 

@@ -15,7 +15,7 @@ import pytest
 from moto.core import responses as moto_responses
 from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
-from moto.events.models import EventPattern, EventsBackend, Rule
+from moto.events.models import EventPattern, EventsBackend, Replay, Rule
 from moto.events.responses import EventsHandler
 from moto.sqs.models import Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -41,6 +41,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (EventPattern, "matches_event", ["self", "event"]),
     (Rule, "send_to_targets", ["self", "original_event", "transform_input"]),
     (EventsHandler, "test_event_pattern", ["self"]),
+    (Replay, "replay_events", ["self", "archive"]),
     (BaseExecutionWorkerCommunication, "terminated", ["self"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
     (moto_responses, "method_names_from_class", ["clazz"]),
@@ -168,6 +169,46 @@ def test_conditional_writes_from_many_threads_are_atomic():
 
 
 # -- SQS at any depth ---------------------------------------------------------------------------
+
+def test_a_replay_takes_its_window_and_only_the_rules_it_names():
+    """StartReplay: the archived events whose time is in the window, to Destination.FilterArns only."""
+    import datetime
+
+    from moto import mock_aws
+
+    with mock_aws():
+        moto_patches.install()
+        try:
+            events, sqs = (boto3.client(name, region_name="us-east-1") for name in ("events", "sqs"))
+            bus_arn = events.create_event_bus(Name="bus")["EventBusArn"]
+            archive_arn = events.create_archive(ArchiveName="all", EventSourceArn=bus_arn)["ArchiveArn"]
+            rules, urls = {}, {}
+            for name in ("taken", "other"):
+                urls[name] = sqs.create_queue(QueueName=name)["QueueUrl"]
+                queue_arn = sqs.get_queue_attributes(QueueUrl=urls[name], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+                rules[name] = events.put_rule(Name=name, EventBusName="bus", EventPattern='{"source": ["s"]}')["RuleArn"]
+                events.put_targets(Rule=name, EventBusName="bus", Targets=[{"Id": "q", "Arn": queue_arn}])
+            now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+            times = {"old": now - datetime.timedelta(hours=2), "recent": now - datetime.timedelta(minutes=5)}
+            events.put_events(Entries=[{"EventBusName": "bus", "Source": "s", "DetailType": "T", "Time": moment,
+                                        "Detail": json.dumps({"which": which})} for which, moment in times.items()])
+
+            def drain(name: str) -> list[tuple[str, bool]]:
+                got = []
+                while messages := sqs.receive_message(QueueUrl=urls[name], MaxNumberOfMessages=10).get("Messages"):
+                    for message in messages:
+                        body = json.loads(message["Body"])
+                        got.append((body["detail"]["which"], "replay-name" in body))
+                        sqs.delete_message(QueueUrl=urls[name], ReceiptHandle=message["ReceiptHandle"])
+                return sorted(got)
+
+            assert drain("taken") == drain("other") == [("old", False), ("recent", False)]
+            events.start_replay(ReplayName="r", EventSourceArn=archive_arn, EventStartTime=now - datetime.timedelta(hours=1),
+                                EventEndTime=now, Destination={"Arn": bus_arn, "FilterArns": [rules["taken"]]})
+            assert drain("taken") == [("recent", True)] and drain("other") == []
+        finally:
+            moto_patches.uninstall()
+
 
 DEPTH = 1_000
 
