@@ -42,6 +42,7 @@ from .cli_support import (
     aws_client,
     ignore_interrupted_jsii,
     print_json,
+    print_records,
     progress_reporter,
     run_command,
 )
@@ -197,7 +198,6 @@ def _send(args: argparse.Namespace) -> int:
 
 def _redrive(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
     from .redrive import RedriveError, inspect_dead_letters, redrive, resolve_queues
 
@@ -216,12 +216,10 @@ def _redrive(args: argparse.Namespace) -> int:
                                  for letter in letters],
                     "would_move": movable, "moved": moved, "move_task_started": moved == -1})
         return 0
-    table = Table(title=f"{len(letters)} messages in {dlq_url.rsplit('/', 1)[-1]}", title_justify="left")
-    for column in ("event id", "receives", "last reason", "verdict"):
-        table.add_column(column, overflow="fold")
-    for letter in letters:
-        table.add_row(letter.event_id or "?", str(letter.receive_count), letter.last_reason, letter.verdict)
-    Console().print(table)
+    print_records(Console(), f"{len(letters)} messages in {dlq_url.rsplit('/', 1)[-1]}",
+                  [(letter.event_id or "? (no event id)", [("receives", str(letter.receive_count)),
+                                                          ("last reason", letter.last_reason), ("verdict", letter.verdict)])
+                   for letter in letters])
     if moved is None:
         print(f"dry run: would move {movable} of {len(letters)} to {source_url}")
     else:
@@ -450,7 +448,6 @@ def _rate(text: str) -> float:
 
 def _reviews(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
     from .reviews import decide, list_reviews
 
@@ -461,17 +458,18 @@ def _reviews(args: argparse.Namespace) -> int:
             print_json([review.request.case.model_dump(mode="json") if review.request else
                         {"message_id": review.message["MessageId"], "problem": review.problem} for review in reviews])
             return 0
-        table = Table(title=f"{len(reviews)} cases waiting for review", title_justify="left")
-        for column in ("transaction", "risk", "customer", "requested", "timeout", "correlation id"):
-            table.add_column(column, overflow="fold")
+        records = []
         for review in reviews:
             if review.request is None:
-                table.add_row(review.message["MessageId"], "?", "?", "?", "?", review.problem)
+                records.append((f"message {review.message['MessageId']}", [("problem", review.problem)]))
                 continue
             case = review.request.case
-            table.add_row(case.transaction_id, f"{case.risk_score:.3f}", f"{case.customer.id} ({case.customer.segment})",
-                          case.requested_at.isoformat(timespec="seconds"), f"{case.timeout_s} s", case.correlationid)
-        Console().print(table)
+            records.append((case.transaction_id, [
+                ("risk", f"{case.risk_score:.3f}"), ("customer", f"{case.customer.id} ({case.customer.segment})"),
+                ("requested", case.requested_at.isoformat(timespec="seconds")), ("timeout", f"{case.timeout_s} s"),
+                ("correlation id", case.correlationid)]))
+        print_records(Console(), f"{len(reviews)} cases waiting for review (approve or reject one by its transaction id)",
+                      records)
         return 0
     decision = decide(sqs, aws_client(args, "stepfunctions"), args.queue_url, args.transaction_id,
                       approve=args.action == "approve", reviewer=args.reviewer, note=args.note)

@@ -35,7 +35,7 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 __all__ = ["CommandError", "OneLineParser", "add_aws_options", "aws_client", "explain", "json_safe", "print_json",
@@ -221,6 +221,45 @@ def json_safe(value: Any) -> Any:
 def print_json(value: Any, *, indent: int | None = 2) -> None:
     """Print ``value`` as strict JSON (no NaN; dates and other objects as strings)."""
     print(json.dumps(json_safe(value), indent=indent, default=str, allow_nan=False))
+
+
+def print_records(console: Any, title: str, records: Iterable[tuple[str, Sequence[tuple[str, str]]]]) -> None:
+    """Rows keyed by an id people copy: each id in full on its own line, then its fields, wrapped between words.
+
+    A table at 80 columns folds a 36-character id (and any long token) across lines; this never splits a
+    token, so an id or a queue name can be copied with a double-click.
+
+    Parameters
+    ----------
+    console
+        A ``rich.console.Console``: its width is the wrap width.
+    title
+        The first line.
+    records
+        ``(id, [(field, value), ...])`` per row.
+
+    Examples
+    --------
+    >>> from rich.console import Console
+    >>> print_records(Console(width=40), "1 message", [("3f2b-9c1e", [("verdict", "moves back")])])
+    1 message
+    3f2b-9c1e
+        verdict: moves back
+    """
+    import textwrap
+
+    from rich.text import Text
+
+    width = max(console.width, 40)
+    console.print(Text(title, style="bold"), soft_wrap=True)
+    for key, fields in records:
+        console.print(Text(key, style="bold"), soft_wrap=True)
+        for name, value in fields:
+            lead = f"    {name}: "
+            lines = textwrap.wrap(value, width=width, initial_indent=lead, subsequent_indent=" " * len(lead),
+                                  break_long_words=False, break_on_hyphens=False) or [lead.rstrip()]
+            for line in lines:
+                console.print(Text(line), soft_wrap=True)
 
 
 def progress_reporter(command: str, run: Callable[[Callable[[str, int, int], None]], T]) -> T:

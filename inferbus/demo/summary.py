@@ -11,6 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..cli_support import print_records
 from ..runtime.lambda_host import DEFAULT_MAX_ENVIRONMENTS
 
 DEPLOY_HINT = ("Next: deploy it to your AWS account (README, 'Deploy to AWS'): make setup && npx cdk bootstrap && "
@@ -159,16 +160,12 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     failures = [(name, failure) for name, workflow in data["workflows"].items() for failure in workflow["failures"]
                 if failure["error"] not in REJECTION_ERRORS]
     if failures or data["dead_letter_reasons"] or data["rejection_reasons"]:
-        table = _table("why each event did not get a result")
-        for column in ("where", "event id", "reason"):
-            table.add_column(column, overflow="fold")
-        for event_id, reason in data["rejection_reasons"].items():
-            table.add_row("invalid-events queue", event_id, reason)
-        for name, failure in failures:
-            table.add_row(f"{name} → failure event", str(failure["input_id"]), f"{failure['error']}: {failure['cause']}")
-        for event_id, reason in data["dead_letter_reasons"].items():
-            table.add_row("DLQ", event_id, reason)
-        console.print(table)
+        print_records(console, "why each event did not get a result", [
+            *((event_id, [("where", "invalid-events queue"), ("reason", reason)])
+              for event_id, reason in data["rejection_reasons"].items()),
+            *((str(failure["input_id"]), [("where", f"{name} → failure event"),
+                                          ("reason", f"{failure['error']}: {failure['cause']}")]) for name, failure in failures),
+            *((event_id, [("where", "DLQ"), ("reason", reason)]) for event_id, reason in data["dead_letter_reasons"].items())])
     dlqs = ", ".join(f"{short_queue_name(queue)} {count}" for queue, count in data["dead_letters"].items() if count)
     console.print(f"[bold]dead-letter queues[/bold]: {dlqs or 'all empty'}")
     console.print("[bold]Lambda invocations[/bold]: " + ", ".join(f"{name} {count}" for name, count in data["invocations"].items()))

@@ -417,7 +417,7 @@ def _epoch(value: Any) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
-        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+        return datetime.datetime.fromisoformat(str(value)).timestamp()
 
 
 def _patch_replays() -> None:

@@ -100,3 +100,21 @@ def test_the_report_is_a_document_with_its_plots(report, tmp_path):
         assert f"]({image})" in text
         assert (path.parent / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "## Replay of the archive" in text and "new results: 0 (safe)" in text
+
+
+def test_the_summary_keeps_every_id_and_reason_word_whole_at_80_columns(report):
+    import io
+
+    from rich.console import Console
+
+    from inferbus.demo.summary import print_summary
+
+    out = io.StringIO()
+    print_summary(report, Console(width=80, file=out, color_system=None))
+    lines = out.getvalue().splitlines()
+    reasons = {**report.rejection_reasons, **report.dead_letter_reasons}
+    assert reasons, "the demo sends malformed copies: some events are kept with a reason"
+    for event_id, reason in reasons.items():
+        assert event_id in lines, event_id  # in full, on its own line: copied with a double-click
+        words = [word for line in lines for word in line.split()]
+        assert all(word in words for word in reason.split()), reason  # wrapped between words, never inside one

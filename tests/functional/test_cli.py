@@ -70,7 +70,7 @@ def test_reviews_list_and_approve_resume_the_waiting_workflow(template, capsys):
 
         assert main(["reviews", "list", "--queue-url", url]) == 0
         listing = capsys.readouterr().out
-        assert "1 cases waiting for review" in listing and event.id[:8] in listing
+        assert "1 cases waiting for review" in listing and event.id in listing.splitlines()  # whole, to copy
 
         assert main(["reviews", "approve", event.id, "--queue-url", url, "--reviewer", "ana", "--note", "ok"]) == 0
         assert capsys.readouterr().out == f"{event.id}: approved; its workflow resumes and emits ReviewCompleted\n"
