@@ -15,9 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-CDK_QUIET_ENV = {
-    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-    "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
+CDK_QUIET_ENV = {  # jsii's Node banners: infra.quiet_node_banners, run when infra is imported
     "CDK_DISABLE_CLI_TELEMETRY": "true",
     "AWS_EC2_METADATA_DISABLED": "true",
 }
@@ -53,6 +51,7 @@ def synthesize_stacks(settings: Any = None, *, overrides: Mapping[str, Any] | No
 
     for key, value in CDK_QUIET_ENV.items():
         os.environ.setdefault(key, value)
+    import infra  # noqa: F401 - first: it quiets jsii's Node banners before aws_cdk starts Node
     from aws_cdk import NestedStack  # imported late: jsii starts a node process
 
     from infra.app import build_app

@@ -54,9 +54,12 @@ if __name__ == "__main__":
     from inferbus.model.settings import SettingsError
 
     from .limits import CloudFormationLimitError, check_assembly, limit_error_of
+    from .outdir import prune_stale_assets
 
     try:
-        check_assembly(build_app()[0].synth().directory)
+        directory = build_app()[0].synth().directory
+        check_assembly(directory)
+        prune_stale_assets(directory)  # cdk.out keeps only this synth's assets
     except (SettingsError, CloudFormationLimitError) as error:  # one line saying what to fix
         raise SystemExit(f"inferbus: {error}") from None
     except Exception as error:  # CDK's own count of a stack's resources

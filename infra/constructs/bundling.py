@@ -22,6 +22,7 @@ A function whose settings say ``package="image"`` is a container image instead
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -180,14 +181,22 @@ def copy_distribution(site: Path, info: Path, output: Path, imported: set[str]) 
             shutil.copy2(source, target)
 
 
-def compile_bytecode(output: Path, python_version: str) -> bool:
-    """Compile the asset's modules for the Lambda's Python, so its cold starts do not; ``False``
-    when no interpreter of that version is on this machine (the asset then ships sources only)."""
+@functools.cache
+def bytecode_interpreter(python_version: str) -> str | None:
+    """An interpreter of the Lambda's Python on this machine, or ``None``: said once per synth, not per function."""
     interpreter = sys.executable if f"{sys.version_info.major}.{sys.version_info.minor}" == python_version else (
         shutil.which(f"python{python_version}"))
     if interpreter is None:
-        print(f"inferbus bundling: no python{python_version} on this machine; the asset ships without bytecode "
-              "(Lambda compiles each module at a cold start)", file=sys.stderr)
+        print(f"inferbus bundling: no python{python_version} on this machine, so the functions ship without bytecode "
+              "(Lambda compiles each module at a cold start); install it to compile them here", file=sys.stderr)
+    return interpreter
+
+
+def compile_bytecode(output: Path, python_version: str) -> bool:
+    """Compile the asset's modules for the Lambda's Python, so its cold starts do not; ``False``
+    when no interpreter of that version is on this machine (the asset then ships sources only)."""
+    interpreter = bytecode_interpreter(python_version)
+    if interpreter is None:
         return False
     subprocess.run([interpreter, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
                     str(output)], check=True)
