@@ -11,6 +11,7 @@ Examples
     inferbus reviews approve TXN_ID --queue-url URL --note "..."   # resume its workflow
     inferbus chaos --flow all --events 5000         # faults on purpose, then a ledger per flow (embedded)
     inferbus serve                                  # the embedded pipeline at http://localhost:4566 for any AWS client
+    inferbus invoke image-classifier --event batch.json   # one function, one event: its result and logs
     inferbus rules test '{"source": ["a"]}' event.json   # would EventBridge match this event? (exit 0 yes, 1 no)
     inferbus new consumer iris-classifier --model iris.onnx --event IrisSubmitted   # add your own model
     inferbus new workflow order-check --event OrderSubmitted                         # add a workflow skeleton
@@ -405,6 +406,38 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _invoke(args: argparse.Namespace) -> int:
+    from .invoke import InvokeError, invoke_function
+    from .runtime.nested_stacks import read_flattened
+
+    text = sys.stdin.read() if args.event == "-" else _text_or_file(args.event)
+    try:
+        event = json.loads(text)
+    except ValueError as error:
+        raise CommandError(f"--event {args.event}: not JSON ({error})") from None
+    template = None
+    if args.template is not None:
+        path = Path(args.template)
+        if not path.is_file():
+            raise CommandError(f"--template {path}: no such file (run `npx cdk synth`, or leave --template out)")
+        template = read_flattened(path)
+    try:
+        invoked = invoke_function(args.function, event, template=template)
+    except InvokeError as error:
+        raise CommandError(str(error)) from None
+    invocation = invoked.invocation
+    for line in invocation.logs:  # the function's own log lines, as CloudWatch Logs would hold them
+        print(json.dumps(line, default=str), file=sys.stderr)
+    print(f"REPORT {invoked.name} ({invoked.logical_id}) RequestId: {invocation.request_id} "
+          f"Duration: {invocation.duration_ms:.1f} ms", file=sys.stderr)
+    if invocation.error is not None:  # what the Invoke API returns for an unhandled error
+        print_json({"errorType": invocation.error_type, "errorMessage": invocation.error_message,
+                    "stackTrace": invocation.stack_trace}, indent=None if args.compact else 2)
+        return FAILED
+    print_json(invoked.response, indent=None if args.compact else 2)
+    return 0
+
+
 def _text_or_file(argument: str) -> str:
     """An argument given inline, or ``@path`` / a path to a file holding it."""
     if argument.lstrip().startswith(("{", "[")):
@@ -642,6 +675,21 @@ def build_parser() -> argparse.ArgumentParser:
                        "with its nested stacks) instead of synthesizing the app")
     serve.add_argument("--json", action="store_true", help="one JSON object per log line")
     serve.set_defaults(run=_serve)
+    invoke = command("invoke", "run one function of the template with one event; print its result and logs",
+                     description="The local counterpart of `sam local invoke -e event.json`: provisions the stack on "
+                     "moto in this process and invokes one function once, with the template's environment (its claims "
+                     "table and bus answer locally; nothing else runs). The result goes to stdout (an unhandled error "
+                     "as the Invoke API returns it, exit 1), the function's log lines and a REPORT line to stderr.")
+    invoke.add_argument("function", help="a declared consumer (image-classifier), a workflow's step "
+                        "(text-pipeline.Tokenize, risk-review.Accept), or a logical id or function name")
+    invoke.add_argument("--event", "-e", required=True, metavar="FILE",
+                        help="the event as its trigger sends it (an SQS batch for a consumer, the state's input for a "
+                        "step): a JSON file, - for stdin, or JSON inline")
+    invoke.add_argument("--template", metavar="FILE", help="a synthesized template (cdk.out/Inferbus.template.json); "
+                        "default: synthesize the app")
+    invoke.add_argument("--compact", action="store_true", help="print the result on one line")
+    invoke.set_defaults(run=_invoke)
+
     rules = command("rules", "event patterns: test one against an event, as EventBridge would")
     rule_actions = rules.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
     rule_test = rule_actions.add_parser("test", help="does PATTERN match EVENT? (exit 0 match, 1 no match, 2 invalid)",

@@ -9,7 +9,6 @@ import datetime
 import os
 import shutil
 import subprocess
-import sys
 
 # The end of life of Node's LTS lines (https://nodejs.org/en/about/previous-releases).
 NODE_END_OF_LIFE = {18: datetime.date(2025, 4, 30), 20: datetime.date(2026, 4, 30), 22: datetime.date(2027, 4, 30),
@@ -22,8 +21,8 @@ def quiet_node_banners(today: datetime.date | None = None) -> str | None:
     """Silence jsii's Node support banners (ten lines, printed as ``b'…'`` bytes) and return one line instead.
 
     Call before ``aws_cdk`` is imported: jsii reads these variables when it starts Node. A variable the user
-    set is left as it is. Returns the one line to show (also printed to stderr), or ``None`` when Node is
-    supported or its version cannot be read.
+    set is left as it is. Returns the one line a synth shows (:data:`NODE_NOTICE`), or ``None`` when Node is
+    supported, the user set ``JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION``, or Node's version cannot be read.
     """
     acknowledged = JSII_NODE_BANNERS[0] in os.environ  # who set it knows (the Makefile does)
     if all(name in os.environ for name in JSII_NODE_BANNERS) or shutil.which("node") is None:
@@ -38,9 +37,7 @@ def quiet_node_banners(today: datetime.date | None = None) -> str | None:
     end = NODE_END_OF_LIFE.get(major)
     if acknowledged or end is None or (today or datetime.date.today()) <= end:
         return None
-    line = f"inferbus: Node {major} reached its end of life on {end}; the synth runs, but upgrade Node when you can"
-    print(line, file=sys.stderr)
-    return line
+    return f"inferbus: Node {major} reached its end of life on {end}; the synth runs, but upgrade Node when you can"
 
 
-quiet_node_banners()
+NODE_NOTICE = quiet_node_banners()  # printed by `cdk synth` (infra.app), once

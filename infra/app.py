@@ -51,11 +51,17 @@ def build_app(settings: InferbusSettings | None = None, pipeline: Pipeline | Non
 
 
 if __name__ == "__main__":
+    import sys
+
     from inferbus.model.settings import SettingsError
+
+    from . import NODE_NOTICE
 
     from .limits import CloudFormationLimitError, check_assembly, limit_error_of
     from .outdir import prune_stale_assets
 
+    if NODE_NOTICE:
+        print(NODE_NOTICE, file=sys.stderr)
     try:
         directory = build_app()[0].synth().directory
         check_assembly(directory)

@@ -116,14 +116,20 @@ def install_dependencies(architecture: str, python_version: str) -> Path:
         return site
     shutil.rmtree(site, ignore_errors=True)
     platforms = [arg for tag in PIP_PLATFORMS[architecture] for arg in ("--platform", tag)]
+    print(f"inferbus bundling: installing functions/requirements*.txt for Lambda (Python {python_version}, "
+          f"{architecture}) into {site}, once", file=sys.stderr)
     for name, extra in (("requirements.txt", []), ("requirements-no-deps.txt", ["--no-deps"])):
-        subprocess.run(
+        # pip's own warnings (a pip.conf location that is missing, ...) are shown only if the install fails.
+        done = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
              "-r", str(FUNCTIONS_DIR / name), *extra, "--target", str(site),
              "--only-binary=:all:", "--implementation", "cp", "--python-version", python_version,
              *platforms, "--no-compile", "--upgrade"],
-            check=True,
+            capture_output=True, text=True, check=False,
         )
+        if done.returncode != 0:
+            raise RuntimeError(f"bundling: pip could not install functions/{name} for Lambda (Python {python_version}, "
+                               f"{architecture}); check your network or index:\n{done.stderr.strip()}")
     (site / ".complete").touch()
     return site
 

@@ -38,7 +38,7 @@ def test_an_end_of_life_node_is_one_line_unless_the_user_said_they_know(monkeypa
     end = NODE_END_OF_LIFE.get(major, datetime.date(2000, 1, 1))
     line = quiet_node_banners(today=end + datetime.timedelta(days=1))
     if major in NODE_END_OF_LIFE:
-        assert line == capsys.readouterr().err.strip() and f"Node {major} reached its end of life on {end}" in line
+        assert f"Node {major} reached its end of life on {end}" in line
     assert all(os.environ[name] == str(major) for name in JSII_NODE_BANNERS)  # jsii's own banners: silenced
 
     for name in JSII_NODE_BANNERS:
@@ -47,7 +47,7 @@ def test_an_end_of_life_node_is_one_line_unless_the_user_said_they_know(monkeypa
     for name in JSII_NODE_BANNERS[1:]:
         monkeypatch.delenv(name)
     assert quiet_node_banners(today=end + datetime.timedelta(days=365)) is None  # JSII_..._END_OF_LIFE set: known
-    assert capsys.readouterr().err == ""
+    assert capsys.readouterr().err == ""  # importing infra or asking prints nothing: the synth prints the line
 
 
 def test_a_missing_lambda_python_is_said_once_per_synth_not_per_function(tmp_path, capsys):
