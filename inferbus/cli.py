@@ -668,7 +668,10 @@ def build_parser() -> argparse.ArgumentParser:
                     description="Starts the whole pipeline embedded on moto and answers AWS API calls "
                                 "on the port: events put from any client flow through the rules to the in-process "
                                 "consumers and workflows. One line per processed batch and finished execution; Ctrl-C "
-                                "stops it. Clients use fake credentials and region us-east-1.")
+                                "stops it. Clients use fake credentials and region us-east-1. Also served: the "
+                                "ingest endpoint at /_inferbus/ingest/ (POST a CloudEvent, SigV4-signed for lambda, "
+                                "as the stack's IngestUrl in AWS), and the stack's outputs through CloudFormation "
+                                "describe-stacks; any other unsigned request gets a 404.")
     serve.add_argument("--port", type=_in_range(1, 65535), default=4566, help="port to listen on (default 4566)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--template", help="a synthesized template (JSON file; a root stack in a cloud assembly is read "

@@ -80,12 +80,12 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     ServeError
         The port is taken.
     """
-    from moto.server import ThreadedMotoServer
-
-    from inferbus.model.names import QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
+    from inferbus.model.names import INGEST_URL_OUTPUT, QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 
     from .local import LocalPipeline
     from .runtime.moto_patches import execution_status
+    from .runtime.provision import register_stack
+    from .twin_http import INGEST_PATH, TwinRoutes, twin_server
 
     if not port_free(host, port):
         raise ServeError(f"port {port} is in use: stop what listens there or pass --port")
@@ -118,10 +118,15 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
             source.on_invocation = batch_done
         pipeline.on_execution_end = execution_done
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request: noise beside ours
-        server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+        url = f"http://{'localhost' if host == LOOPBACK else host}:{port}"
+        ingest = _ingest_of(pipeline)
+        if ingest is not None:
+            pipeline.outputs[INGEST_URL_OUTPUT] = f"{url}{INGEST_PATH}"  # in AWS, the function URL
+        register_stack(pipeline.session, pipeline.stack_name, pipeline.outputs)  # describe-stacks, as in AWS
+        region = pipeline.session.region_name
+        server = twin_server(lambda app: TwinRoutes(app, region=region, ingest=ingest), host=host, port=port)
         server.start()
         pipeline.start()
-        url = f"http://{'localhost' if host == LOOPBACK else host}:{port}"
         _print(out, as_json, {"kind": "ready", "endpoint": url, "region": pipeline.session.region_name,
                               "bus": pipeline.bus_name, "outputs": pipeline.outputs},
                f"inferbus serve: {url} (region {pipeline.session.region_name}, bus {pipeline.bus_name}); Ctrl-C stops")
@@ -144,6 +149,25 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
             _print(out, as_json, {"kind": "stopped"}, "inferbus serve: stopped")
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+
+
+def _ingest_of(pipeline: Any) -> Any:
+    """The ingest function as the twin's HTTP route calls it, or ``None`` when the template has none."""
+    from inferbus.model.names import INGEST_FUNCTION_OUTPUT
+
+    if INGEST_FUNCTION_OUTPUT not in pipeline.outputs:
+        return None
+
+    def ingest(path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+        answer = pipeline.ingest(body, headers, path=path)
+        payload = answer.get("body") or ""
+        if answer.get("isBase64Encoded"):
+            import base64
+
+            return answer["statusCode"], answer.get("headers", {}), base64.b64decode(payload)
+        return answer["statusCode"], answer.get("headers", {}), payload.encode() if isinstance(payload, str) else payload
+
+    return ingest
 
 
 def _main_thread() -> bool:

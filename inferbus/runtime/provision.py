@@ -87,6 +87,20 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
     return deployment
 
 
+def register_stack(session: Any, stack_name: str, outputs: dict[str, str]) -> str:
+    """Make the provisioned stack a CloudFormation stack in moto, holding ``outputs``; return its StackId.
+
+    So ``aws cloudformation describe-stacks --stack-name <name>`` answers with the outputs, as it does
+    in AWS. Locally every output is on this one stack (in AWS a component's are on its nested stack: a
+    query over the root and the stacks whose ``RootId`` is it finds them in both). Its one resource is
+    a ``WaitConditionHandle``, which creates nothing: the resources themselves were provisioned already.
+    """
+    template = {"Resources": {"Provisioned": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+                "Outputs": {key: {"Value": value} for key, value in sorted(outputs.items())}}
+    return session.client("cloudformation", region_name=REGION).create_stack(
+        StackName=stack_name, TemplateBody=json.dumps(template))["StackId"]
+
+
 def _resolve_outputs(outputs: dict[str, Any], deployment: Deployment) -> None:
     """Each output's value as CloudFormation would give it; one that names a resource the runtime
     does not provision (an alarm topic) is listed as cloud-only instead."""

@@ -14,12 +14,14 @@ import boto3
 import pytest
 
 from inferbus.demo.inputs import input_type, sample_event
+from inferbus.model.settings import InferbusSettings
 from inferbus.model.names import INVALID_EVENTS_OUTPUT, QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 from tests.declared import DEMO, PIPELINE
 
 pytestmark = pytest.mark.slow
 CLIENT_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 CONSUMER = next(c for c in PIPELINE.consumers if c.name in DEMO)
+PIPELINE_STACK = InferbusSettings().staged(InferbusSettings().stack_name)
 
 
 def free_port() -> int:
@@ -150,3 +152,65 @@ def test_a_port_in_use_is_refused_with_one_line():
                               text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == f"inferbus serve: port {port} is in use: stop what listens there or pass --port"
+
+
+def raw(method: str, url: str, body: bytes = b"", headers: dict | None = None) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=body or None, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def signed(method: str, url: str, body: bytes, headers: dict, service: str = "lambda") -> dict:
+    """The headers of ``method url`` signed with SigV4 for ``service``, as curl --aws-sigv4 or an SDK signs."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    request = AWSRequest(method=method, url=url, data=body, headers=headers)
+    SigV4Auth(Credentials(CLIENT_ENVIRONMENT["AWS_ACCESS_KEY_ID"], CLIENT_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"]),
+              service, "us-east-1").add_auth(request)
+    return dict(request.headers.items())
+
+
+@pytest.mark.parametrize(("method", "path"), [("POST", "/"), ("POST", "/events"), ("GET", "/nothing/here"),
+                                              ("PUT", "/_inferbus")])
+def test_a_request_that_is_no_aws_call_gets_a_clear_404(served, method, path):
+    ready, _, _ = served
+    status, answer = raw(method, ready["endpoint"] + path, b'{"specversion": "1.0"}' if method != "GET" else b"")
+    assert status == 404 and "nothing here" in answer["message"] and "/_inferbus/ingest/" in answer["message"]
+
+
+def test_describe_stacks_answers_with_the_stack_s_outputs_as_the_operations_guide_reads_them(served):
+    import jmespath
+
+    ready, _, _ = served
+    cloudformation = client("cloudformation", ready["endpoint"])
+    (stack,) = cloudformation.describe_stacks(StackName=PIPELINE_STACK)["Stacks"]
+    # The guide's `output` helper: the root stack and the stacks whose RootId is it.
+    query = "Stacks[?StackId=='{root}' || RootId=='{root}'].Outputs[] | [?OutputKey=='{key}'].OutputValue | [0]"
+    every = cloudformation.describe_stacks()
+    for key, value in ready["outputs"].items():
+        assert jmespath.search(query.format(root=stack["StackId"], key=key), every) == value, key
+    assert ready["outputs"]["IngestUrl"] == ready["endpoint"] + "/_inferbus/ingest/"
+
+
+def test_the_ingest_endpoint_takes_a_signed_cloudevent_and_refuses_an_unsigned_one(served):
+    ready, _, _ = served
+    url = ready["outputs"]["IngestUrl"] + "events"
+    event = {"specversion": "1.0", "id": "ingest-serve-1", "source": "my.producer", "type": "TextSubmitted",
+             "data": {"text": "The parcel arrived two days late."}}
+    body = json.dumps(event).encode()
+    headers = {"Content-Type": "application/cloudevents+json"}
+    assert raw("POST", url, body, headers) == (403, {"Message": "Forbidden"})  # a function URL with IAM auth
+    assert raw("POST", url, body, signed("POST", url, body, headers, service="sqs"))[0] == 403  # signed for another
+    status, answer = raw("POST", url, body, signed("POST", url, body, headers))
+    assert status == 202 and answer["id"] == "ingest-serve-1", answer
+    bad = json.dumps({**event, "id": "ingest-serve-2", "data": {"text": "   "}}).encode()
+    status, answer = raw("POST", url, bad, signed("POST", url, bad, headers))
+    assert status == 400 and "text" in json.dumps(answer)  # the contract's reason, as in AWS

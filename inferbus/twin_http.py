@@ -1,0 +1,128 @@
+"""What ``inferbus serve`` answers besides the AWS APIs: the ingest endpoint, and a 404 for what is nothing.
+
+moto's server answers any request it can read as an AWS API call, and anything else as S3 (a
+``POST /`` got a ListBuckets answer) or with a traceback (``POST /events``). In front of it:
+
+- ``/_inferbus/ingest/`` (and ``/_inferbus/ingest/events``): the stack's ingest endpoint, locally.
+  In AWS it is a Lambda function URL with IAM auth (``IngestUrl``); here it is the same function,
+  invoked in-process with the request as the URL would hand it over. Auth as the URL's: a request
+  must be signed with SigV4 for the ``lambda`` service in the twin's region, or it gets the URL's
+  ``403 {"Message": "Forbidden"}``. The signature itself is not checked against a secret: the twin,
+  like moto, takes any credentials (a documented local difference, as for every AWS API here).
+- A request that is no AWS API call (neither SigV4 in an ``Authorization`` header nor a presigned
+  query) and not one of the twin's own paths gets ``404`` with what the endpoint does serve.
+
+Example
+-------
+>>> routes = TwinRoutes(app=None, region="us-east-1", ingest=None)
+>>> routes.signed_for({"HTTP_AUTHORIZATION": "AWS4-HMAC-SHA256 Credential=AKID/20261205/us-east-1/lambda/aws4_request, "
+...                    "SignedHeaders=host, Signature=abc"})
+('us-east-1', 'lambda')
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+INGEST_PATH = "/_inferbus/ingest/"
+MOTO_API_PATH = "/moto-api"
+CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request")
+
+# The ingest function's HTTP answer for one request: (status code, headers, body).
+Ingest = Callable[[str, Mapping[str, str], bytes], tuple[int, Mapping[str, str], bytes]]
+StartResponse = Callable[..., Any]
+
+
+def _json(start_response: StartResponse, status: str, body: Mapping[str, Any]) -> list[bytes]:
+    payload = json.dumps(body).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+    return [payload]
+
+
+class TwinRoutes:
+    """A WSGI middleware: the twin's own paths, then moto's app for every AWS API call.
+
+    Parameters
+    ----------
+    app
+        moto's WSGI application.
+    region
+        The twin's region: what a signed ingest request must name.
+    ingest
+        Runs the ingest function for ``(path, headers, body)``; ``None``: no ingest endpoint.
+    """
+
+    def __init__(self, app: Any, *, region: str, ingest: Ingest | None) -> None:
+        self.app = app
+        self.region = region
+        self.ingest = ingest
+
+    @staticmethod
+    def signed_for(environ: Mapping[str, Any]) -> tuple[str, str] | None:
+        """``(region, service)`` of a SigV4 ``Authorization`` header or presigned query; ``None`` if unsigned."""
+        found = CREDENTIAL_SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        if found is None:
+            query = environ.get("QUERY_STRING", "")
+            credential = re.search(r"X-Amz-Credential=([^&]+)", query)
+            if credential is None:
+                return None
+            from urllib.parse import unquote
+
+            found = CREDENTIAL_SCOPE.search("Credential=" + unquote(credential.group(1)))
+            if found is None:
+                return None
+        return found["region"], found["service"]
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith(INGEST_PATH.rstrip("/")):
+            return self._ingest(environ, start_response, path)
+        if path.startswith(MOTO_API_PATH) or self.signed_for(environ) is not None:
+            return self.app(environ, start_response)
+        return _json(start_response, "404 Not Found", {
+            "message": f"{environ.get('REQUEST_METHOD', '?')} {path}: nothing here. This endpoint answers AWS API calls "
+                       f"signed with SigV4 (the AWS CLI, an SDK) and the ingest endpoint at {INGEST_PATH} "
+                       "(POST a CloudEvent, signed for lambda); see `inferbus serve --help`"})
+
+    def _ingest(self, environ: dict[str, Any], start_response: StartResponse, path: str) -> Iterable[bytes]:
+        if self.ingest is None:
+            return _json(start_response, "404 Not Found", {"message": "this template has no ingest endpoint"})
+        if self.signed_for(environ) != (self.region, "lambda"):
+            # What a function URL with AWS_IAM auth answers an unsigned request (or one signed for another
+            # service or region).
+            return _json(start_response, "403 Forbidden", {"Message": "Forbidden"})
+        relative = "/" + path[len(INGEST_PATH):] if path.startswith(INGEST_PATH) else "/"
+        if relative not in ("/", "/events"):
+            return _json(start_response, "404 Not Found", {"message": f"the ingest endpoint takes POST / or /events, "
+                                                                      f"not {relative}"})
+        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
+        for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            if environ.get(key):
+                headers[key.replace("_", "-").lower()] = environ[key]
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        status, answer_headers, payload = self.ingest(relative, headers, body)
+        reason = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+                  405: "Method Not Allowed", 413: "Payload Too Large", 415: "Unsupported Media Type",
+                  502: "Bad Gateway", 503: "Service Unavailable"}.get(status, "Status")
+        start_response(f"{status} {reason}", [*answer_headers.items(), ("Content-Length", str(len(payload)))])
+        return [payload]
+
+
+def twin_server(routes: Callable[[Any], TwinRoutes], *, host: str, port: int) -> Any:
+    """moto's threaded server with ``routes(moto_app)`` in front of its application."""
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    class TwinServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            app = routes(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return TwinServer(ip_address=host, port=port, verbose=False)
