@@ -18,8 +18,9 @@ made before (:class:`BusRules`): a rule disabled, narrowed or stripped of its ta
 enabled, counts for the next event. The rules read are kept, compiled, only to spare requests:
 
 - an event they route is confirmed by reading again the one rule it rests on (``events:DescribeRule``
-  and ``events:ListTargetsByRule``: two requests per distinct rule a batch rests on); a rule that
-  has changed in any way (state, pattern, targets, gone) has every rule read again;
+  and ``events:ListTargetsByRule``: two requests per distinct rule a batch rests on, or every rule
+  read again when that would cost no less); a rule that has changed in any way (state, pattern,
+  targets, gone) has every rule read again;
 - an event they do not route (about to be kept) has every rule read again first (``ListRules``
   and a ``ListTargetsByRule`` per rule), then is decided on what that read says.
 
@@ -193,8 +194,14 @@ class BusRules:
         """The verdict on each SQS body, in order, from the rules as they are now."""
         if self._check is None:  # read during this batch: already the rules as they are
             return self._decide(self._read(), bodies)
-        verdicts = self._decide(self._check, bodies)
-        if all(verdict.status != "unrouted" for verdict in verdicts) and self._confirmed(self._check, verdicts):
+        check = self._check
+        verdicts = self._decide(check, bodies)
+        if any(verdict.status == "unrouted" for verdict in verdicts):
+            return self._decide(self._read(), bodies)  # a miss: read every rule before keeping anything
+        resting_on = self._resting_on(verdicts)
+        # Confirming costs two requests a rule; reading them all, a page and a request a rule: at least 1 + rules.
+        if 2 * len(resting_on) < 1 + len(check.patterns) and all(
+                read_rule(self.events, bus=self.bus, name=name) == check.patterns[name] for name in resting_on):
             return verdicts
         return self._decide(self._read(), bodies)
 
@@ -208,11 +215,12 @@ class BusRules:
     def _decide(check: UnroutedCheck, bodies: Sequence[str]) -> list[Verdict]:
         return [check.verdict(body) for body in bodies]
 
-    def _confirmed(self, check: UnroutedCheck, verdicts: Sequence[Verdict]) -> bool:
-        """Does every rule that a routed verdict rests on still deliver, with the pattern read? One rule per
-        event is enough; where an event matched several, one already being confirmed is chosen."""
+    @staticmethod
+    def _resting_on(verdicts: Sequence[Verdict]) -> list[str]:
+        """The rules to read again so that every routed verdict rests on one as it is now: one per event, and
+        where an event matched several, one already chosen."""
         chosen: set[str] = set()
         for verdict in verdicts:
             if verdict.rules and not chosen.intersection(verdict.rules):
                 chosen.add(verdict.rules[0])
-        return all(read_rule(self.events, bus=self.bus, name=name) == check.patterns[name] for name in sorted(chosen))
+        return sorted(chosen)
