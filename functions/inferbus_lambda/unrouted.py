@@ -27,9 +27,9 @@ enabled, counts for the next event. The rules read are kept, compiled, only to s
 EventBridge offers nothing cheaper that is also right: a rule has no version or modification time
 to compare, and the "AWS API Call via CloudTrail" events for ``PutRule``, ``DisableRule`` or
 ``RemoveTargets`` reach only the account's default bus, after CloudTrail's delivery delay (minutes),
-so a cache invalidated by them keeps a window open. A change in the seconds between an event's
-arrival on the bus and the check's read of that rule (the catch-all queue's wait) is the one still
-decided on the rule as read, not as it was. A rule whose pattern :mod:`.patterns` refuses counts as
+so a cache invalidated by them keeps a window open. What remains is the time an event waits in the
+catch-all queue (seconds; longer after its batch failed and was retried, or a redrive): a rule
+changed in that time decides the event as it is when read, not as it was when the event arrived. A rule whose pattern :mod:`.patterns` refuses counts as
 not matching, and the reason says so: an event is kept twice rather than lost.
 
 Example

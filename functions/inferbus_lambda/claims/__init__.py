@@ -19,8 +19,18 @@ from typing import Any
 
 from ..environment import ClaimsEnvironment
 from ..errors import registered
-from .base import (ClaimRecord, ClaimState, ClaimStatus, ClaimStore, PutAnswer, acceptable, claim_key, claimable, data_hash,
-                   decide)
+from .base import (
+    ClaimRecord,
+    ClaimState,
+    ClaimStatus,
+    ClaimStore,
+    PutAnswer,
+    acceptable,
+    claim_key,
+    claimable,
+    data_hash,
+    decide,
+)
 from .dynamodb import CLAIM_BATCH, COMPLETE_BATCH, DynamoDBClaimStore
 from .memory import InMemoryClaimStore
 
