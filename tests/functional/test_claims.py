@@ -194,11 +194,13 @@ def test_the_in_memory_store_answers_as_dynamodb_does(dynamodb):
         claims.release([released])
         answers += statuses(claims, [done, held, released]) + statuses(claims, [forged])
         answers.append(claims.accept_once(images(1, start=9)[0], owner="x").value)
+        answers += statuses(claims, [forged.model_copy(update={"source": "another.producer"})])  # another event
         return answers
 
     memory = script(InMemoryClaimStore(scope="image-classifier", expires_after_seconds=3600))
     assert memory == script(make_claims(dynamodb)) == [
-        "claimed", "claimed", "claimed", "in_progress", "already_done", "in_progress", "claimed", "conflict", "claimed"]
+        "claimed", "claimed", "claimed", "in_progress", "already_done", "in_progress", "claimed", "conflict", "claimed",
+        "claimed"]
 
 
 def test_the_same_id_from_another_source_is_another_event_in_the_table(dynamodb):
