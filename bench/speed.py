@@ -224,7 +224,8 @@ def naive_recipe(handler: Any, function: Function) -> Callable[[dict[str, Any]],
         parsed = parse(event["body"])
         (data,) = runtime.infer([parsed], runtime)
         result = new_event(data, source=runtime.environment.RESULT_SOURCE, correlationid=parsed.correlationid,
-                           subject=parsed.id, event_id=result_event_id(parsed.id, runtime.environment.RESULT_SOURCE))
+                           subject=parsed.id, event_id=result_event_id(parsed.id, runtime.environment.RESULT_SOURCE,
+                                                                  input_source=parsed.source))
         entry = to_put_events_entry(result, runtime.environment.EVENT_BUS_NAME)
         return {key: value for key, value in entry.items() if key != "Time"}  # stored as JSON
 

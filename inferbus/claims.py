@@ -21,7 +21,7 @@ import json
 import time
 from typing import Any
 
-from inferbus_lambda.claims import claim_store
+from inferbus_lambda.claims import claim_key, claim_store
 from inferbus_lambda.environment import ClaimsEnvironment
 from pydantic import ValidationError
 
@@ -46,8 +46,9 @@ def expire_claims_of(dynamodb: Any, function_environment: dict[str, str], messag
     expired = 0
     for message in messages:
         try:
-            event_id = json.loads(message["Body"])["detail"]["id"]
+            detail = json.loads(message["Body"])["detail"]
+            key = claim_key(str(detail["source"]), str(detail["id"]))
         except (ValueError, KeyError, TypeError):
             continue
-        expired += store.end_hold(str(event_id), claimed_before_ms=claimed_before_ms, now_ms=now_ms)
+        expired += store.end_hold(key, claimed_before_ms=claimed_before_ms, now_ms=now_ms)
     return expired

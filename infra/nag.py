@@ -121,6 +121,7 @@ def acknowledge_rule_listing(role: iam.IRole, bus: object) -> None:
     bus_id = Stack.of(bus).get_logical_id(bus.node.default_child)  # type: ignore[attr-defined]
     _acknowledge(role, f"AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:events:<AWS::Region>:"
                        f"<AWS::AccountId>:rule/<{bus_id}>/*]",
-                 "events:ListTargetsByRule, read-only, on the rules of this one bus: the unrouted-events check counts "
+                 "events:ListTargetsByRule and events:DescribeRule, read-only, on the rules of this one bus: the "
+                 "unrouted-events check counts "
                  "every enabled rule with a target, including rules other stacks and users add to the bus later, whose "
                  "names it cannot know at deploy time; a rule ARN names its bus, so no other bus's rules are readable.")

@@ -408,10 +408,12 @@ class InferbusStack(Stack):
             target_max_event_age_s=self.settings.target_max_event_age_s,
         )
         _add_environment(check.function, UnroutedEnvironment, CATCH_ALL_RULE_NAME=check.rule.rule_name)
-        # Every rule on the bus counts, anyone's: ListRules takes no resource; ListTargetsByRule is scoped to the bus's rules.
+        # Every rule on the bus counts, anyone's: ListRules takes no resource; ListTargetsByRule and DescribeRule
+        # (a rule read again to confirm a verdict) are scoped to the bus's rules.
         check.function.add_to_role_policy(iam.PolicyStatement(actions=["events:ListRules"], resources=["*"]))
         bus_rules = self.format_arn(service="events", resource="rule", resource_name=f"{self.bus.event_bus_name}/*")
         check.function.add_to_role_policy(iam.PolicyStatement(actions=["events:ListTargetsByRule"], resources=[bus_rules]))
+        check.function.add_to_role_policy(iam.PolicyStatement(actions=["events:DescribeRule"], resources=[bus_rules]))
         acknowledge_rule_listing(check.role, self.bus)
         self.invalid_events.grant_send_messages(check.function)
         UnroutedCheckMonitoring(self, f"{UNROUTED_CHECK_ID}Monitoring", check=check, alarm_topic=self.alarm_topic,

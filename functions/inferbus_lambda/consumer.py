@@ -36,6 +36,7 @@ around the handler's ``infer``.
 from __future__ import annotations
 
 import enum
+import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -157,9 +158,10 @@ def age_ms(moment: datetime) -> float:
     return max(0.0, (datetime.now(UTC) - moment).total_seconds() * 1000)
 
 
-def result_event_id(input_id: str, producer: str) -> str:
-    """A result's id is derived from its input's, so a republished result is recognisably the same event."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"inferbus:{producer}:{input_id}"))
+def result_event_id(input_id: str, producer: str, *, input_source: str | None) -> str:
+    """A result's id is derived from its input's identity (its source and id, as CloudEvents has it), so a
+    republished result is recognisably the same event, and inputs with one id from two sources get two."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "inferbus:" + json.dumps([producer, input_source, input_id])))
 
 
 Parse = Callable[[str], CloudEvent[Any]]
@@ -278,10 +280,10 @@ class InferenceConsumer:
         return report
 
     def _fail(self, claimed: Sequence[tuple[str, CloudEvent[Any]]], reasons: Mapping[str, str], report: BatchReport) -> None:
-        """Release the claims of records that failed (by event id -> reason), so a redelivery can take them."""
+        """Release the claims of records that failed (by record id -> reason), so a redelivery can take them."""
         self.claims.release([event for _, event in claimed])
         for record_id, event in claimed:
-            report.add(RecordOutcome(record_id, RecordStatus.FAILED, reasons[event.id], event.id, event.correlationid))
+            report.add(RecordOutcome(record_id, RecordStatus.FAILED, reasons[record_id], event.id, event.correlationid))
 
     def _dead_letter_last_attempts(self, report: BatchReport, records: Sequence[SourceRecord]) -> None:
         """Set aside each record that failed on its last attempt, with its reason, and report it handled."""
@@ -327,19 +329,19 @@ class InferenceConsumer:
             results = self.infer(inputs)
         except Exception as error:  # noqa: BLE001 - any model failure fails these records, not the batch
             self.logger.exception("inference failed", extra={"records": len(inputs)})
-            self._fail(claimed, {event.id: f"inference: {error}" for event in inputs}, report)
+            self._fail(claimed, {record_id: f"inference: {error}" for record_id, _ in claimed}, report)
             return
         refused = {index for index, result in enumerate(results) if isinstance(result, Exception)}
         if refused:  # the model could not score these records: they fail alone
             self._fail([claimed[index] for index in refused],
-                       {inputs[index].id: f"inference: {results[index]}" for index in refused}, report)
+                       {claimed[index][0]: f"inference: {results[index]}" for index in refused}, report)
             claimed = [pair for index, pair in enumerate(claimed) if index not in refused]
             results = [result for index, result in enumerate(results) if index not in refused]
             inputs = [event for _, event in claimed]
 
         result_events = [
             new_event(data, source=self.result_source, correlationid=event.correlationid, subject=event.id,
-                      event_id=result_event_id(event.id, self.result_source))
+                      event_id=result_event_id(event.id, self.result_source, input_source=event.source))
             for event, data in zip(inputs, results, strict=True)
         ]
         self._publish_and_complete(claimed, result_events, report)
@@ -363,7 +365,7 @@ class InferenceConsumer:
                 # Published, so reported done; the claims expire at the invocation's deadline and a
                 # redelivery after that would publish again (the ClaimsNotCompleted metric counts them).
                 report.claims_not_completed += len(not_completed)
-            failed = {claimed[group[position]][1].id: f"publish: {failure.error_code} {failure.error_message}".strip()
+            failed = {claimed[group[position]][0]: f"publish: {failure.error_code} {failure.error_message}".strip()
                       for position, failure in failures.items()}
             if failed:
                 self._fail([claimed[group[position]] for position in failures], failed, report)

@@ -184,7 +184,7 @@ class UnroutedEnvironment(FunctionEnvironment):
     Attributes
     ----------
     EVENT_BUS_NAME
-        The bus whose rules it reads (``events:ListRules``, ``events:ListTargetsByRule``): every
+        The bus whose rules it reads (``events:ListRules``, ``events:DescribeRule``, ``events:ListTargetsByRule``): every
         enabled rule with a target counts, the stack's or another application's on the same bus.
     CATCH_ALL_RULE_NAME
         Its own catch-all rule, which takes every event and so does not count.
@@ -195,8 +195,6 @@ class UnroutedEnvironment(FunctionEnvironment):
         The name it signs the rejections it keeps with (it publishes nothing on the bus).
     INVALID_EVENTS_QUEUE_URL
         Where an unrouted event is kept, with the reason.
-    RULES_TTL_SECONDS
-        How long the rules read are trusted before they are read again. Default 300.
     """
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
@@ -204,4 +202,3 @@ class UnroutedEnvironment(FunctionEnvironment):
     RESULT_SOURCES: ModelNames = ()
     REJECTED_BY: Annotated[str, Field(min_length=1)]
     INVALID_EVENTS_QUEUE_URL: Annotated[str, Field(min_length=1)]
-    RULES_TTL_SECONDS: Annotated[int, Field(ge=0)] = 300

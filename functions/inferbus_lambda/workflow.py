@@ -44,9 +44,11 @@ def _identifier_or_none(value: Any) -> str | None:
     return value if is_identifier(value) else None
 
 
-def failure_context(event_id: str | None, correlationid: str | None, result_source: str) -> dict[str, Any]:
-    """Ids for the failure event: derived from the input's id when it is readable."""
-    failure_id = result_event_id(event_id, f"{result_source}:failed") if event_id else str(uuid.uuid4())
+def failure_context(event_id: str | None, correlationid: str | None, result_source: str,
+                    input_source: str | None) -> dict[str, Any]:
+    """Ids for the failure event: derived from the input's source and id when the id is readable."""
+    failure_id = (result_event_id(event_id, f"{result_source}:failed", input_source=input_source) if event_id
+                  else str(uuid.uuid4()))
     return {"id": failure_id, "input_id": event_id, "correlationid": correlationid or failure_id, "subject": event_id}
 
 
@@ -56,13 +58,15 @@ def _raw_attribute(event: Any, name: str) -> Any:
 
 
 def _rejected(request: AcceptRequest, error: str, reason: str, event_id: str | None, correlationid: str | None) -> dict[str, Any]:
+    source = _raw_attribute(request["event"], "source")
     return {
         "status": "rejected",
         "error": error,
         "reason": reason,
         "event": None,
         "result_ids": {},
-        "failure": failure_context(event_id, correlationid, request["result_source"]),
+        "failure": failure_context(event_id, correlationid, request["result_source"],
+                                   source if isinstance(source, str) else None),
     }
 
 
@@ -102,6 +106,7 @@ def accept(request: AcceptRequest, claims: ClaimStore) -> dict[str, Any]:
         "error": None,
         "reason": None,
         "event": event.model_dump(mode="json"),
-        "result_ids": {emitted: result_event_id(event.id, f"{source}:{emitted}") for emitted in request.get("emits", ())},
-        "failure": failure_context(event.id, event.correlationid, source),
+        "result_ids": {emitted: result_event_id(event.id, f"{source}:{emitted}", input_source=event.source)
+                       for emitted in request.get("emits", ())},
+        "failure": failure_context(event.id, event.correlationid, source, event.source),
     }

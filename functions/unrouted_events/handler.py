@@ -16,7 +16,7 @@ from inferbus_lambda.handlers import FunctionRuntime, aws_client
 from inferbus_lambda.metric_names import (BATCH_SIZE, EVENTS_ROUTED, EVENTS_UNROUTED, PROCESSING_MS, RECORDS_FAILED,
                                           RESULT_EVENTS)
 from inferbus_lambda.rejections import Rejection, send_rejections
-from inferbus_lambda.unrouted import BusRules, UnroutedCheck, read_rules
+from inferbus_lambda.unrouted import BusRules
 
 VERDICT_METRICS = {"result": RESULT_EVENTS, "routed": EVENTS_ROUTED, "unrouted": EVENTS_UNROUTED}
 
@@ -26,18 +26,15 @@ runtime = FunctionRuntime(environment, load=lambda info: info)  # it loads no mo
 # Made after the environment is known good: a broken deployment fails fast.
 EVENTS = aws_client("events")
 SQS = aws_client("sqs")
-CHECK = BusRules(lambda: UnroutedCheck(read_rules(EVENTS, bus=environment.EVENT_BUS_NAME,
-                                                  exclude=[environment.CATCH_ALL_RULE_NAME]),
-                                       result_sources=environment.RESULT_SOURCES),
-                 ttl_s=environment.RULES_TTL_SECONDS)
+RULES = BusRules(EVENTS, bus=environment.EVENT_BUS_NAME, exclude=[environment.CATCH_ALL_RULE_NAME],
+                 result_sources=environment.RESULT_SOURCES)
 
 
 def check_events(event: dict[str, Any], context: Any) -> dict[str, Any]:
     started = time.perf_counter()
-    check = CHECK.current()
     rejections, counts = [], dict.fromkeys(VERDICT_METRICS, 0)
-    for record in event["Records"]:
-        verdict = check.verdict(record["body"])
+    verdicts = RULES.verdicts([record["body"] for record in event["Records"]])  # the rules as they are now
+    for record, verdict in zip(event["Records"], verdicts, strict=True):
         counts[verdict.status] += 1
         if verdict.status == "unrouted":
             assert verdict.error is not None and verdict.reason is not None

@@ -228,14 +228,14 @@ class FaultyClaimStore(ClaimStore):
     def put_completed(self, records: Sequence[ClaimRecord]) -> list[str]:
         return self.inner.put_completed(records)
 
-    def delete(self, event_ids: Sequence[str]) -> list[str]:
-        return self.inner.delete(event_ids)
+    def delete(self, keys: Sequence[str]) -> list[str]:
+        return self.inner.delete(keys)
 
     def put_accepted(self, record: ClaimRecord, *, now_ms: int) -> tuple[bool, ClaimRecord | None]:
         return self.inner.put_accepted(record, now_ms=now_ms)
 
-    def end_hold(self, event_id: str, *, claimed_before_ms: int, now_ms: int) -> bool:
-        return self.inner.end_hold(event_id, claimed_before_ms=claimed_before_ms, now_ms=now_ms)
+    def end_hold(self, key: str, *, claimed_before_ms: int, now_ms: int) -> bool:
+        return self.inner.end_hold(key, claimed_before_ms=claimed_before_ms, now_ms=now_ms)
 
 
 Handler = Callable[[Any, Any], Any]

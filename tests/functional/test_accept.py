@@ -47,7 +47,8 @@ def test_a_valid_event_is_accepted_once_with_derived_result_ids(claims):
     answer = accept(request(detail), claims)
     assert answer["status"] == "accepted"
     assert answer["event"]["data"]["text"] == "The parcel arrived on time."
-    assert answer["result_ids"] == {"TextAnalyzed": result_event_id(detail["id"], f"{SOURCE}:TextAnalyzed")}
+    assert answer["result_ids"] == {"TextAnalyzed": result_event_id(detail["id"], f"{SOURCE}:TextAnalyzed",
+                                                                     input_source=detail["source"])}
     assert answer["failure"]["input_id"] == detail["id"] and answer["failure"]["correlationid"] == "req-9"
     json.dumps(answer)  # the answer travels through Step Functions as JSON
 
@@ -113,7 +114,8 @@ def test_a_result_scored_again_is_a_duplicate_not_a_conflict(claims):
 
 def test_an_event_being_accepted_elsewhere_is_a_transient_error(claims):
     detail = text_detail()
-    event = new_event(TextSubmitted(text=detail["data"]["text"]), source="x").model_copy(update={"id": detail["id"]})
+    event = new_event(TextSubmitted(text=detail["data"]["text"]), source=detail["source"]).model_copy(
+        update={"id": detail["id"]})  # the same event: its source and id
     claims.claim([event], remaining_ms=30_000)  # an in-progress claim, as a queue consumer holds one
     with pytest.raises(TransientError):
         accept(request(detail), claims)

@@ -149,3 +149,47 @@ def test_the_check_reads_every_rule_of_the_bus_that_delivers_but_not_its_own(out
     assert len(rules) == len(delivering) - 1 + 1 and "shipping-delays" in rules
     assert not {"shipping-lost", "shipping-late"} & set(rules)
     assert len(PIPELINE.filters()) < len(rules)  # the components' rules and the rejections' rule
+
+
+def test_no_window_on_rule_changes_every_event_is_delivered_or_kept_once(outcome):
+    """A rule disabled, narrowed or stripped of its target between two events, and set back, through the
+    embedded pipeline (the check's container stays warm, with what it read): every event is delivered by
+    the rule or kept by the check, never neither (lost) and never both (a delivery and an unrouted record)."""
+    pipeline, *_ = outcome
+    try:
+        events, sqs, bus = pipeline.events, pipeline.sqs, pipeline.bus_name
+        url = sqs.create_queue(QueueName="orders")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        pattern = {"source": ["shop.app"], "detail-type": ["OrderPlaced"]}
+        events.put_rule(Name="orders", EventBusName=bus, EventPattern=json.dumps(pattern), State="DISABLED")
+        events.put_targets(Rule="orders", EventBusName=bus, Targets=[{"Id": "q", "Arn": arn}])
+        takes = {  # the rule as it takes orders, and the ways it stops taking them
+            "enabled": lambda: events.enable_rule(Name="orders", EventBusName=bus),
+            "disabled": lambda: events.disable_rule(Name="orders", EventBusName=bus),
+            "narrowed": lambda: events.put_rule(Name="orders", EventBusName=bus, State="ENABLED", EventPattern=json.dumps(
+                pattern | {"detail": {"priority": ["high"]}})),
+            "widened again": lambda: events.put_rule(Name="orders", EventBusName=bus, State="ENABLED",
+                                                     EventPattern=json.dumps(pattern)),
+            "untargeted": lambda: events.remove_targets(Rule="orders", EventBusName=bus, Ids=["q"]),
+            "targeted again": lambda: events.put_targets(Rule="orders", EventBusName=bus, Targets=[{"Id": "q", "Arn": arn}]),
+        }
+        steps = ["(disabled at first)", "enabled", "disabled", "enabled", "narrowed", "widened again", "untargeted",
+                 "targeted again", "disabled"]
+        for order, step in enumerate(steps):
+            if step in takes:
+                takes[step]()
+            pipeline.put_events([{"EventBusName": bus, "Source": "shop.app", "DetailType": "OrderPlaced",
+                                  "Detail": json.dumps({"order": f"o-{order}", "priority": "low"})}])
+            pipeline.drain()  # one event, one batch of the check: the next event comes after the next change
+
+        delivered = []
+        while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            delivered += [json.loads(m["Body"])["detail"]["order"] for m in messages]
+        kept = [json.loads(k["body"])["detail"]["order"] for k in pipeline.invalid_events() if "shop.app" in k.get("body", "")]
+        taken = {f"o-{order}" for order, step in enumerate(steps) if step in ("enabled", "widened again", "targeted again")}
+        assert sorted(delivered) == sorted(taken)
+        assert sorted(kept) == sorted({f"o-{order}" for order in range(len(steps))} - taken)
+        assert not set(delivered) & set(kept) and len(delivered) + len(kept) == len(steps)
+    finally:  # the rule is this test's own: the module's other tests count the bus's rules
+        pipeline.events.remove_targets(Rule="orders", EventBusName=pipeline.bus_name, Ids=["q"])
+        pipeline.events.delete_rule(Name="orders", EventBusName=pipeline.bus_name)

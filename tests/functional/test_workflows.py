@@ -78,7 +78,7 @@ def test_text_pipeline_analyses_sentiment_and_entities(pipeline):
     events = published(pipeline)
     (analyzed,) = [e for e in events if e.type == "TextAnalyzed"]
     assert analyzed.source == RESULT_SOURCES["text-pipeline"]
-    assert analyzed.id == result_event_id(submitted.id, f"{analyzed.source}:TextAnalyzed")
+    assert analyzed.id == result_event_id(submitted.id, f"{analyzed.source}:TextAnalyzed", input_source=submitted.source)
     assert (analyzed.correlationid, analyzed.subject, analyzed.data.input_id) == ("req-text-1", submitted.id, submitted.id)
     assert analyzed.data.sentiment.label == "positive"
     assert {(e.type, e.text) for e in analyzed.data.entities} >= {("NAME", "Ada Lovelace"), ("MONEY", "$499"),

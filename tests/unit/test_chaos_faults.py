@@ -141,3 +141,17 @@ def test_fault_rates_are_checked_and_one_fault_alone_is_easy_to_ask_for():
         FaultRates(latency_ms=-1)
     assert all(f.metadata["help"] for f in fields(FaultRates))  # every flag of inferbus chaos has its help
     assert FaultRates.flag(next(f for f in fields(FaultRates) if f.name == "crash_after_publish_rate")) == "--crash-rate"
+
+
+def test_one_id_from_two_sources_is_two_events_with_two_results():
+    """CloudEvents' identity is (source, id): a consumer scores both and publishes two distinct results."""
+    handler = consumer_handler(InMemoryClaimStore(scope="c", expires_after_seconds=3600))
+    events = [new_event(ImageSubmitted(pixels=[n] * 64), source=source, event_id="img-1")
+              for n, source in enumerate(["shop.web", "shop.app"])]
+    records = {"Records": [{"messageId": f"m-{i}", "body": json.dumps({"source": e.source, "detail-type": e.type,
+                                                                       "detail": e.model_dump(mode="json")})}
+                           for i, e in enumerate(events)]}
+    assert handler(records, CONTEXT) == {"batchItemFailures": []}
+    published = [json.loads(entry["Detail"]) for entry in handler.runtime.bus.entries]
+    assert sorted(result["data"]["pixels"][0] for result in published) == [0, 1]
+    assert len({result["id"] for result in published}) == 2  # results of two inputs are two events too

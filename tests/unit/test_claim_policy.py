@@ -12,6 +12,7 @@ from inferbus_lambda.claims import (
     ClaimStatus,
     ClaimStore,
     InMemoryClaimStore,
+    claim_key,
     claim_store,
     claimable,
     data_hash,
@@ -42,7 +43,7 @@ def test_claimed_then_completed_is_a_duplicate_and_released_is_claimable_again(s
     assert store.complete([(done, {"result_id": "r-1"})]) == []
     assert store.release([failed]) == []
     assert values(store.claim([done, failed], remaining_ms=30_000)) == ["already_done", "claimed"]
-    assert store.records[done.id].result == {"result_id": "r-1"}
+    assert store.records[claim_key(done.source, done.id)].result == {"result_id": "r-1"}
 
 
 def test_a_second_copy_in_one_batch_is_held_by_the_first_and_other_data_is_a_conflict(store):
@@ -64,7 +65,8 @@ def test_an_expired_completed_claim_no_longer_suppresses_the_event(store):
     (event,) = images(1)
     store.claim([event], remaining_ms=30_000)
     store.complete([(event, {"result_id": "r"})])
-    store.records[event.id] = dataclasses.replace(store.records[event.id], expires_at_s=int(time.time()) - 1)
+    key = claim_key(event.source, event.id)
+    store.records[key] = dataclasses.replace(store.records[key], expires_at_s=int(time.time()) - 1)
     assert values(store.claim([event], remaining_ms=30_000)) == ["claimed"]
 
 
@@ -75,7 +77,7 @@ def test_a_workflow_owns_an_event_once_and_its_own_retry_is_let_through(store):
     assert store.accept_once(event, owner="execution-2") is ClaimStatus.ALREADY_DONE
     forged = new_event(ImageSubmitted(pixels=[9] * 64), source="policy.test", event_id=event.id)
     assert store.accept_once(forged, owner="execution-3") is ClaimStatus.CONFLICT
-    assert store.records[event.id].state is ClaimState.COMPLETED  # nothing in progress for a crash to strand
+    assert store.records[claim_key(event.source, event.id)].state is ClaimState.COMPLETED  # nothing in progress for a crash to strand
 
 
 def test_a_consumers_in_progress_claim_makes_a_workflow_wait(store):
@@ -91,8 +93,8 @@ def test_end_hold_frees_only_claims_taken_before_the_moment(store):
     time.sleep(0.003)
     store.claim([after], remaining_ms=30_000)
     now = int(time.time() * 1000)
-    assert store.end_hold(before.id, claimed_before_ms=moment, now_ms=now)
-    assert not store.end_hold(after.id, claimed_before_ms=moment, now_ms=now)
+    assert store.end_hold(claim_key(before.source, before.id), claimed_before_ms=moment, now_ms=now)
+    assert not store.end_hold(claim_key(after.source, after.id), claimed_before_ms=moment, now_ms=now)
     assert not store.end_hold("never-claimed", claimed_before_ms=moment, now_ms=now)
     assert values(store.claim([before, after], remaining_ms=30_000)) == ["claimed", "in_progress"]
 
@@ -127,3 +129,33 @@ def test_a_store_is_chosen_by_the_environment_and_an_unknown_one_is_named():
     assert isinstance(store, ClaimStore) and type(store).__name__ == "DynamoDBClaimStore"
     with pytest.raises(ConfigurationError, match="CLAIM_STORE='redis' names no claims store; known: dynamodb"):
         claim_store(ClaimsEnvironment.model_validate(environment | {"CLAIM_STORE": "redis"}), scope="x")
+
+
+# -- identity: (source, id), as CloudEvents defines it ----------------------------------------------
+
+def from_source(event, source: str, **data):
+    """``event`` as another producer sent it: the same id (and, unless ``data`` says, the same data)."""
+    changed = event.data.model_copy(update=data) if data else event.data
+    return event.model_copy(update={"source": source, "data": changed})
+
+
+def test_the_same_id_from_another_source_is_another_event(store):
+    (event,) = images(1)
+    same_data, other_data = from_source(event, "other.producer"), from_source(event, "third.producer", pixels=[9] * 64)
+    store.claim([event], remaining_ms=30_000)
+    store.complete([(event, {"result_id": "r"})])
+    # Both are new events, claimed in one batch; the first producer's copy is a duplicate, its other data a conflict.
+    assert values(store.claim([same_data, other_data, event], remaining_ms=30_000)) == [
+        "claimed", "claimed", "already_done"]
+    assert values(store.claim([from_source(event, event.source, pixels=[9] * 64)], remaining_ms=30_000)) == ["conflict"]
+    assert store.accept_once(from_source(event, "fourth.producer"), owner="execution-9") is ClaimStatus.CLAIMED
+
+
+def test_a_claim_key_tells_every_source_apart_and_stays_short():
+    from inferbus_lambda.contracts.core import IDENTIFIER_MAX_CHARS, is_identifier
+
+    sources = ["a", "a|b", "a#b", "é" * 256, "x" * 256, "inferbus.cli", "inferbus.cli "]
+    keys = {claim_key(source, event_id) for source in sources for event_id in ("img-1", "img-1#a", "img")}
+    assert len(keys) == len(sources) * 3
+    assert max(len(key.encode()) for key in keys) <= IDENTIFIER_MAX_CHARS + 33  # whatever the source's length
+    assert not any(is_identifier(key) for key in keys)  # no key is ever a bare id: the old keys' form

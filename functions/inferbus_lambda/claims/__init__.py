@@ -19,12 +19,23 @@ from typing import Any
 
 from ..environment import ClaimsEnvironment
 from ..errors import registered
-from .base import ClaimRecord, ClaimState, ClaimStatus, ClaimStore, PutAnswer, acceptable, claimable, data_hash, decide
+from .base import (
+    ClaimRecord,
+    ClaimState,
+    ClaimStatus,
+    ClaimStore,
+    PutAnswer,
+    acceptable,
+    claim_key,
+    claimable,
+    data_hash,
+    decide,
+)
 from .dynamodb import CLAIM_BATCH, COMPLETE_BATCH, DynamoDBClaimStore
 from .memory import InMemoryClaimStore
 
 __all__ = ["CLAIM_BATCH", "CLAIM_STORES", "COMPLETE_BATCH", "ClaimRecord", "ClaimState", "ClaimStatus", "ClaimStore",
-           "DynamoDBClaimStore", "InMemoryClaimStore", "PutAnswer", "acceptable", "claim_store", "claimable",
+           "DynamoDBClaimStore", "InMemoryClaimStore", "PutAnswer", "acceptable", "claim_key", "claim_store", "claimable",
            "data_hash", "decide"]
 
 

@@ -11,10 +11,10 @@ primitive               what the store must do
 ======================  ==================================================================
 ``put_in_progress``     write each record *only if its event is claimable*
                         (:func:`claimable`), atomically per record; answer per record
-``put_completed``       write completed records unconditionally; the event ids not written
-``delete``              delete the claims of these event ids; the ids not deleted
+``put_completed``       write completed records unconditionally; the keys not written
+``delete``              delete the claims of these keys; the keys not deleted
 ``put_accepted``        write one completed record if none (or an expired one) holds its
-                        id; else return the record that does
+                        key; else return the record that does
 ``end_hold``            (the embedded runtime only) end an in-progress claim's hold if it
                         was made before a moment: compressed time, see ``inferbus.claims``
 ======================  ==================================================================
@@ -23,6 +23,10 @@ A claim is a :class:`ClaimRecord`: ``IN_PROGRESS`` until it is completed (its re
 published) or deleted (processing failed, so a redelivery may claim it again). An in-progress
 claim left by a crashed invocation expires with that invocation's remaining time; a completed
 one lives as long as the longest way the same event can come back.
+
+An event is who sent it and its id: CloudEvents' identity is ``(source, id)``, so a claim is keyed by
+both (:func:`claim_key`). The same id from another source is another event, claimed on its own; the
+same source and id with other data is an id conflict.
 
 Example
 -------
@@ -45,7 +49,33 @@ from typing import Any
 
 from ..contracts.core import CloudEvent
 
-__all__ = ["ClaimRecord", "ClaimState", "ClaimStatus", "ClaimStore", "PutAnswer", "claimable", "data_hash", "decide"]
+__all__ = ["ClaimRecord", "ClaimState", "ClaimStatus", "ClaimStore", "PutAnswer", "claim_key", "claimable", "data_hash",
+           "decide"]
+
+KEY_SEPARATOR = "|"  # never in an event id (the contracts' IDENTIFIER_PATTERN): a key reads back unambiguously
+SOURCE_DIGEST_CHARS = 32  # 128 bits of SHA-256: a key stays short (at most 161 characters) whatever the source's length
+
+
+def claim_key(source: str, event_id: str) -> str:
+    """The key of an event's claim: its id, then a digest of its source (CloudEvents' identity is both).
+
+    ``<id>|<32 hex digits>``: the id stays readable in the table; the source, up to 256 characters
+    of any kind, becomes a fixed-length digest, so a key fits any store's limit (DynamoDB's is 2,048
+    bytes for a partition key). An id never holds ``|``, so no key is ever the bare id that claims
+    written before sources counted were keyed by (see :class:`~.dynamodb.DynamoDBClaimStore`).
+
+    Example
+    -------
+    >>> claim_key("inferbus.cli", "img-1")
+    'img-1|332b38b41af1c469e192afc867869700'
+    """
+    digest = hashlib.sha256(source.encode()).hexdigest()[:SOURCE_DIGEST_CHARS]
+    return f"{event_id}{KEY_SEPARATOR}{digest}"
+
+
+def event_key(event: CloudEvent[Any]) -> str:
+    """:func:`claim_key` of ``event``."""
+    return claim_key(event.source, event.id)
 
 
 class ClaimStatus(enum.Enum):
@@ -76,8 +106,8 @@ class ClaimRecord:
 
     Attributes
     ----------
-    event_id
-        The CloudEvent ``id`` (a store prefixes it with its scope).
+    key
+        The event's :func:`claim_key` (a store prefixes it with its scope).
     state
         In progress, or completed.
     validation
@@ -92,7 +122,7 @@ class ClaimRecord:
         Completed only: what the owner recorded (the result's id, or the workflow execution).
     """
 
-    event_id: str
+    key: str
     state: ClaimState
     validation: str
     expires_at_s: int
@@ -165,22 +195,23 @@ class ClaimStore(abc.ABC):
         """Try to own every event; one status per event, in order.
 
         ``remaining_ms`` bounds how long the in-progress claims hold (default: the completed
-        lifetime). A second copy of an id in the batch is held by the first (or, with other
-        data, a conflict); the store is asked only once per id.
+        lifetime). A second copy of an event (same source and id) in the batch is held by the first
+        (or, with other data, a conflict); the store is asked only once per event.
         """
         now_ms = int(time.time() * 1000)
         hold_ms = remaining_ms if remaining_ms is not None else self.expires_after_seconds * 1000
         hashes = [data_hash(event) for event in events]
+        keys = [event_key(event) for event in events]
         statuses: list[ClaimStatus | None] = [None] * len(events)
         first: dict[str, int] = {}
-        for index, event in enumerate(events):
-            if event.id in first:
-                same = hashes[first[event.id]] == hashes[index]
+        for index, key in enumerate(keys):
+            if key in first:
+                same = hashes[first[key]] == hashes[index]
                 statuses[index] = ClaimStatus.IN_PROGRESS if same else ClaimStatus.CONFLICT
             else:
-                first[event.id] = index
+                first[key] = index
         pending = list(first.values())
-        records = [ClaimRecord(events[index].id, ClaimState.IN_PROGRESS, hashes[index],
+        records = [ClaimRecord(keys[index], ClaimState.IN_PROGRESS, hashes[index],
                                expires_at_s=now_ms // 1000 + self.expires_after_seconds,
                                held_until_ms=now_ms + hold_ms, claimed_at_ms=now_ms) for index in pending]
         answers = self.put_in_progress(records, now_ms=now_ms) if records else []
@@ -191,19 +222,19 @@ class ClaimStore(abc.ABC):
     def complete(self, completions: Sequence[tuple[CloudEvent[Any], Mapping[str, Any]]]) -> list[str]:
         """Mark each ``(event, result)`` done, storing the small ``result`` (the id of the event published).
 
-        Returns the ids of the events whose completion could not be written: their claims stay
-        in progress until they expire, so a redelivery after that would repeat their result.
+        Returns the keys (:func:`claim_key`) of the events whose completion could not be written: their
+        claims stay in progress until they expire, so a redelivery after that would repeat their result.
         """
         expires_at_s = int(time.time()) + self.expires_after_seconds
-        return self.put_completed([ClaimRecord(event.id, ClaimState.COMPLETED, data_hash(event), expires_at_s,
+        return self.put_completed([ClaimRecord(event_key(event), ClaimState.COMPLETED, data_hash(event), expires_at_s,
                                                result=result) for event, result in completions])
 
     def release(self, events: Sequence[CloudEvent[Any]]) -> list[str]:
         """Give the claims back after a failure, so a redelivery can process the events.
 
-        Returns the ids whose claims could not be deleted (they expire with the invocation's deadline).
+        Returns the keys whose claims could not be deleted (they expire with the invocation's deadline).
         """
-        return self.delete([event.id for event in events])
+        return self.delete([event_key(event) for event in events])
 
     def accept_once(self, event: CloudEvent[Any], *, owner: str) -> ClaimStatus:
         """Own ``event`` for ``owner`` (a workflow execution) in ONE conditional write, completed at once.
@@ -211,11 +242,11 @@ class ClaimStore(abc.ABC):
         A workflow owns an event from the moment it accepts it (its failure path reports what
         happens next), so there is no in-progress state for a crash to leave behind. ``owner``
         asking again, as a retried step does, gets ``CLAIMED`` again; anyone else gets
-        ``ALREADY_DONE``; the same id with other data, ``CONFLICT``.
+        ``ALREADY_DONE``; the same source and id with other data, ``CONFLICT``.
         """
         now_ms = int(time.time() * 1000)
         validation = data_hash(event)
-        record = ClaimRecord(event.id, ClaimState.COMPLETED, validation, now_ms // 1000 + self.expires_after_seconds,
+        record = ClaimRecord(event_key(event), ClaimState.COMPLETED, validation, now_ms // 1000 + self.expires_after_seconds,
                              result={"owner": owner})
         written, existing = self.put_accepted(record, now_ms=now_ms)
         if written:
@@ -231,23 +262,23 @@ class ClaimStore(abc.ABC):
     def put_in_progress(self, records: Sequence[ClaimRecord], *, now_ms: int) -> list[PutAnswer]:
         """Write each record if :func:`claimable` holds for what its id has now (atomically per record).
 
-        Ids are distinct. Returns one :data:`PutAnswer` per record, in order.
+        Keys are distinct. Returns one :data:`PutAnswer` per record, in order.
         """
 
     @abc.abstractmethod
     def put_completed(self, records: Sequence[ClaimRecord]) -> list[str]:
-        """Write completed records, replacing what their ids hold; the event ids not written."""
+        """Write completed records, replacing what their keys hold; the keys not written."""
 
     @abc.abstractmethod
-    def delete(self, event_ids: Sequence[str]) -> list[str]:
-        """Delete these claims (a missing one is deleted); the event ids not deleted."""
+    def delete(self, keys: Sequence[str]) -> list[str]:
+        """Delete the claims of these keys (a missing one is deleted); the keys not deleted."""
 
     @abc.abstractmethod
     def put_accepted(self, record: ClaimRecord, *, now_ms: int) -> tuple[bool, ClaimRecord | None]:
         """Write ``record`` if :func:`acceptable` holds: ``(True, None)``; else ``(False, the record that holds it)``."""
 
     @abc.abstractmethod
-    def end_hold(self, event_id: str, *, claimed_before_ms: int, now_ms: int) -> bool:
-        """End the hold of ``event_id``'s in-progress claim if it was taken before ``claimed_before_ms``
+    def end_hold(self, key: str, *, claimed_before_ms: int, now_ms: int) -> bool:
+        """End the hold of the in-progress claim under ``key`` (:func:`claim_key`) if it was taken before ``claimed_before_ms``
         (it becomes claimable at once); whether one was. The embedded runtime uses it where it
         compresses time; a production path never does."""

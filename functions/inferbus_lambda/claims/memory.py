@@ -22,7 +22,7 @@ __all__ = ["InMemoryClaimStore"]
 
 
 class InMemoryClaimStore(ClaimStore):
-    """Claims kept in :attr:`records`, by event id.
+    """Claims kept in :attr:`records`, by :func:`~.base.claim_key`.
 
     Parameters
     ----------
@@ -39,9 +39,9 @@ class InMemoryClaimStore(ClaimStore):
         answers: list[PutAnswer] = []
         with self._lock:
             for record in records:
-                existing = self.records.get(record.event_id)
+                existing = self.records.get(record.key)
                 if claimable(existing, now_ms=now_ms):
-                    self.records[record.event_id] = record
+                    self.records[record.key] = record
                     answers.append(ClaimStatus.CLAIMED)
                 else:
                     assert existing is not None
@@ -50,28 +50,28 @@ class InMemoryClaimStore(ClaimStore):
 
     def put_completed(self, records: Sequence[ClaimRecord]) -> list[str]:
         with self._lock:
-            self.records.update({record.event_id: record for record in records})
+            self.records.update({record.key: record for record in records})
         return []
 
-    def delete(self, event_ids: Sequence[str]) -> list[str]:
+    def delete(self, keys: Sequence[str]) -> list[str]:
         with self._lock:
-            for event_id in event_ids:
-                self.records.pop(event_id, None)
+            for key in keys:
+                self.records.pop(key, None)
         return []
 
     def put_accepted(self, record: ClaimRecord, *, now_ms: int) -> tuple[bool, ClaimRecord | None]:
         with self._lock:
-            existing = self.records.get(record.event_id)
+            existing = self.records.get(record.key)
             if acceptable(existing, now_ms=now_ms):
-                self.records[record.event_id] = record
+                self.records[record.key] = record
                 return True, None
             return False, existing
 
-    def end_hold(self, event_id: str, *, claimed_before_ms: int, now_ms: int) -> bool:
+    def end_hold(self, key: str, *, claimed_before_ms: int, now_ms: int) -> bool:
         with self._lock:
-            existing = self.records.get(event_id)
+            existing = self.records.get(key)
             if (existing is None or existing.state is not ClaimState.IN_PROGRESS
                     or (existing.claimed_at_ms or 0) >= claimed_before_ms):
                 return False
-            self.records[event_id] = dataclasses.replace(existing, held_until_ms=now_ms - 1)
+            self.records[key] = dataclasses.replace(existing, held_until_ms=now_ms - 1)
             return True
