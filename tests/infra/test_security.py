@@ -262,12 +262,15 @@ def test_restrict_sources_refuses_what_it_cannot_guard():
         bus.restrict_sources({"guard.other": role})
 
 
-def test_the_embedded_runtime_provisions_the_guarded_bus_and_says_the_policy_is_cloud_only(template):
+def test_the_embedded_runtime_provisions_the_guarded_bus_with_its_policy_and_says_what_it_enforces(template):
     with LocalPipeline(template, tap=False) as pipeline:
         assert pipeline.bus_name == InferbusSettings().bus_name
         listed = {(kind, why) for _, kind, why in pipeline.deployment.partly_local}
         assert ("AWS::Events::EventBus", PARTLY_LOCAL["AWS::Events::EventBus"]) in listed
-        assert "moto does not enforce bus policies" in PARTLY_LOCAL["AWS::Events::EventBus"]
+        assert "Deny statements on PutEvents are enforced" in PARTLY_LOCAL["AWS::Events::EventBus"]
+        provisioned = json.loads(pipeline.events.describe_event_bus(Name=pipeline.bus_name)["Policy"])
+        assert [s["Sid"] for s in provisioned["Statement"]] == [s["Sid"] for s in bus_policy(template)["Statement"]]
+        assert not [note for _, kind, note in pipeline.deployment.partly_local if "not enforced locally" in note]
         unexplained = [e for e in pipeline.deployment.cloud_only if e[2] == "not emulated by the embedded runtime"]
         assert not unexplained
 
