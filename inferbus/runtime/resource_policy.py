@@ -19,7 +19,9 @@ each with ``ForAnyValue:`` / ``ForAllValues:`` and ``...IfExists``, and ``Null``
 ``${key}`` in their values. Keys: ``aws:PrincipalAccount``, ``aws:PrincipalArn``,
 ``aws:PrincipalTag/<key>``, ``events:source`` and ``events:detail-type`` (multivalued: one value
 per entry of the request on that bus, as the bus construct reads them). A statement with any other
-operator or key is not enforced locally and is named by :func:`unenforced_statements`.
+operator or key, a principal other than ``*`` or a ``Not…`` element is not enforced locally and is
+named by :func:`unenforced_statements` (the provisioning summary lists it). ``Resource`` is not
+compared: a bus's policy names the bus itself.
 
 What this rests on (AWS documentation):
 https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html
@@ -148,18 +150,26 @@ def _holds(operator: str, key: str, wanted: Any, context: Mapping[str, Any]) -> 
     return all(matches(value) for value in values) if negated else any(matches(value) for value in values)
 
 
-def _applies_to_put_events(statement: Mapping[str, Any]) -> bool:
-    actions = statement.get("Action", [])
-    actions = actions if isinstance(actions, list) else [actions]
-    return statement.get("Effect") == "Deny" and statement.get("Principal") in ("*", {"AWS": "*"}) \
-        and any(_like(PUT_EVENTS.lower(), action.lower()) for action in actions)
+def _denies_put_events(statement: Mapping[str, Any]) -> bool:
+    if statement.get("Effect") != "Deny":
+        return False
+    named = statement.get("NotAction", statement.get("Action", []))
+    matched = any(_like(PUT_EVENTS.lower(), action.lower()) for action in (named if isinstance(named, list) else [named]))
+    return matched != ("NotAction" in statement)  # NotAction: every action but those it names
+
+
+def _evaluable(statement: Mapping[str, Any]) -> bool:
+    """Whether the twin reads this statement as IAM would: every principal, and known operators and keys only."""
+    return statement.get("Principal") in ("*", {"AWS": "*"}) \
+        and not {"NotAction", "NotPrincipal", "NotResource"} & set(statement) \
+        and all(_known(operator, key) for operator, keys in statement.get("Condition", {}).items() for key in keys)
 
 
 def unenforced_statements(policy: Mapping[str, Any]) -> list[str]:
-    """The ``Sid`` of each ``Deny`` on ``PutEvents`` the twin cannot evaluate (an operator or key it does not know)."""
+    """The ``Sid`` of each ``Deny`` on ``PutEvents`` the twin does not evaluate (a principal other than ``*``,
+    a ``Not…`` element, or a condition operator or key it does not know)."""
     return [str(statement.get("Sid", index)) for index, statement in enumerate(policy.get("Statement", []))
-            if _applies_to_put_events(statement)
-            and not all(_known(operator, key) for operator, keys in statement.get("Condition", {}).items() for key in keys)]
+            if _denies_put_events(statement) and not _evaluable(statement)]
 
 
 def put_events_denial(policy: Mapping[str, Any], principal: Principal, *, sources: Sequence[str],
@@ -175,11 +185,9 @@ def put_events_denial(policy: Mapping[str, Any], principal: Principal, *, source
                                "events:source": list(sources), "events:detail-type": list(detail_types)}
     context.update({f"aws:principaltag/{key}".lower(): value for key, value in principal.tags.items()})
     for statement in policy.get("Statement", []):
-        if not _applies_to_put_events(statement):
-            continue
+        if not _denies_put_events(statement) or not _evaluable(statement):
+            continue  # an Allow (IAM is not enforced: everyone is allowed), or not evaluated: unenforced_statements names it
         conditions = statement.get("Condition", {})
-        if not all(_known(operator, key) for operator, keys in conditions.items() for key in keys):
-            continue  # not enforced locally: unenforced_statements names it
         if all(_holds(operator, key, wanted, context) for operator, keys in conditions.items()
                for key, wanted in keys.items()):
             return statement
