@@ -8,7 +8,9 @@ Enforced
 Every request of an AWS JSON protocol (``X-Amz-Target``: EventBridge, SQS, Step Functions,
 DynamoDB, ...): a body that is not UTF-8, not JSON, not a JSON object, or nested deeper than a
 parser follows (:data:`MAX_REQUEST_DEPTH`) is a 400 with AWS's JSON error body
-``{"__type": "SerializationException", "message": ...}`` (moto answered an HTML 500).
+``{"__type": "SerializationException", "message": ...}`` (moto answered an HTML 500). So is a
+``PutEvents`` whose ``Entries`` is not a list of objects, or whose entry has a value of the wrong
+JSON type (a number for ``Source``, ``Resources`` that is not a list of strings).
 
 ``PutEvents`` (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html):
 
@@ -60,6 +62,7 @@ MAX_DETAIL_DEPTH = 1000  # "PutEvents will only process nested JSON up to 1000 l
 MAX_REQUEST_DEPTH = MAX_DETAIL_DEPTH  # no AWS figure for a request body; the same as a Detail's
 INTEGER_RANGE = (-(2**63), 2**63 - 1)
 TOTAL_SIZE_MESSAGE = "Total size of the entries in the request is over the limit."
+STRING_FIELDS = ("Source", "DetailType", "Detail", "EventBusName", "TraceHeader")
 MALFORMED_DETAIL = {"ErrorCode": "MalformedDetail", "ErrorMessage": "Detail is malformed."}
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
@@ -114,15 +117,27 @@ def check_json_request(body: bytes) -> None:
         raise RequestRefused("SerializationException", "the request body is not a JSON object")
 
 
-def check_put_events_request(entries: Sequence[Mapping[str, Any]] | None) -> None:
-    """Refuse a ``PutEvents`` request as a whole, as AWS does (count of entries, their total size).
+def check_put_events_request(entries: Any) -> None:
+    """Refuse a ``PutEvents`` request as a whole, as AWS does: entries of the wrong JSON type, their count,
+    their total size.
 
     Raises
     ------
     RequestRefused
-        ``ValidationException``.
+        ``SerializationException`` (a value of the wrong type) or ``ValidationException``.
     """
-    entries = entries or []
+    entries = [] if entries is None else entries
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise RequestRefused("SerializationException", "Entries is a list of PutEventsRequestEntry objects")
+    for entry in entries:
+        wrong = [key for key in STRING_FIELDS if key in entry and not isinstance(entry[key], str)]
+        resources = entry.get("Resources", [])
+        if not isinstance(resources, list) or not all(isinstance(resource, str) for resource in resources):
+            wrong.append("Resources")
+        if "Time" in entry and (isinstance(entry["Time"], bool) or not isinstance(entry["Time"], int | float | str)):
+            wrong.append("Time")
+        if wrong:
+            raise RequestRefused("SerializationException", f"PutEventsRequestEntry: {', '.join(wrong)} of the wrong type")
     if not entries:
         raise RequestRefused("ValidationException", "1 validation error detected: Value '[]' at 'entries' failed to "
                              "satisfy constraint: Member must have length greater than or equal to 1")
@@ -130,11 +145,7 @@ def check_put_events_request(entries: Sequence[Mapping[str, Any]] | None) -> Non
         raise RequestRefused("ValidationException", "1 validation error detected: Value '[PutEventsRequestEntry]' at "
                              "'entries' failed to satisfy constraint: Member must have length less than or equal to "
                              f"{MAX_ENTRIES_PER_REQUEST}")
-    try:
-        total = sum(entry_size(dict(entry)) for entry in entries)
-    except (AttributeError, TypeError):
-        raise RequestRefused("SerializationException", "an entry is not a PutEventsRequestEntry") from None
-    if total > MAX_REQUEST_BYTES:
+    if sum(entry_size(entry) for entry in entries) > MAX_REQUEST_BYTES:
         raise RequestRefused("ValidationException", TOTAL_SIZE_MESSAGE)
 
 

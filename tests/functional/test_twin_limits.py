@@ -163,6 +163,15 @@ def test_an_unreadable_json_request_is_a_400_with_aws_error_body_never_an_html_5
     assert error["__type"] == "SerializationException" and error["message"]
 
 
+@pytest.mark.parametrize("entries", [5, "entries", ["an entry"], [{"Source": 5, "DetailType": "b", "Detail": "{}"}],
+                                     [{"Source": "a", "DetailType": "b", "Detail": {"an": "object"}}],
+                                     [{"Source": "a", "DetailType": "b", "Detail": "{}", "Resources": "arn"}]])
+def test_put_events_with_values_of_the_wrong_json_type_is_a_400(server, entries):
+    status, _, body = post(server, "events", json.dumps({"Entries": entries}).encode())
+    assert status == 400, body[:200]
+    assert json.loads(body)["__type"] == "SerializationException"
+
+
 def test_a_deep_detail_inside_a_readable_request_fails_its_entry_not_the_server(server):
     entries = [{"Source": "a", "DetailType": "b", "Detail": nested(3000)}, {"Source": "a", "DetailType": "b", "Detail": "{}"}]
     status, _, body = post(server, "events", json.dumps({"Entries": entries}).encode())
