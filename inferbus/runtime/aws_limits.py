@@ -19,7 +19,9 @@ JSON type (a number for ``Source``, ``Resources`` that is not a list of strings)
   entry size" documents (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevent-size.html:
   ``Time`` 14 bytes if present, the UTF-8 bytes of ``Source``, ``DetailType``, ``Detail`` and of
   each ``Resources`` item): otherwise the whole request fails, ``ValidationException`` "Total size
-  of the entries in the request is over the limit." (so an entry over 256 KB fails its request);
+  of the entries in the request is over the limit." (so an entry over 256 KB fails its request).
+  One constant with the kit's publisher (``inferbus_lambda.publishing.MAX_REQUEST_BYTES``); a later
+  revision of the API reference gives 1 MB, which a deployed bus may then take;
 - ``Detail`` a JSON object (moto: ``[]``, ``42``, ``null`` accepted), nested at most 1,000 levels
   ("PutEvents will only process nested JSON up to 1000 levels deep"), its integers within
   -2^63..2^63-1 (the page's "JSON number (integer)" constraint): otherwise that entry fails with
@@ -40,8 +42,9 @@ Not enforced (moto's behaviour stands)
 - ``DetailType`` and ``Source`` lengths, ``Resources`` ARN format, ``TraceHeader`` length (500);
 - ``EventBusName`` that names another account's or Region's bus (moto routes it itself);
 - identity-based IAM: every caller is allowed by its own policies; only bus resource policies deny;
-- a policy statement with a condition operator or key :mod:`.resource_policy` does not evaluate
-  (listed in the provisioning summary as not enforced);
+- a policy statement :mod:`.resource_policy` does not evaluate (a condition operator or key it
+  does not know, a principal other than ``*``, a ``Not…`` element): named in the provisioning
+  summary as not enforced;
 - request bodies of other protocols (query, REST-XML, REST-JSON) beyond moto's own checks;
 - SQS, Step Functions and DynamoDB payload limits (message 256 KB, execution input 256 KB, item
   400 KB), and every service's per-field length limits.
@@ -53,7 +56,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from inferbus_lambda.publishing import MAX_ENTRIES_PER_REQUEST, MAX_REQUEST_BYTES, entry_size
