@@ -31,6 +31,7 @@ from inferbus.model.names import (
     INGEST_FUNCTION_OUTPUT,
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
+    SOURCE_TAG,
     STATE_MACHINE_ARN,
 )
 from inferbus.model.settings import InferbusSettings
@@ -105,6 +106,17 @@ class LocalPipeline(EmbeddedPipeline):
     @property
     def bus_name(self) -> str:
         return self.outputs[EVENT_BUS_NAME_OUTPUT]
+
+    def producer_role(self, source: str) -> str:
+        """The ARN of the role the bus policy reserves ``source`` to (its ``inferbus-source`` tag, from the template).
+
+        ``pipeline.put_events(entries, as_role=pipeline.producer_role(source))`` puts a result as its producer would.
+        """
+        assert self.deployment is not None
+        roles = [arn for arn, tags in self.deployment.role_tags.items() if tags.get(SOURCE_TAG) == source]
+        if not roles:
+            raise KeyError(f"no role of the template carries {SOURCE_TAG}={source}: the bus reserves no such source")
+        return roles[0]
 
     @property
     def invalid_events_url(self) -> str:

@@ -5,6 +5,8 @@ in-process state the pipeline runs on: an event put with the AWS CLI, boto3 in a
 process or ``inferbus send`` is matched by the stack's rules, consumed by the in-process
 handlers and workflows, and their results land on the bus, where a client's own rule and
 queue can watch them. One line is printed per processed batch and per finished execution.
+Requests are answered as AWS answers them, refusals included (``runtime/aws_limits.py``: the
+limits enforced and not; the bus's resource policy, for which a client is an untagged user).
 
 Example
 -------

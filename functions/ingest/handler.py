@@ -1,7 +1,8 @@
 """The HTTP ingest endpoint (a Lambda function URL, IAM auth): one CloudEvent per POST, put on the bus.
 
 Answers 202 with the event's id, or 4xx with the reason (see :mod:`inferbus_lambda.ingest`);
-503 when the bus refused it for a reason a retry may fix.
+503 when the bus refused it for a reason a retry may fix. A ``traceparent`` goes on the bus as
+the entry's X-Ray ``TraceHeader`` and is this invocation's ``traceparent`` trace annotation.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from inferbus_lambda.contracts import to_put_events_entry
 from inferbus_lambda.environment import IngestEnvironment
 from inferbus_lambda.handlers import FunctionRuntime, aws_client
-from inferbus_lambda.ingest import MAX_EVENT_BYTES, IngestRefusal, read_cloudevent, validate
+from inferbus_lambda.ingest import MAX_EVENT_BYTES, IngestRefusal, read_cloudevent, request_body, validate
 from inferbus_lambda.metric_names import EVENTS_INGESTED, EVENTS_REFUSED, PUT_EVENTS_FAILED_ENTRIES
 from inferbus_lambda.publishing import TRANSIENT_ERROR_CODES, entry_size, publish_events
 
@@ -40,8 +41,10 @@ def _refuse(refusal: IngestRefusal) -> Response:
 def ingest() -> Response:
     request = app.current_event
     try:
-        event = validate(read_cloudevent(request.headers, request.decoded_body),
-                         reserved_sources=environment.RESERVED_SOURCES)
+        # The body as sent: Powertools' decoded_body decodes it as UTF-8, and a body that is not
+        # UTF-8 would fail the invocation (a 502) instead of getting its 400.
+        body = request_body(request.body, base64_encoded=request.is_base64_encoded)
+        event = validate(read_cloudevent(request.headers, body), reserved_sources=environment.RESERVED_SOURCES)
         entry = to_put_events_entry(event, environment.EVENT_BUS_NAME)
         size = entry_size(entry)
         if size > MAX_EVENT_BYTES:
@@ -57,8 +60,10 @@ def ingest() -> Response:
         runtime.logger.error("PutEvents refused the event", extra={"event_id": event.id, "error": failure.error_code})
         return _answer(503 if transient else 502, {"error": failure.error_code, "reason": failure.error_message})
     runtime.metrics.add_metric(name=EVENTS_INGESTED, unit=MetricUnit.Count, value=1)
+    if event.traceparent is not None:  # the caller's trace, findable from this function's segment
+        runtime.tracer.put_annotation(key="traceparent", value=event.traceparent)
     runtime.logger.info("event ingested", extra={"event_id": event.id, "type": event.type,
-                                                 "correlation_id": event.correlationid})
+                                                 "correlation_id": event.correlationid, "traceparent": event.traceparent})
     return _answer(202, {"id": event.id, "type": event.type, "correlationid": event.correlationid})
 
 

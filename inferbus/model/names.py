@@ -28,6 +28,8 @@ NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 MAX_NAME = 40
 STEM = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 RESULT_SOURCE_PREFIX = "inferbus."
+SOURCE_TAG = "inferbus-source"
+"""The IAM tag a producer role carries: the one reserved ``source`` it may put (the bus policy reads it)."""
 # Stack outputs of the shared core.
 EVENT_BUS_NAME_OUTPUT = "EventBusName"
 INVALID_EVENTS_OUTPUT = "InvalidEventsQueueUrl"

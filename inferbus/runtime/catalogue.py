@@ -12,7 +12,8 @@ from .lambda_host import DEFAULT_MAX_ENVIRONMENTS
 # What the runtime does not run, and why (listed in every summary, never silently skipped).
 CLOUD_ONLY = {
     "AWS::IAM::Role": "IAM is not enforced locally: handlers and state machines run with the runtime's credentials "
-    "(roles get a synthetic ARN only)",
+    "(roles get a synthetic ARN; their tags are what a bus resource policy reads of the function or state machine "
+    "acting as them)",
     "AWS::IAM::Policy": "IAM is not enforced locally",
     "AWS::Logs::LogGroup": "not created (synthetic ARN): handler logs are captured from stdout, "
     "state machine execution logs exist only in the cloud",
@@ -34,9 +35,10 @@ CLOUD_ONLY = {
     "AWS::Logs::LogStream": "not created: log streams exist only in the cloud",
 }
 PARTLY_LOCAL = {
-    "AWS::Events::EventBus": "the bus is created in moto without its resource policy: moto does not enforce bus "
-    "policies, so locally any caller may put any source (account-only PutEvents and each internal source reserved to "
-    "its producer's role hold only in AWS)",
+    "AWS::Events::EventBus": "its resource policy's Deny statements on PutEvents are enforced (each function acts as "
+    "its template role, each state machine's tasks as its role, a client as an untagged user or its STS session's "
+    "role); PutEvents refuses what AWS refuses (10 entries, 256 KB, Detail a JSON object within 1,000 levels); "
+    "identity-based IAM and PutEvents throttling are not applied (inferbus/runtime/aws_limits.py lists each limit)",
     "AWS::SQS::QueuePolicy": "policy stored on the queue, not enforced (TLS-only, SourceArn)",
     "AWS::Events::Rule": "patterns matched with AWS's documented semantics; target DeadLetterConfig and RetryPolicy "
     "are not applied by moto",

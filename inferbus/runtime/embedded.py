@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import moto_patches
+from . import moto_patches, resource_policy
 from .activity import Activity
 from .bridge import StateMachineBridge
 from .channels import SqsChannel
@@ -168,6 +168,8 @@ class EmbeddedPipeline:
         self.sqs = self.session.client("sqs")
         self.stepfunctions = self.session.client("stepfunctions")
         self.deployment = provision(self.template, self.session, stack_name=self.stack_name)
+        resource_policy.ROLE_TAGS.clear()
+        resource_policy.ROLE_TAGS.update(self.deployment.role_tags)
         for logical_id, spec in self.deployment.functions.items():
             self.functions[logical_id] = LocalFunction(spec, self.host)
         for source in self.deployment.event_sources:
@@ -223,6 +225,7 @@ class EmbeddedPipeline:
             if self._adapter is not None:
                 self._adapter.uninstall()
             moto_patches.uninstall()
+            resource_policy.ROLE_TAGS.clear()
             if self._mock is not None:
                 self._mock.stop()
             uninstall_routing()
@@ -254,12 +257,20 @@ class EmbeddedPipeline:
         self.events.put_targets(Rule=TAP_NAME, EventBusName=self.bus_name, Targets=[{"Id": "tap", "Arn": TAP_ARN}])
         self._tapping = True
 
-    def put_events(self, entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Send entries as a producer would (10 per PutEvents request); return those not accepted."""
+    def put_events(self, entries: Sequence[dict[str, Any]], *, as_role: str | None = None) -> list[dict[str, Any]]:
+        """Send entries as a producer would (10 per PutEvents request); return those not accepted.
+
+        Parameters
+        ----------
+        as_role
+            The ARN of a role of the template to put them as (what a session of that role would:
+            a bus policy may reserve a source to it); default, as a client of the account with no role.
+        """
         rejected = []
         for start in range(0, len(entries), PUT_EVENTS_LIMIT):
             chunk = entries[start : start + PUT_EVENTS_LIMIT]
-            response = self.events.put_events(Entries=list(chunk))
+            with resource_policy.acting_as(as_role):
+                response = self.events.put_events(Entries=list(chunk))
             rejected += [entry for entry, result in zip(chunk, response["Entries"], strict=True) if result.get("ErrorCode")]
         return rejected
 

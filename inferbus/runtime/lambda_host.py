@@ -10,7 +10,8 @@ Lambda: an environment is one import of the handler module (its cold start), run
 invocation at a time, and stays warm for the next. A function has at most its
 ``ReservedConcurrentExecutions`` environments (an ``Invoke`` beyond that is throttled, as
 Lambda throttles it) and, locally, at most :attr:`HostConfig.max_environments` (an invocation
-beyond that waits for one: ``Invocation.waited_ms``). Each invocation sees its own
+beyond that waits for one: ``Invocation.waited_ms``). Each invocation acts as the function's
+template role (what a bus's resource policy sees, :mod:`.resource_policy`), sees its own
 environment variables and has its own captured output, while others run: ``os.environ`` and
 ``sys.stdout`` are routed per invocation (:class:`InvocationEnviron`, :class:`_StdoutRouter`);
 nothing is swapped for the whole process and there is no global lock. What a library keeps
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .resource_policy import acting_as
 from .specs import FunctionSpec
 
 # What Lambda reports when it ends an invocation itself (HostConfig.service_failures maps
@@ -245,7 +247,7 @@ class LocalFunction:
     def _cold_start(self) -> Any:
         module_name, _, attribute = self.spec.handler.rpartition(".")
         CodeRoot(self.host.code_root).install()
-        with INIT_LOCK, invocation_context(self.environment, OutputSink()) as sink:
+        with INIT_LOCK, acting_as(self.spec.role_arn), invocation_context(self.environment, OutputSink()) as sink:
             sys.modules.pop(module_name, None)
             handler = getattr(importlib.import_module(module_name), attribute)
         self._keep(sink.lines)
@@ -324,7 +326,7 @@ class LocalFunction:
         context = LocalContext(self.spec)
         started = time.perf_counter()
         response, error, error_type, error_message, stack = None, None, None, None, []
-        with invocation_context(self.environment, OutputSink()) as sink:
+        with acting_as(self.spec.role_arn), invocation_context(self.environment, OutputSink()) as sink:
             try:
                 response = handler(event, context)
             except BaseException as exc:  # a handler error fails the invocation, as on Lambda

@@ -11,9 +11,14 @@ Faithfulness:
   documented semantics, the matcher the unrouted-events check runs in Lambda too) instead of moto's matcher, against the event as AWS matches it
   (``time`` as an ISO string, not moto's raw request time).
 - **Disabled rules** deliver nothing (moto delivers anyway).
-- **A Detail that is not a JSON object** (``[]``, ``42``, a JSON string, ``null``) is refused
-  with ``MalformedDetail``, as AWS documents PutEvents ("Detail: a valid JSON object"); moto
-  accepts it with a warning, and some such events crash its delivery to a queue.
+- **AWS's limits** (:mod:`.aws_limits`, which lists those enforced and those not): a JSON-protocol
+  request AWS cannot read is a 400 ``SerializationException`` (moto: an HTML 500); ``PutEvents``
+  takes 1-10 entries of at most 256 KB in all (else ``ValidationException``), and fails an entry
+  whose ``Detail`` is not a JSON object, nests past 1,000 levels or holds an integer past 64 bits
+  (``MalformedDetail``; moto accepts some and crashes on others).
+- **Bus resource policies** (:mod:`.resource_policy`): each ``PutEvents`` is checked against
+  the bus's policy for the caller: a local function acts as its template role, a Step Functions
+  task as its state machine's role (moto stored the policy and never read it).
 - **Delivered events** keep their ``account`` (moto's default input template drops it).
 - **State machine targets** (moto raises ``NotImplementedError``) and the runtime's own
   local-only targets are handed to :data:`Hooks.deliver` in-process.
@@ -65,6 +70,8 @@ from typing import Any
 
 from event_patterns import PatternError, compile_pattern_text
 
+from . import aws_limits, resource_policy
+
 MOTO_VERSION = "5.2.5"
 REQUEST_LOCK = threading.RLock()
 # DynamoDB's state is touched only by DynamoDB requests (no other service writes it in-process), so its
@@ -73,8 +80,6 @@ SERVICE_LOCKS = {"dynamodb": threading.RLock()}
 # Actions that wait on other callers inside the request: never under REQUEST_LOCK.
 WAITING_ACTIONS = {"StartSyncExecution"}
 DROPPED_FROM_EVENTS = ("ingestion-time",)
-PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
-MALFORMED_DETAIL = {"ErrorCode": "MalformedDetail", "ErrorMessage": "Detail is malformed."}  # as AWS answers it
 # Step Functions service integrations that make their AWS clients with moto's boto_client_for.
 CLIENT_USING_SERVICES = ("aws_sdk", "batch", "dynamodb", "ecs", "events", "glue", "sfn", "sns", "sqs", "unsupported")  # moto's bookkeeping, not part of an EventBridge event
 
@@ -137,7 +142,20 @@ def _patch_requests() -> None:
         with SERVICE_LOCKS.get(getattr(self, "service_name", ""), REQUEST_LOCK):
             return call_action(self)
 
+    dispatch = BaseResponse._dispatch
+
+    def dispatch_readable(self: Any, request: Any, full_url: str | None = None, headers: Any = None) -> Any:
+        json_protocol = "x-amz-target" in request.headers or "amz-json" in request.headers.get("content-type", "")
+        if json_protocol and request.content_encoding != "gzip":  # a gzipped body is read by moto, unzipped
+            try:
+                aws_limits.check_json_request(request.get_data() or b"")
+            except aws_limits.RequestRefused as refused:  # AWS's JSON error shape (botocore reads __type)
+                return refused.status, {"Content-Type": "application/x-amz-json-1.1",
+                                        "x-amzn-ErrorType": refused.code}, refused.body()
+        return dispatch(self, request, full_url, headers)
+
     _patch(BaseResponse, "call_action", locked_call_action)
+    _patch(BaseResponse, "_dispatch", dispatch_readable)
     # moto lists a response class's methods with inspect.getmembers for every request; a class's methods do not change.
     from moto.core import responses
 
@@ -332,29 +350,77 @@ def _patch_sqs_depth(queue_class: Any, backend_class: Any) -> None:
     _patch(Message, "__new__", staticmethod(untracked))
 
 
-def _detail_is_json_but_no_object(entry: dict[str, Any]) -> bool:
-    detail = entry.get("Detail")
-    if isinstance(detail, str) and detail.lstrip(" \t\n\r").startswith("{"):
-        return False  # an object, or not JSON at all: either way moto's answer (its put_events parses it anyway)
-    try:
-        return not isinstance(json.loads(detail or "{}"), dict)
-    except (TypeError, ValueError, RecursionError):
-        return False  # not JSON at all: moto answers MalformedDetail itself
+def _policy_of(bus: Any) -> dict[str, Any] | None:
+    text = bus.policy  # moto keeps the statements PutPermission gave it, and writes them out again
+    return _parsed_policy(text) if text else None
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_policy(text: str) -> dict[str, Any]:
+    return json.loads(text)
+
+
+def _session_role(access_key: str) -> str | None:
+    """The role whose STS session ``access_key`` belongs to, as moto's STS handed it out (None: not a session)."""
+    from moto.sts.models import sts_backends
+
+    for regions in list(sts_backends.values()):
+        for backend in list(regions.values()):
+            assumed = backend.get_assumed_role_from_access_key(access_key)
+            if assumed is not None:
+                return str(assumed.role_arn)
+    return None
+
+
+def _policy_refusals(handler: Any, entries: list[dict[str, Any]]) -> list[dict[str, str] | None]:
+    """Per entry, the error the bus's resource policy gives it for this caller (None: not denied)."""
+    backend = handler.events_backend
+    by_bus: dict[str, list[int]] = {}
+    for index, entry in enumerate(entries):
+        by_bus.setdefault(backend._normalize_event_bus_arn(entry.get("EventBusName")), []).append(index)
+    refusals: list[dict[str, str] | None] = [None] * len(entries)
+    principal = None
+    for bus_name, indexes in by_bus.items():
+        bus = backend.event_buses.get(bus_name)
+        policy = _policy_of(bus) if bus is not None else None
+        if policy is None:
+            continue
+        if principal is None:
+            principal = resource_policy.current_principal(handler.get_current_account(),
+                                                          lambda: _session_role(handler.get_access_key()))
+        statement = resource_policy.put_events_denial(
+            policy, principal, sources=[str(entries[i].get("Source", "")) for i in indexes],
+            detail_types=[str(entries[i].get("DetailType", "")) for i in indexes])
+        if statement is None:
+            continue
+        about_source = any(key.lower() == "events:source" for keys in statement.get("Condition", {}).values() for key in keys)
+        code = "NotAuthorizedForSourceException" if about_source else "AccessDeniedException"
+        message = (f"User: {principal.arn} is not authorized to perform: events:PutEvents on resource: {bus.arn} "
+                   f"with an explicit deny in a resource-based policy (statement {statement.get('Sid', '?')})")
+        for index in indexes:
+            refusals[index] = {"ErrorCode": code, "ErrorMessage": message}
+    return refusals
 
 
 def _patch_events() -> None:
+    from moto.core.exceptions import JsonRESTError
     from moto.events.exceptions import InvalidEventPatternException
-    from moto.events.models import EventPattern, EventsBackend, Rule
+    from moto.events.models import EventPattern, Rule
     from moto.events.responses import EventsHandler
 
-    put_events = EventsBackend.put_events
-
-    def put_events_refusing_non_objects(self: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        refused = [_detail_is_json_but_no_object(event) for event in events]
-        if len(events) > PUT_EVENTS_LIMIT or not any(refused):
-            return put_events(self, events)  # moto's own answer, its ValidationException for more than 10
-        answers = iter(put_events(self, [e for e, no in zip(events, refused, strict=True) if not no]) if not all(refused) else [])
-        return [dict(MALFORMED_DETAIL) if no else next(answers) for no in refused]
+    def put_events_as_aws(self: Any) -> str:
+        entries = self._get_param("Entries")
+        try:
+            aws_limits.check_put_events_request(entries)
+        except aws_limits.RequestRefused as refused:
+            raise JsonRESTError(refused.code, refused.message) from None
+        refusals = [aws_limits.detail_refusal(entry) for entry in entries]
+        denials = _policy_refusals(self, entries)
+        refusals = [refusal or denial for refusal, denial in zip(refusals, denials, strict=True)]
+        kept = [entry for entry, refusal in zip(entries, refusals, strict=True) if refusal is None]
+        answers = iter(self.events_backend.put_events(kept) if kept else [])
+        results = [refusal or next(answers) for refusal in refusals]
+        return json.dumps({"FailedEntryCount": sum("ErrorCode" in result for result in results), "Entries": results})
 
     load = EventPattern.__dict__["load"].__func__
 
@@ -403,7 +469,7 @@ def _patch_events() -> None:
             raise InvalidEventPatternException(reason=str(error)) from None
         return json.dumps({"Result": compiled.matches(json.loads(self._get_param("Event") or "{}"))})
 
-    _patch(EventsBackend, "put_events", put_events_refusing_non_objects)
+    _patch(EventsHandler, "put_events", put_events_as_aws)
     _patch(EventPattern, "load", classmethod(validated_load))
     _patch(EventPattern, "matches_event", matches_event)
     _patch(Rule, "send_to_targets", send_to_targets_as_aws)
@@ -472,6 +538,18 @@ def _patch_stepfunctions() -> None:
     # of one machine share it (the demo's 99 concurrent executions and the retry tests run on shared ones).
     parse_once = functools.lru_cache(maxsize=64)(parse)
 
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import (
+        StateTaskService,
+    )
+
+    eval_execution = StateTaskService._eval_execution
+
+    def eval_execution_as_role(self: Any, env: Any) -> None:
+        # Each task runs on a thread of its own: the execution's role is read from its context object there.
+        with resource_policy.acting_as(env.states.context_object.context_object_data["Execution"].get("RoleArn")):
+            eval_execution(self, env)
+
+    _patch(StateTaskService, "_eval_execution", eval_execution_as_role)
     _patch(BaseExecutionWorkerCommunication, "terminated", terminated_and_notify)
     _patch(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
     # The defining module, for what is imported later, and each service module that imported it already.

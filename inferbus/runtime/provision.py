@@ -20,6 +20,7 @@ from typing import Any
 from inferbus.model.asl import substitute
 
 from .catalogue import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
+from .resource_policy import unenforced_statements
 from .resources import ACCOUNT, PARTITION, REGION, Resolver, UnsupportedIntrinsicError
 from .specs import (
     BridgeSpec,
@@ -67,10 +68,11 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
     clients = {name: session.client(name, region_name=REGION) for name in ("events", "sqs", "dynamodb", "stepfunctions")}
     notes: dict[str, list[str]] = {}
 
-    _provision_buses(resources, deployment, clients["events"])
+    _provision_buses(resources, deployment, clients["events"], notes)
     _provision_queues(resources, deployment, clients["sqs"])
     _provision_tables(resources, deployment, clients["dynamodb"])
     _name_roles_and_log_groups(resources, deployment.resolver)
+    deployment.role_tags = _role_tags(resources, deployment.resolver)
     _name_functions(resources, deployment.resolver)
     _provision_state_machines(resources, deployment, clients["stepfunctions"])
     _provision_rules(resources, deployment, clients["events"], notes)
@@ -111,7 +113,7 @@ def _resolve_outputs(outputs: dict[str, Any], deployment: Deployment) -> None:
             deployment.cloud_only.append((key, "Output", f"names a resource that is not provisioned locally ({error})"))
 
 
-def _provision_buses(resources: dict[str, Any], deployment: Deployment, events: Any) -> None:
+def _provision_buses(resources: dict[str, Any], deployment: Deployment, events: Any, notes: dict[str, list[str]]) -> None:
     resolver = deployment.resolver
     for logical_id, props in _of_type(resources, "AWS::Events::EventBus"):
         name = props["Name"]
@@ -120,6 +122,12 @@ def _provision_buses(resources: dict[str, Any], deployment: Deployment, events: 
         resolver.attributes[(logical_id, "Arn")] = arn
         resolver.attributes[(logical_id, "Name")] = name
         deployment.bus_names[logical_id] = name
+        if props.get("Policy"):  # as CloudFormation sets it; the twin enforces it on PutEvents (moto_patches)
+            policy = resolver.resolve(props["Policy"])
+            events.put_permission(EventBusName=name, Policy=json.dumps(policy))
+            for sid in unenforced_statements(policy):
+                notes.setdefault(logical_id, []).append(f"policy statement {sid} is not enforced locally: it uses a "
+                                                        "condition operator or key the twin does not evaluate")
 
     for logical_id, props in _of_type(resources, "AWS::Events::Archive"):
         archive_name = props.get("ArchiveName") or resolver.physical_name(logical_id, 48)
@@ -185,6 +193,13 @@ def _provision_tables(resources: dict[str, Any], deployment: Deployment, dynamod
         resolver.refs[logical_id] = name
         resolver.attributes[(logical_id, "Arn")] = f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
         deployment.tables[logical_id] = name
+
+
+def _role_tags(resources: dict[str, Any], resolver: Resolver) -> dict[str, dict[str, str]]:
+    """Each role's IAM tags by ARN, as the template sets them: what a resource policy reads as ``aws:PrincipalTag``."""
+    return {resolver.attributes[(logical_id, "Arn")]: {tag["Key"]: str(resolver.resolve(tag["Value"]))
+                                                       for tag in props.get("Tags", [])}
+            for logical_id, props in _of_type(resources, "AWS::IAM::Role")}
 
 
 def _name_roles_and_log_groups(resources: dict[str, Any], resolver: Resolver) -> None:
@@ -381,6 +396,7 @@ def _specify_functions(resources: dict[str, Any], deployment: Deployment, notes:
             int(props.get("MemorySize", 128)),
             package_type,
             props.get("ReservedConcurrentExecutions"),
+            str(resolver.resolve(props["Role"])) if "Role" in props else None,
         )
 
 

@@ -33,6 +33,7 @@ class FunctionSpec:
     memory_mb: int
     package_type: str = "Zip"
     reserved_concurrency: int | None = None
+    role_arn: str | None = None  # what it acts as: a bus policy reads this role's tags
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class Deployment:
     bridges: list[BridgeSpec] = field(default_factory=list)
     target_dead_letter_arns: set[str] = field(default_factory=set)
     outputs: dict[str, str] = field(default_factory=dict)
+    role_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # role ARN -> its IAM tags
     cloud_only: list[tuple[str, str, str]] = field(default_factory=list)
     partly_local: list[tuple[str, str, str]] = field(default_factory=list)
 

@@ -35,9 +35,9 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from inferbus.model.names import SOURCE_TAG
+
 PUT_EVENTS = "events:PutEvents"
-SOURCE_TAG = "inferbus-source"
-"""The IAM tag a producer role carries: the one reserved ``source`` it may put."""
 PRINCIPAL_SOURCE = f"${{aws:PrincipalTag/{SOURCE_TAG}}}"
 """The caller's tag, as an IAM policy variable (resolved per request)."""
 # IAM tag values: up to 256 of these characters. It also keeps wildcards (* ?) and $ out of the

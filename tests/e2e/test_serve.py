@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import boto3
 import pytest
@@ -17,6 +19,7 @@ from inferbus.demo.inputs import input_type, sample_event
 from inferbus.model.settings import InferbusSettings
 from inferbus.model.names import INVALID_EVENTS_OUTPUT, QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 from tests.declared import DEMO, PIPELINE
+from tests.functional.test_twin_bus_policy import reserved_sources
 
 pytestmark = pytest.mark.slow
 CLIENT_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -214,3 +217,21 @@ def test_the_ingest_endpoint_takes_a_signed_cloudevent_and_refuses_an_unsigned_o
     bad = json.dumps({**event, "id": "ingest-serve-2", "data": {"text": "   "}}).encode()
     status, answer = raw("POST", url, bad, signed("POST", url, bad, headers))
     assert status == 400 and "text" in json.dumps(answer)  # the contract's reason, as in AWS
+
+def test_the_endpoint_refuses_what_aws_refuses_with_aws_error_shapes(served, template):
+    """JSON nested thousands of levels deep is AWS's 400 (never an HTML 500); a reserved source from a client of the
+    endpoint fails as the bus policy makes it fail in AWS."""
+    ready, _, _ = served
+    request = urllib.request.Request(ready["endpoint"], data=b'{"Entries": ' + b"[" * 3000 + b"]" * 3000 + b"}",
+                                     method="POST", headers={
+                                         "X-Amz-Target": "AWSEvents.PutEvents", "Content-Type": "application/x-amz-json-1.1",
+                                         "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261205/us-east-1/events/"
+                                                          "aws4_request, SignedHeaders=host, Signature=0"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 400
+    assert json.loads(refused.value.read())["__type"] == "SerializationException"
+    (source, *_) = reserved_sources(template)
+    answer = client("events", ready["endpoint"]).put_events(Entries=[
+        {"EventBusName": ready["bus"], "Source": source, "DetailType": "Forged", "Detail": "{}"}])
+    assert answer["Entries"][0]["ErrorCode"] == "NotAuthorizedForSourceException"

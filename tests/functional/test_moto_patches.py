@@ -19,6 +19,7 @@ from moto.events.models import EventPattern, EventsBackend, Replay, Rule
 from moto.events.responses import EventsHandler
 from moto.sqs.models import Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import StateTaskService
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
@@ -29,6 +30,7 @@ from tests.runtime_fixtures import templates as t
 
 PATCHED = [  # (owner, name, parameters): what install() replaces
     (BaseResponse, "call_action", ["self"]),
+    (BaseResponse, "_dispatch", ["self", "request", "full_url", "headers"]),
     (SQSBackend, "is_message_valid_based_on_retention_period", ["self", "queue_name", "message"]),
     (Queue, "add_message", ["self", "message"]),
     (SQSBackend, "change_message_visibility", ["self", "queue_name", "receipt_handle", "visibility_timeout"]),
@@ -36,13 +38,14 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (SQSBackend, "receive_message", ["self", "queue_name", "count", "wait_seconds_timeout", "visibility_timeout",
                                      "message_attribute_names"]),
     (SQSBackend, "purge_queue", ["self", "queue_name"]),
-    (EventsBackend, "put_events", ["self", "events"]),
+    (EventsHandler, "put_events", ["self"]),
     (EventPattern, "load", ["raw_pattern"]),
     (EventPattern, "matches_event", ["self", "event"]),
     (Rule, "send_to_targets", ["self", "original_event", "transform_input"]),
     (EventsHandler, "test_event_pattern", ["self"]),
     (Replay, "replay_events", ["self", "archive"]),
     (BaseExecutionWorkerCommunication, "terminated", ["self"]),
+    (StateTaskService, "_eval_execution", ["self", "env"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
     (moto_responses, "method_names_from_class", ["clazz"]),
     (AmazonStateLanguageParser, "parse", ["definition"]),
@@ -78,6 +81,15 @@ def test_what_is_read_directly_is_still_there():
     assert "_raw_pattern" in inspect.getsource(EventPattern.__init__)
     from moto.dynamodb import models as dynamodb_models
 
+    # what the PutEvents patch reads: a bus by name, its policy as PutPermission stored it, an STS session's role
+    from moto.events.models import EventBus
+    from moto.sts.models import AssumedRole, STSBackend
+
+    assert callable(EventsBackend._normalize_event_bus_arn) and isinstance(EventBus.__dict__["policy"], property)
+    assert callable(STSBackend.get_assumed_role_from_access_key) and "role_arn" in inspect.signature(AssumedRole).parameters
+    from moto.stepfunctions.parser.asl.eval.states import ExecutionData
+
+    assert "RoleArn" in ExecutionData.__annotations__  # a task's execution's role, read from its context object
     # the transaction backs a table up with copy.deepcopy of the module's own `copy`
     assert dynamodb_models.copy.__name__ == "copy" and "copy.deepcopy" in inspect.getsource(DynamoDBBackend.transact_write_items)
 

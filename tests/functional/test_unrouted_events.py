@@ -59,7 +59,9 @@ def outcome(template):
             (taken if takers else expected)[detail["id"]] = (name, takers or reason)
         valid = valid_detail("routed-1")
         result = valid_detail("result-1") | {"type": "ImageClassified", "source": RESULT_SOURCES["image-classifier"]}
-        entries += [entry(valid, pipeline.bus_name), entry(result, pipeline.bus_name)]
+        entries += [entry(valid, pipeline.bus_name)]
+        # A result is reserved to its producer's role by the bus policy: put it as that role.
+        assert pipeline.put_events([entry(result, pipeline.bus_name)], as_role=pipeline.producer_role(result["source"])) == []
         entries += [{"EventBusName": pipeline.bus_name, "Source": "shipping.app", "DetailType": "ShipmentDelayed",
                      "Detail": json.dumps({"parcel": f"p-{n}"})} for n in range(FOREIGN_EVENTS)]
         lost = [{"EventBusName": pipeline.bus_name, "Source": "shipping.app", "DetailType": detail_type,

@@ -244,6 +244,35 @@ def test_the_policy_never_blocks_a_producer_and_blocks_every_forgery(template):
                   sources=[stranger_tags[SOURCE_TAG]])
 
 
+def _resolved(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) != {"Ref"} and "Fn::GetAtt" not in value:
+        return {key: _resolved(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_resolved(item) for item in value]
+    return _resolve(value)
+
+
+def test_the_local_twin_reads_the_bus_policy_as_this_module_does(template):
+    """The twin enforces the template's policy (inferbus/runtime/resource_policy.py): on every caller and every mix
+    of sources, it denies exactly what the reading above denies."""
+    from inferbus.runtime.resource_policy import Principal, put_events_denial
+
+    policy = _resolved(bus_policy(template))
+    roles = {source: (_resolve(role), role_tags(template, role)) for source, role in producers(template).items()}
+    internal = sorted(roles)
+    callers = [(ACCOUNT, arn, tags) for arn, tags in roles.values()] + [
+        (ACCOUNT, f"arn:aws:iam::{ACCOUNT}:user/developer", {}),
+        (ACCOUNT, f"arn:aws:iam::{ACCOUNT}:role/tagged-elsewhere", {SOURCE_TAG: "my.producer"}),
+        (OTHER_ACCOUNT, f"arn:aws:iam::{OTHER_ACCOUNT}:role/stranger", next(iter(roles.values()))[1])]
+    mixes = [[source] for source in internal] + [["my.producer"], ["my.producer", internal[0]], internal[:2],
+                                                 [internal[-1]] * 3, [internal[0].upper()]]
+    for account, arn, tags in callers:
+        for sources in mixes:
+            twin = put_events_denial(policy, Principal(arn, account, tags), sources=sources, detail_types=["T"] * len(sources))
+            assert (twin is not None) == denied(policy, account=account, principal_arn=arn, sources=sources, tags=tags), \
+                (arn, sources)
+
+
 def test_restrict_sources_refuses_what_it_cannot_guard():
     from aws_cdk import App, Stack
     from aws_cdk import aws_iam as iam
@@ -262,12 +291,15 @@ def test_restrict_sources_refuses_what_it_cannot_guard():
         bus.restrict_sources({"guard.other": role})
 
 
-def test_the_embedded_runtime_provisions_the_guarded_bus_and_says_the_policy_is_cloud_only(template):
+def test_the_embedded_runtime_provisions_the_guarded_bus_with_its_policy_and_says_what_it_enforces(template):
     with LocalPipeline(template, tap=False) as pipeline:
         assert pipeline.bus_name == InferbusSettings().bus_name
         listed = {(kind, why) for _, kind, why in pipeline.deployment.partly_local}
         assert ("AWS::Events::EventBus", PARTLY_LOCAL["AWS::Events::EventBus"]) in listed
-        assert "moto does not enforce bus policies" in PARTLY_LOCAL["AWS::Events::EventBus"]
+        assert "Deny statements on PutEvents are enforced" in PARTLY_LOCAL["AWS::Events::EventBus"]
+        provisioned = json.loads(pipeline.events.describe_event_bus(Name=pipeline.bus_name)["Policy"])
+        assert [s["Sid"] for s in provisioned["Statement"]] == [s["Sid"] for s in bus_policy(template)["Statement"]]
+        assert not [note for _, kind, note in pipeline.deployment.partly_local if "not enforced locally" in note]
         unexplained = [e for e in pipeline.deployment.cloud_only if e[2] == "not emulated by the embedded runtime"]
         assert not unexplained
 

@@ -60,11 +60,17 @@ __all__ = [
     "new_event",
     "parse_event",
     "to_put_events_entry",
+    "xray_trace_header",
 ]
 
 CAUSE_MAX_CHARS = 32_768  # Step Functions' own limit on an error cause
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9._:/@#-]+$"  # event ids and correlation ids ...
 IDENTIFIER_MAX_CHARS = 128  # ... of 1 to 128 of these characters
+
+# The CloudEvents distributed tracing extension (https://github.com/cloudevents/spec/blob/main/cloudevents/extensions/distributed-tracing.md):
+# W3C Trace Context's traceparent (version 00: trace id, parent span id, flags) and tracestate.
+TRACEPARENT_PATTERN = r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
+TRACESTATE_MAX_CHARS = 512  # W3C Trace Context: a vendor may drop a longer tracestate; we refuse it
 
 ShortText = Annotated[str, Field(min_length=1, max_length=256)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -152,6 +158,9 @@ class CloudEvent(BaseModel, Generic[DataT]):
     subject: ShortText | None = None
     datacontenttype: Literal["application/json"] = "application/json"
     correlationid: Identifier = Field(description="follows one request through every stage")
+    traceparent: Annotated[str, Field(pattern=TRACEPARENT_PATTERN)] | None = Field(
+        default=None, description="W3C trace context of the request that made it (distributed tracing extension)")
+    tracestate: Annotated[str, Field(min_length=1, max_length=TRACESTATE_MAX_CHARS)] | None = None
     data: DataT
 
 
@@ -239,14 +248,32 @@ def parse_event(envelope: Mapping[str, Any]) -> CloudEvent[EventData]:
 
 
 def to_put_events_entry(event: CloudEvent[Any], bus_name: str) -> dict[str, Any]:
-    """Map a CloudEvent to one ``PutEvents`` request entry."""
-    return {
+    """Map a CloudEvent to one ``PutEvents`` request entry (its ``traceparent`` as the entry's X-Ray ``TraceHeader``)."""
+    entry = {
         "EventBusName": bus_name,
         "Source": event.source,
         "DetailType": event.type,
         "Time": event.time,
         "Detail": event.model_dump_json(exclude_none=True),
     }
+    if event.traceparent is not None:
+        entry["TraceHeader"] = xray_trace_header(event.traceparent)
+    return entry
+
+
+def xray_trace_header(traceparent: str) -> str:
+    """A W3C ``traceparent`` as the X-Ray trace header EventBridge carries (``TraceHeader``).
+
+    An X-Ray trace id is ``1-`` + 8 hex digits + ``-`` + 24 hex digits
+    (https://docs.aws.amazon.com/xray/latest/devguide/xray-api-sendingdata.html#xray-api-traceids): the
+    32 hex digits of a W3C trace id, split as OpenTelemetry's X-Ray propagator splits them. The parent
+    span id is ``Parent``, the sampled flag ``Sampled``.
+
+    >>> xray_trace_header("00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01")
+    'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1'
+    """
+    _, trace_id, parent, flags = traceparent.split("-")
+    return f"Root=1-{trace_id[:8]}-{trace_id[8:]};Parent={parent};Sampled={int(flags, 16) & 1}"
 
 
 # Strict JSON, one definition for every path: what json.loads would let through silently
