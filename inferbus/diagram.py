@@ -26,6 +26,8 @@ import networkx as nx
 
 from inferbus.model.names import INVALID_EVENTS_OUTPUT
 
+from .diagram_layout import Box, Page, layout
+
 __all__ = ["ARCHITECTURE", "draw", "mermaid", "topology", "update_architecture", "write_diagram"]
 
 ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
@@ -133,7 +135,8 @@ def _emitted(definition: str, substitutions: Mapping[str, Any]) -> list[str]:
 
 
 def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> nx.DiGraph:
-    """The pipeline's topology as a graph; nodes carry ``column``, ``kind`` and ``label``, edges a ``style``.
+    """The pipeline's topology as a graph; nodes carry ``column``, ``kind``, ``label`` (wrapped for Mermaid) and
+    ``lines`` (the label's lines unwrapped, for the picture), edges a ``style``.
 
     Parameters
     ----------
@@ -154,7 +157,7 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
     def node(node_id: str, column: int, kind: str, label: str) -> str:
         if node_id not in graph:
             wrapped = "\n".join(part for line in label.split("\n") for part in _wrap(line, LABEL_WIDTH))
-            graph.add_node(node_id, column=column, kind=kind, label=wrapped)
+            graph.add_node(node_id, column=column, kind=kind, label=wrapped, lines=tuple(label.split("\n")))
         return node_id
 
     def edge(source: str, target: str, label: str = "", style: str = "solid") -> None:
@@ -241,7 +244,7 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
     for stream_id, stream in _of_type(template, "AWS::KinesisFirehose::DeliveryStream").items():
         bucket = _target_id(stream.get("ExtendedS3DestinationConfiguration", {}).get("BucketARN"))
         if bucket and stream_id in graph:
-            graph.nodes[stream_id]["label"] = "Firehose: results archive"
+            graph.nodes[stream_id].update(label="Firehose: results archive", lines=("Firehose: results archive",))
             edge(stream_id, node(bucket, FUNCTIONS, "store", "S3: results\nStandard → IA → Glacier"), "gzip JSON Lines")
     return graph
 
@@ -299,73 +302,127 @@ def mermaid(graph: nx.DiGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _columns(graph: nx.DiGraph, sweeps: int = 8) -> dict[int, list[str]]:
-    """Each column's nodes, top first, in an order that crosses fewer edges: the barycentre heuristic (a
-    node goes to the mean rank of its neighbours in the other columns); a DLQ goes right below its queue."""
-    columns: dict[int, list[str]] = {}
+# The picture: functions and state machines share a column (a band has one or the other), so it fits 1,000 px.
+DRAWN_COLUMN = {PRODUCERS: 0, BUS: 1, RULES: 2, QUEUES: 3, FUNCTIONS: 4, MACHINES: 4, RESULTS: 5}
+DRAWN_TITLES = ("producers", "bus", "rules and\ntheir patterns", "queues\nand DLQs", "functions and\nstate machines",
+                "results (events go\nback on the bus)")
+FONT_SIZE = 9.0  # points: 12 px tall when the page is shown 1,000 px wide
+TITLE_SIZE = 9.5
+DRAWN_WIDTH = 24  # characters per line in a box
+PADDING = (5.0, 3.5)  # points around a label, across and down
+
+
+def _drawn_label(lines: tuple[str, ...]) -> str:
+    """A label wrapped for the picture; a name longer than a line breaks after a ``.`` or ``_``."""
+    wrapped = []
+    for line in lines:
+        pieces = [(part, " " if index and not position else "")
+                  for index, word in enumerate(line.split(" "))
+                  for position, part in enumerate(re.findall(r"[^._]*[._]|[^._]+$", word)
+                                                  if len(word) > DRAWN_WIDTH else [word])]
+        current = ""
+        for part, glue in pieces:
+            if current and len(current) + len(glue) + len(part) > DRAWN_WIDTH:
+                wrapped.append(current)
+                current = part
+            else:
+                current = f"{current}{glue}{part}" if current else part
+        wrapped.append(current)
+    return "\n".join(wrapped)
+
+
+def pages(graph: nx.DiGraph) -> list[Page]:
+    """The picture's pages: every box measured with the font it is drawn in, then laid out in row bands."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    figure = Figure(dpi=72)  # 1 pixel = 1 point
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    bus = next(n for n, data in graph.nodes(data=True) if data["kind"] == "bus")
+    sizes = {}
     for node_id, data in graph.nodes(data=True):
-        columns.setdefault(data["column"], []).append(node_id)
-    order = sorted(columns)
-    undirected = graph.to_undirected(as_view=True)
-    attached = {n: next(iter(graph.predecessors(n))) for n, d in graph.nodes(data=True)
-                if d["kind"] == "dlq" and graph.in_degree(n) == 1}
-    for sweep in range(sweeps):
-        for column in order if sweep % 2 == 0 else reversed(order):
-            rank = {n: i / max(1, len(columns[c]) - 1) for c in order if c != column for i, n in enumerate(columns[c])}
-            current = {n: i / max(1, len(columns[column]) - 1) for i, n in enumerate(columns[column])}
-
-            def centre(node_id: str, rank: dict[str, float] = rank, current: dict[str, float] = current) -> float:
-                near = [rank[n] for n in undirected[node_id] if n in rank]
-                return sum(near) / len(near) if near else current[node_id]
-
-            free = sorted((n for n in columns[column] if n not in attached), key=centre)
-            columns[column] = [m for n in free for m in (n, *(d for d, q in attached.items() if q == n))]
-    return columns
+        text = Text(0, 0, _drawn_label(data["lines"]), fontsize=FONT_SIZE, rotation=90 if node_id == bus else 0,
+                    ha="center", multialignment="center")
+        text.set_figure(figure)
+        extent = text.get_window_extent(renderer)
+        sizes[node_id] = (extent.width + 2 * PADDING[0], extent.height + 2 * PADDING[1])
+    titles = [Text(0, 0, title, fontsize=TITLE_SIZE, fontweight="bold", linespacing=1.1) for title in DRAWN_TITLES]
+    for title in titles:
+        title.set_figure(figure)
+    extents = [title.get_window_extent(renderer) for title in titles]
+    return layout(graph, bus=bus, column={n: DRAWN_COLUMN[data["column"]] for n, data in graph.nodes(data=True)},
+                  size=sizes.__getitem__, min_widths=[extent.width + 4 for extent in extents],
+                  titles_height=max(extent.height for extent in extents) + 10)
 
 
-def draw(graph: nx.DiGraph, path: Path) -> Path:
-    """Lay the graph out in its columns (networkx) and render it (matplotlib) to ``path`` (.svg or .png)."""
+def draw(graph: nx.DiGraph, path: Path) -> list[Path]:
+    """Render the graph's pages to ``path`` (.svg or .png) and, past the first, ``<stem>-2.<suffix>``, ...
+
+    Same graph, same bytes: no date in the file and fixed SVG ids.
+    """
     import matplotlib
+    from matplotlib.figure import Figure
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+    from matplotlib.path import Path as MplPath
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    drawn = pages(graph)
+    bus = next(n for n, data in graph.nodes(data=True) if data["kind"] == "bus")
 
-    columns = _columns(graph)
-    # networkx stacks each column bottom-up: give it the top node last.
-    layout = nx.multipartite_layout(graph, subset_key={c: list(reversed(nodes)) for c, nodes in columns.items()},
-                                    align="vertical", scale=1.0)
-    tallest = max(sum(1 for _, d in graph.nodes(data=True) if d["column"] == c) for c in range(len(COLUMN_TITLES)))
-    figure, axis = plt.subplots(figsize=(26, max(9.0, 1.05 * tallest)))
-    solid = [(u, v) for u, v, d in graph.edges(data=True) if d.get("style") != "dashed"]
-    dashed = [(u, v) for u, v, d in graph.edges(data=True) if d.get("style") == "dashed"]
-    for edges, style in ((solid, "solid"), (dashed, "dashed")):
-        nx.draw_networkx_edges(graph, layout, edgelist=edges, ax=axis, style=style, arrows=True, arrowstyle="-|>",
-                               arrowsize=12, edge_color="#868e96", node_size=2600, width=1.0,
-                               connectionstyle="arc3,rad=0.04")
-    for kind, colour in COLOURS.items():
-        members = {n: graph.nodes[n]["label"] for n, d in graph.nodes(data=True) if d["kind"] == kind}
-        nx.draw_networkx_labels(graph, layout, labels=members, ax=axis, font_size=7.5,
-                                bbox={"boxstyle": "round,pad=0.4", "facecolor": colour, "edgecolor": "#495057"})
-    xs = sorted({round(x, 6) for x, _ in layout.values()})
-    top = max(y for _, y in layout.values())
-    columns = sorted({d["column"] for _, d in graph.nodes(data=True)})
-    for x, column in zip(xs, columns, strict=False):
-        axis.text(x, top + 0.12, COLUMN_TITLES[column], ha="center", fontsize=10, fontweight="bold", color="#343a40")
-    axis.set_axis_off()
-    axis.margins(x=0.06, y=0.08)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, metadata={"Date": None} if path.suffix == ".svg" else None)
-    plt.close(figure)
-    return path
+    def referenced(box: Box) -> bool:  # dashed: a queue a band sends to, drawn in full in its own (not an event)
+        return box.copy and graph.nodes[box.node]["kind"] != "event"
+
+    written = []
+    for number, page in enumerate(drawn, start=1):
+        figure = Figure(figsize=(page.width / 72, page.height / 72), dpi=72)
+        axis = figure.add_axes((0, 0, 1, 1))
+        axis.set_xlim(0, page.width)
+        axis.set_ylim(page.height, 0)  # y down, in points
+        axis.set_axis_off()
+        right = page.columns[-1][1] + 6
+        for index, (top, bottom) in enumerate(page.bands):
+            if index % 2 == 0:  # every other flow shaded, so a band reads as one flow
+                axis.add_patch(Rectangle((page.columns[2][0] - 6, top - 5), right - page.columns[2][0] + 6,
+                                         bottom - top + 10, facecolor="#f4f5f7", edgecolor="none", zorder=0))
+        for (x0, x1), title in zip(page.columns, DRAWN_TITLES, strict=False):
+            axis.text((x0 + x1) / 2, page.bands[0][0] - 6, title, ha="center", va="bottom", fontsize=TITLE_SIZE,
+                      fontweight="bold", color="#343a40", linespacing=1.1)
+        for edge in page.edges:
+            axis.add_patch(FancyArrowPatch(path=MplPath(edge.points), arrowstyle="-|>", mutation_scale=8,
+                                           linewidth=0.8, color="#6c757d", linestyle="--" if edge.style == "dashed"
+                                           else "-", shrinkA=0, shrinkB=0, zorder=1))
+        for box in page.boxes.values():
+            data = graph.nodes[box.node]
+            axis.add_patch(FancyBboxPatch((box.x0, box.y0), box.x1 - box.x0, box.y1 - box.y0,
+                                          boxstyle="round,pad=0,rounding_size=3", facecolor=COLOURS[data["kind"]],
+                                          edgecolor="#495057", linewidth=0.8, linestyle="--" if referenced(box) else "-",
+                                          zorder=2))
+            cx, cy = box.centre
+            axis.text(cx, cy, _drawn_label(data["lines"]), ha="center", va="center", multialignment="center",
+                      fontsize=FONT_SIZE, rotation=90 if box.node == bus else 0, zorder=3)
+        legend = "dashed arrow: on failure (to a DLQ, rejected records) or handed to people" + (
+            "; dashed box: drawn in full in its own row" if any(map(referenced, page.boxes.values())) else "") + (
+            f"   |   page {number} of {len(drawn)}" if len(drawn) > 1 else "")
+        axis.text(page.columns[0][0], page.height - 10, legend, ha="left", va="baseline", fontsize=FONT_SIZE - 1,
+                  color="#495057")
+        target = path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with matplotlib.rc_context({"svg.hashsalt": "inferbus-topology"}):
+            figure.savefig(target, dpi=144 if target.suffix == ".png" else 72,
+                           metadata={"Date": None} if target.suffix == ".svg" else None)
+        written.append(target)
+    for stale in path.parent.glob(f"{path.stem}-*{path.suffix}"):  # pages of a larger pipeline, drawn before
+        if re.fullmatch(rf"{re.escape(path.stem)}-\d+", stale.stem) and stale not in written:
+            stale.unlink()
+    return written
 
 
 def write_diagram(graph: nx.DiGraph, stem: Path, *, image_format: str = "svg") -> list[Path]:
-    """Write ``<stem>.mmd`` (Mermaid) and ``<stem>.<image_format>``; return both paths."""
+    """Write ``<stem>.mmd`` (Mermaid) and ``<stem>.<image_format>`` (and a file per further page); return them."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     source = stem.with_suffix(".mmd")
     source.write_text(mermaid(graph))
-    return [source, draw(graph, stem.with_suffix(f".{image_format}"))]
+    return [source, *draw(graph, stem.with_suffix(f".{image_format}"))]
 
 
 def update_architecture(source: str, *, check: bool, path: Path = ARCHITECTURE) -> bool:
