@@ -208,25 +208,43 @@ def layout(graph: nx.DiGraph, *, bus: str, column: Mapping[str, int], size: Call
             rows[item.row] = max(rows[item.row], size(item.node)[1])
         return rows
 
-    pages: list[Page] = []
-    page: Page | None = None
-    y = 0.0
-    for index, tree in enumerate(trees):
-        rows = band_rows(index)
-        tall = sum(rows) + ROW_GAP * (len(rows) - 1)
-        if page is None or (page.bands and y + tall > max_height):
-            page = Page(columns=columns, width=page_width)
-            pages.append(page)
-            y = MARGIN + titles_height
-        tops = [y + sum(rows[:r]) + ROW_GAP * r for r in range(len(rows))]
-        for item in items[index]:
-            _box(page, item, tops[item.row], rows[item.row], size)
-        _band_edges(page, tree, graph)
-        page.bands.append((y, y + tall))
-        y += tall + BAND_GAP
-    for page in pages:
+    rows = [band_rows(index) for index in range(len(trees))]
+    talls = [sum(r) + ROW_GAP * (len(r) - 1) for r in rows]
+    pages = []
+    for group in _paginate(talls, max_height - MARGIN - titles_height):
+        page = Page(columns=columns, width=page_width)
+        y = MARGIN + titles_height
+        for index in group:
+            tops = [y + sum(rows[index][:r]) + ROW_GAP * r for r in range(len(rows[index]))]
+            for item in items[index]:
+                _box(page, item, tops[item.row], rows[index][item.row], size)
+            _band_edges(page, trees[index], graph)
+            page.bands.append((y, y + talls[index]))
+            y += talls[index] + BAND_GAP
         _bus_and_producers(page, graph, bus, producers, size)
+        pages.append(page)
     return pages
+
+
+def _paginate(talls: list[float], limit: float) -> list[list[int]]:
+    """Bands in order, in as few pages as fit ``limit`` (a taller band alone), balanced: the least limit that
+    needs no more pages than ``limit`` does, so the last page is not a stub."""
+    def greedy(most: float) -> list[list[int]]:
+        groups: list[list[int]] = []
+        used = 0.0
+        for index, tall in enumerate(talls):
+            if not groups or (groups[-1] and used + tall > most):
+                groups.append([])
+                used = 0.0
+            groups[-1].append(index)
+            used += tall + BAND_GAP
+        return groups
+
+    fewest = len(greedy(limit))
+    most = max([*talls, (sum(talls) + BAND_GAP * len(talls)) / fewest])
+    while len(greedy(most)) > fewest:
+        most *= 1.02
+    return greedy(most)
 
 
 def _box(page: Page, item: _Item, top: float, row_height: float, size: Callable[[str], tuple[float, float]]) -> None:

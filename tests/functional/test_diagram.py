@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inferbus.diagram import FONT_SIZE, draw, mermaid, pages, topology
+from inferbus.diagram import DRAWN_WIDTH, FONT_SIZE, draw, drawn_label, mermaid, page_paths, pages, topology
 from inferbus.diagram_layout import Box, Edge, crossings
 from inferbus.model.names import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, QUEUE_URL, STATE_MACHINE_ARN
 from tests.declared import PIPELINE
@@ -52,6 +52,8 @@ def _target(arn: dict) -> str:
 
 def assert_readable(graph) -> None:
     """Every node and edge drawn; no arrow through a box it does not connect; a label legible at 1,000 px."""
+    for node_id, data in graph.nodes(data=True):  # so no box is wider than a column, whatever the names
+        assert max(map(len, drawn_label(data["lines"]).split("\n"))) <= DRAWN_WIDTH, node_id
     drawn = pages(graph)
     nodes = {box.node for page in drawn for box in page.boxes.values()}
     assert nodes == set(graph.nodes)
@@ -90,9 +92,12 @@ def test_a_rule_shows_its_pattern(template):
 def test_the_committed_diagram_is_the_templates(template):
     from inferbus.diagram import update_architecture
 
-    source = mermaid(topology(template=template))
+    graph = topology(template=template)
+    source = mermaid(graph)
     assert COMMITTED.read_text() == source, "run `inferbus diagram`"
-    assert update_architecture(source, check=True), "docs/architecture.md: run `inferbus diagram`"
+    assert update_architecture(source, check=True, page_count=len(pages(graph))), "docs/architecture.md: run `inferbus diagram`"
+    committed = sorted(COMMITTED.parent.glob("topology*.svg"))
+    assert committed == page_paths(COMMITTED.with_suffix(".svg"), len(pages(graph))), "run `inferbus diagram`"
 
 
 def test_no_arrow_crosses_a_box_it_does_not_connect(template):
