@@ -296,11 +296,9 @@ def _bus_and_producers(page: Page, graph: nx.DiGraph, bus: str, producers: list[
             box = page.boxes[producer]
             cy = box.centre[1]
             page.edges.append(Edge(producer, bus, ((box.x1, cy), (x0, cy)), graph.edges[producer, bus].get("style", "solid")))
-    for root in graph.successors(bus):
-        for key, box in page.boxes.items():
-            if box.node == root and not box.copy and key == root:
-                cy = box.centre[1]
-                page.edges.append(Edge(bus, key, ((x1, cy), (box.x0, cy)), graph.edges[bus, root].get("style", "solid")))
+    for box in [b for b in page.boxes.values() if not b.copy and graph.has_edge(bus, b.node)]:  # this page's rules
+        cy = box.centre[1]
+        page.edges.append(Edge(bus, box.key, ((x1, cy), (box.x0, cy)), graph.edges[bus, box.node].get("style", "solid")))
     page.height = bottom + FOOTER_HEIGHT + MARGIN
 
 
