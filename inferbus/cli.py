@@ -291,7 +291,7 @@ def _diagram(args: argparse.Namespace) -> int:
     graph = topology(context=context)
     written = write_diagram(graph, Path(args.out), image_format=args.format)
     if args.out == DIAGRAM_STEM and not context:  # the default diagram is the one docs/architecture.md shows
-        update_architecture(mermaid(graph), check=False)
+        update_architecture(mermaid(graph), check=False, page_count=len(written) - 1)
         written.append(ARCHITECTURE)
     if args.json:
         print_json({"files": [str(path) for path in written], "nodes": len(graph.nodes), "edges": len(graph.edges)})

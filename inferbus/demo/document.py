@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .report import DemoReport
+from .report import STAGE_TIME_NOTE, DemoReport
 
 __all__ = ["write_report"]
 
@@ -74,7 +74,7 @@ def _stage_plot(report: DemoReport, path: Path) -> bool:
         stages = [(stage, workflow.stage_ms[stage]) for stage in workflow.stage_order if workflow.stage_ms.get(stage)]
         if stages:
             panels.append((f"{name}: time in each stage", stages))
-    return _stacked(panels, path, "ms in the state, per execution (log scale; locally one handler runs at a time)", boxes)
+    return _stacked(panels, path, "ms in the state, per execution (log scale)", boxes)
 
 
 def _row(cells: list[Any]) -> str:
@@ -108,9 +108,12 @@ def write_report(report: DemoReport, folder: Path) -> Path:
               "kept there by the unrouted-events check with the reason; failed: a workflow gave up after its "
               "retries and emitted its failure event.", ""]
     if _latency_plot(report, folder / "latency.png"):
-        lines += ["## Latency, submission to result", "", "![latency per component](latency.png)", ""]
+        lines += ["## Latency, submission to result", "",
+                  "![a histogram per component of the seconds from submitting an event to its result](latency.png)", ""]
     if _stage_plot(report, folder / "stages.png"):
-        lines += ["## Time in each workflow stage", "", "![time per stage](stages.png)", ""]
+        lines += ["## Time in each workflow stage", "",
+                  "![per workflow, a box plot of the ms each execution spent in each state](stages.png)", "",
+                  STAGE_TIME_NOTE, ""]
     if data["flows"]:
         lines += ["## What the dashboard would show", "",
                   "From the EMF metrics the handlers emitted (ms, p50/p95): event latency is now minus the event's "

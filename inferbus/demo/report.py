@@ -10,8 +10,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ChainReport", "ConsumerRun", "DemoReport", "FlowFigures", "KindReport", "ReplayReport", "WorkflowReport",
-           "percentile"]
+from ..runtime.lambda_host import DEFAULT_MAX_ENVIRONMENTS
+
+__all__ = ["STAGE_TIME_NOTE", "ChainReport", "ConsumerRun", "DemoReport", "FlowFigures", "KindReport", "ReplayReport",
+           "WorkflowReport", "percentile"]
+
+# What a workflow stage's time means locally: the terminal summary and the Markdown report both say it.
+STAGE_TIME_NOTE = (f"Handlers run concurrently (at most {DEFAULT_MAX_ENVIRONMENTS} environments per function locally), "
+                   "so time in a state may include waiting for one; retries wait real seconds.")
 
 
 def percentile(values: list[float], q: float) -> float | None:

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli_support import print_records
-from ..runtime.lambda_host import DEFAULT_MAX_ENVIRONMENTS
+
+from .report import STAGE_TIME_NOTE
 
 DEPLOY_HINT = ("Next: deploy it to your AWS account (README, 'Deploy to AWS'): make setup && npx cdk bootstrap && "
                "npx cdk deploy; then inferbus send --bus inferbus --sample image-classifier")
@@ -103,8 +104,7 @@ def _flows_table(data: dict[str, Any]) -> Table:
 
 def _workflows_table(data: dict[str, Any]) -> Table:
     table = _table("workflows: executions, and p50 per stage in ms: time in the state (the handler's own time)",
-                   f"Handlers run concurrently (at most {DEFAULT_MAX_ENVIRONMENTS} environments per function locally), "
-                   "so time in a state may include waiting for one; retries wait real seconds.")
+                   STAGE_TIME_NOTE)
     for column in ("workflow", "executions", "stages"):
         table.add_column(column, overflow="fold")
     for name, workflow in sorted(data["workflows"].items()):

@@ -59,7 +59,7 @@ def refresh_generated_docs(project: Project) -> list[str]:
     architecture, stem = project.root / "docs" / "architecture.md", project.root / DIAGRAM_STEM
     operations = project.root / "docs" / "operations.md"
     watched = [readme, architecture, operations, stem.with_suffix(".mmd"), stem.with_suffix(".svg"),
-               *schema_dir.glob("*.json")]
+               *stem.parent.glob(f"{stem.name}-*.svg"), *schema_dir.glob("*.json")]
     before = _snapshot(watched)
     pipeline = load_pipeline()
     update_readme(pipeline, check=False, path=readme)
@@ -68,9 +68,9 @@ def refresh_generated_docs(project: Project) -> list[str]:
     stacks = synthesize_stacks(pipeline=pipeline)  # once, for the cost table and the diagram
     update_operations(stacks.root, stacks.nested, pipeline, check=False, path=operations)
     graph = topology(template=stacks.flattened())
-    write_diagram(graph, stem, image_format="svg")
-    update_architecture(mermaid(graph), check=False, path=architecture)
-    after = _snapshot([*watched, *(schema_dir / f"{name}.json" for name in schemas)])
+    written = write_diagram(graph, stem, image_format="svg")
+    update_architecture(mermaid(graph), check=False, page_count=len(written) - 1, path=architecture)
+    after = _snapshot([*watched, *written, *(schema_dir / f"{name}.json" for name in schemas)])
     return sorted((project.relative(path) for path, content in after.items() if before.get(path) != content),
                   key=lambda relative: (relative.startswith("docs/"), relative))
 
