@@ -5,11 +5,13 @@ in-process state the pipeline runs on: an event put with the AWS CLI, boto3 in a
 process or ``inferbus send`` is matched by the stack's rules, consumed by the in-process
 handlers and workflows, and their results land on the bus, where a client's own rule and
 queue can watch them. One line is printed per processed batch and per finished execution.
+A web console at ``/_inferbus/`` shows and acts on the same state (:mod:`inferbus.console`).
 
 Example
 -------
     inferbus serve                       # http://localhost:4566, Ctrl-C stops it
     aws --endpoint-url http://localhost:4566 --region us-east-1 events put-events --entries file://entries.json
+    open http://localhost:4566/_inferbus/   # the console
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
 
     from inferbus.model.names import QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 
+    from .console import CONSOLE_PATH, ConsoleApp, ConsoleState
     from .local import LocalPipeline
     from .runtime.moto_patches import execution_status
 
@@ -120,11 +123,14 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request: noise beside ours
         server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
         server.start()
+        # The console answers /_inferbus/ in front of moto's app (werkzeug reads server.app per request).
+        server._server.app = ConsoleApp(ConsoleState(pipeline), server._server.app, host=host, port=port)  # type: ignore[union-attr]
         pipeline.start()
         url = f"http://{'localhost' if host == LOOPBACK else host}:{port}"
-        _print(out, as_json, {"kind": "ready", "endpoint": url, "region": pipeline.session.region_name,
-                              "bus": pipeline.bus_name, "outputs": pipeline.outputs},
-               f"inferbus serve: {url} (region {pipeline.session.region_name}, bus {pipeline.bus_name}); Ctrl-C stops")
+        _print(out, as_json, {"kind": "ready", "endpoint": url, "console": url + CONSOLE_PATH,
+                              "region": pipeline.session.region_name, "bus": pipeline.bus_name, "outputs": pipeline.outputs},
+               f"inferbus serve: {url} (region {pipeline.session.region_name}, bus {pipeline.bus_name}), "
+               f"console {url}{CONSOLE_PATH}; Ctrl-C stops")
         if ready is not None:
             ready(url)
         try:
