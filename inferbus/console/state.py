@@ -74,14 +74,23 @@ class ConsoleState:
         for queue in pipeline.deployment.queues.values():
             if queue.dead_letter_arn and queue.url in owners:
                 owners.setdefault(pipeline.deployment.queue_by_arn(queue.dead_letter_arn).url, owners[queue.url])
-        for bridge in pipeline.bridges:
-            if bridge.spec.dead_letter_arn and bridge.spec.state_machine_arn:
-                try:
-                    owner = pipeline.workflow_of(bridge.spec.state_machine_arn)
-                except KeyError:
-                    continue
-                owners.setdefault(pipeline.deployment.queue_by_arn(bridge.spec.dead_letter_arn).url, owner)
+        for resource in pipeline.template["Resources"].values():  # a rule target's DLQ: from the template
+            if resource.get("Type") == "AWS::Events::Rule":
+                for target in pipeline.deployment.resolver.resolve(resource["Properties"].get("Targets", [])):
+                    if "DeadLetterConfig" in target and (owner := self._target_owner(target["Arn"], owners)):
+                        owners.setdefault(pipeline.deployment.queue_by_arn(target["DeadLetterConfig"]["Arn"]).url, owner)
         return owners
+
+    def _target_owner(self, arn: str, owners: dict[str, str]) -> str | None:
+        """The component a rule target (a queue or a state machine) belongs to."""
+        assert self.pipeline.deployment is not None
+        if ":states:" in arn:
+            try:
+                return self.pipeline.workflow_of(arn)
+            except KeyError:
+                return None
+        queue = next((q for q in self.pipeline.deployment.queues.values() if q.arn == arn), None)
+        return owners.get(queue.url) if queue else None
 
     def _role(self, url: str) -> str:
         assert self.pipeline.deployment is not None

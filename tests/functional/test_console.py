@@ -1,5 +1,5 @@
 """The console's endpoints on an in-process pipeline, through WSGI (no server, no browser): what they
-read, what they change, and what they refuse. tests/e2e/test_console.py clicks the page itself."""
+read, what they change, and what they refuse. tests/e2e/test_console_browser.py clicks the page itself."""
 
 from __future__ import annotations
 
@@ -96,6 +96,9 @@ def test_rule_counts_and_consumer_counts_follow_the_events(console):
     roles = {queue["url"]: queue["role"] for queue in overview["queues"]}
     assert roles[pipeline.consumer(CONSUMER.name).dead_letter_queue_url] == "dead letters"
     assert roles[pipeline.invalid_events_url] == "invalid events"
+    # Every component's failures land in a DLQ the console names it by (its queue's, its rule target's).
+    owners = {queue["component"] for queue in overview["queues"] if queue["role"] == "dead letters"}
+    assert owners >= {component.name for component in PIPELINE.components}
     assert {w["name"] for w in overview["workflows"]} == {w.name for w in PIPELINE.workflows}
     events = get(client, "events")
     assert any(e["detail_type"] in CONSUMER.emits and e["subject"] == event.id for e in events)

@@ -118,13 +118,16 @@ function redriveButton(queue) {
 }
 
 function renderDeadLetters(queues) {
-  return queues.flatMap((queue) => [
+  // Queues holding messages in full; the empty ones in one line (a stack has a DLQ per queue and per target).
+  const empty = queues.filter((q) => q.messages.length === 0);
+  return queues.filter((q) => q.messages.length > 0).flatMap((queue) => [
     el("h3", {text: queue.queue + (queue.component ? " (" + queue.component + ")" : "") + ": " +
                     queue.messages.length + " " + queue.kind}),
-    queue.source && queue.messages.length ? redriveButton(queue) : el("p", {class: "hint", text: queue.why_not}),
+    queue.source ? redriveButton(queue) : el("p", {class: "hint", text: queue.why_not}),
     table(["event id", "verdict", "reason"], queue.messages.map((m) => [
       m.event_id || "?", el("span", {class: m.valid ? "good" : "bad", text: m.verdict}), m.reason])),
-  ]);
+  ]).concat([el("p", {class: "empty", text: empty.length + " of " + queues.length + " queues empty: " +
+                                            empty.map((q) => q.queue).join(", ")})]);
 }
 
 function renderExecutions(executions) {
