@@ -11,6 +11,12 @@ Security, for a page any other web page in the same browser could try to reach:
   ``X-Inferbus-Token``. Another origin cannot read the page to learn it, and a cross-origin
   request with that header or content type needs a CORS preflight the console never grants.
   A present ``Origin`` must be the console's own.
+- **Other sites, on every path.** moto's endpoint grants any origin's CORS preflight, so any page
+  the user opens could read the review queue's task tokens and answer them through the AWS API,
+  around the console. A browser request from a page that is not on loopback (nor on the address
+  the server listens on) is refused on every path: an ``Origin`` elsewhere, or no ``Origin`` and
+  ``Sec-Fetch-Site: cross-site`` (an image, a link). AWS clients send neither header; a web
+  app on ``localhost`` using the JavaScript SDK still works (LocalStack allows the same).
 - **Rendering.** The script builds the page with ``textContent`` only (no HTML from data), and
   a Content-Security-Policy allows no inline script and no other origin; the page may not be framed.
 """
@@ -24,6 +30,7 @@ from collections.abc import Callable, Iterable
 from importlib import resources
 from string import Template
 from typing import Any
+from urllib.parse import urlsplit
 
 from .state import ConsoleError, ConsoleState
 
@@ -33,6 +40,7 @@ CONSOLE_PATH = "/_inferbus/"
 TOKEN_HEADER = "X-Inferbus-Token"
 MAX_BODY_BYTES = 64 * 1024  # a decision or a redrive is a few hundred bytes
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+LOOPBACK_HOSTNAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 STATIC = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
 HEADERS = [
@@ -81,6 +89,7 @@ class ConsoleApp:
         self.inner = inner
         self.token = secrets.token_urlsafe(32)
         self.hosts = allowed_hosts(host, port)
+        self.local_names = None if host in WILDCARD_HOSTS else frozenset({*LOOPBACK_HOSTNAMES, host})
         self.reads: dict[str, Callable[[], Any]] = {
             "overview": state.overview, "dead-letters": state.dead_letters, "reviews": state.reviews,
             "executions": state.executions, "events": state.recent_events,
@@ -91,6 +100,12 @@ class ConsoleApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
+        foreign = self._foreign_page(environ)
+        if foreign:
+            body = json.dumps({"error": foreign}).encode()
+            start_response("403 Forbidden", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                             *HEADERS])
+            return [body]
         if not (path + "/").startswith(CONSOLE_PATH):
             return self.inner(environ, start_response)
         if path == CONSOLE_PATH.rstrip("/"):
@@ -105,6 +120,17 @@ class ConsoleApp:
             status, content_type, body = "400 Bad Request", "application/json", json.dumps({"error": str(error)}).encode()
         start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body))), *HEADERS])
         return [body]
+
+    def _foreign_page(self, environ: dict[str, Any]) -> str:
+        """Why a request comes from another site's page in a browser ('' when it does not)."""
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is None:
+            cross_site = environ.get("HTTP_SEC_FETCH_SITE") == "cross-site"
+            return "a request from another site's page is refused" if cross_site else ""
+        name = urlsplit(origin).hostname if origin.startswith(("http://", "https://")) else None
+        # Bound to every address: a page on the address the request was sent to is on this machine too.
+        local = self.local_names or {*LOOPBACK_HOSTNAMES, urlsplit("http://" + environ.get("HTTP_HOST", "")).hostname}
+        return "" if name in local else f"a request from a page at {origin} is refused: only pages on this machine may call"
 
     def _check_host(self, environ: dict[str, Any]) -> None:
         if self.hosts is not None and environ.get("HTTP_HOST", "") not in self.hosts:

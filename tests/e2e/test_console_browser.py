@@ -9,9 +9,12 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -192,3 +195,30 @@ def test_reasons_are_shown_as_text_never_run(served):
     assert page.execute_script("return window.pwned") is None
     assert page.find_element(By.ID, "dead-letters").find_elements(By.TAG_NAME, "img") == []
     assert page.find_element(By.ID, "dead-letters").find_elements(By.TAG_NAME, "script") == []
+
+
+def test_a_page_of_another_site_cannot_read_the_review_queue(served, tmp_path):
+    """moto answers every origin's CORS preflight: a page elsewhere could read task tokens off the
+    review queue through the AWS API and approve around the console. The endpoint refuses it."""
+    ready, page, _ = served
+    review_queue = ready["outputs"][REVIEWED.review_queue_output]
+    (tmp_path / "index.html").write_text("<title>another site</title>")
+    # Another site: 127.0.0.2 is this machine too, but a page there is no page of the console's.
+    elsewhere = ThreadingHTTPServer(("127.0.0.2", 0), partial(SimpleHTTPRequestHandler, directory=str(tmp_path)))
+    threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
+    try:
+        page.get(f"http://127.0.0.2:{elsewhere.server_address[1]}/index.html")
+        answer = page.execute_async_script("""
+            const [endpoint, queue, done] = arguments;
+            fetch(endpoint + "/", {method: "POST", headers: {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261205/us-east-1/sqs/aws4_request, "
+                                 + "SignedHeaders=host, Signature=0"},
+                body: "Action=ReceiveMessage&VisibilityTimeout=0&QueueUrl=" + encodeURIComponent(queue)})
+              .then((response) => response.text()).then((text) => done("read: " + text),
+                                                         (error) => done("refused: " + error));
+        """, ready["endpoint"], review_queue)
+    finally:
+        elsewhere.shutdown()
+        page.get(ready["console"])
+    assert answer.startswith("refused: "), answer[:300]

@@ -197,3 +197,28 @@ def test_bad_action_bodies_are_refused_with_a_reason(console):
     not_json = client.post(API + "dead-letters/redrive", data="{nope", headers={"Host": HOST, **token,
                                                                                "Content-Type": "application/json"})
     assert not_json.status_code == 400 and not_json.json == {"error": "the body is not JSON"}
+
+
+BROWSER_CALLS = [
+    # (what, bound to, request headers, answered by the AWS endpoint)
+    ("an AWS client (no Origin)", "127.0.0.1", {}, True),
+    ("a page on localhost (the JavaScript SDK)", "127.0.0.1", {"Origin": "http://localhost:3000"}, True),
+    ("a page on 127.0.0.1", "127.0.0.1", {"Origin": "http://127.0.0.1:8080", "Sec-Fetch-Site": "cross-site"}, True),
+    ("a page on another site", "127.0.0.1", {"Origin": "http://evil.test"}, False),
+    ("a sandboxed page or a file", "127.0.0.1", {"Origin": "null"}, False),
+    ("an image on another site's page", "127.0.0.1", {"Sec-Fetch-Site": "cross-site"}, False),
+    ("a page on the address bound to", "0.0.0.0", {"Origin": "http://192.168.1.5:3000", "Host": "192.168.1.5:4566"}, True),
+    ("another site, bound to every address", "0.0.0.0", {"Origin": "http://evil.test", "Host": "192.168.1.5:4566"}, False),
+]
+
+
+@pytest.mark.parametrize(("what", "bound", "headers", "answered"), BROWSER_CALLS, ids=[case[0] for case in BROWSER_CALLS])
+def test_pages_of_other_sites_cannot_call_the_aws_endpoint(console, what, bound, headers, answered):
+    """moto grants every origin's CORS preflight: without this, any page could read a task token off
+    the review queue and answer it through the AWS API, around the console's token."""
+    _, app, _ = console
+    guarded = Client(ConsoleApp(app.state, aws_endpoint, host=bound, port=4566))
+    answer = guarded.post("/", data="Action=ReceiveMessage", headers={"Host": HOST, **headers})
+    assert (answer.get_data() == b"aws") is answered, answer.get_data(as_text=True)
+    if not answered:
+        assert answer.status_code == 403 and "refused" in answer.json["error"]
