@@ -100,37 +100,36 @@ class ConsoleApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
-        foreign = self._foreign_page(environ)
-        if foreign:
-            body = json.dumps({"error": foreign}).encode()
-            start_response("403 Forbidden", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                                             *HEADERS])
-            return [body]
-        if not (path + "/").startswith(CONSOLE_PATH):
-            return self.inner(environ, start_response)
-        if path == CONSOLE_PATH.rstrip("/"):
-            start_response("308 Permanent Redirect", [("Location", CONSOLE_PATH), ("Content-Length", "0"), *HEADERS])
-            return [b""]
+        headers = list(HEADERS)
         try:
+            self._refuse_other_sites(environ)
+            if not (path + "/").startswith(CONSOLE_PATH):
+                return self.inner(environ, start_response)
             self._check_host(environ)
-            status, content_type, body = self._route(environ, path)
+            if path == CONSOLE_PATH.rstrip("/"):
+                status, content_type, body = "308 Permanent Redirect", "text/plain", b""
+                headers.append(("Location", CONSOLE_PATH))
+            else:
+                status, content_type, body = self._route(environ, path)
         except Refused as refused:
             status, content_type, body = refused.status, "application/json", json.dumps({"error": str(refused)}).encode()
         except ConsoleError as error:
             status, content_type, body = "400 Bad Request", "application/json", json.dumps({"error": str(error)}).encode()
-        start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body))), *HEADERS])
+        start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body))), *headers])
         return [body]
 
-    def _foreign_page(self, environ: dict[str, Any]) -> str:
-        """Why a request comes from another site's page in a browser ('' when it does not)."""
+    def _refuse_other_sites(self, environ: dict[str, Any]) -> None:
+        """Refuse a request from another site's page in a browser (see the module doc)."""
         origin = environ.get("HTTP_ORIGIN")
         if origin is None:
-            cross_site = environ.get("HTTP_SEC_FETCH_SITE") == "cross-site"
-            return "a request from another site's page is refused" if cross_site else ""
+            if environ.get("HTTP_SEC_FETCH_SITE") == "cross-site":
+                raise Refused("403 Forbidden", "a request from another site's page is refused")
+            return
         name = urlsplit(origin).hostname if origin.startswith(("http://", "https://")) else None
         # Bound to every address: a page on the address the request was sent to is on this machine too.
         local = self.local_names or {*LOOPBACK_HOSTNAMES, urlsplit("http://" + environ.get("HTTP_HOST", "")).hostname}
-        return "" if name in local else f"a request from a page at {origin} is refused: only pages on this machine may call"
+        if name not in local:
+            raise Refused("403 Forbidden", f"a request from a page at {origin} is refused: only pages on this machine may call")
 
     def _check_host(self, environ: dict[str, Any]) -> None:
         if self.hosts is not None and environ.get("HTTP_HOST", "") not in self.hosts:
