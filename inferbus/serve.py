@@ -7,11 +7,14 @@ handlers and workflows, and their results land on the bus, where a client's own 
 queue can watch them. One line is printed per processed batch and per finished execution.
 Requests are answered as AWS answers them, refusals included (``runtime/aws_limits.py``: the
 limits enforced and not; the bus's resource policy, for which a client is an untagged user).
+A web console at ``/_inferbus/`` shows and acts on the same state (:mod:`inferbus.console`), and
+the stack's ingest endpoint is served at ``/_inferbus/ingest/`` (:mod:`inferbus.twin_http`).
 
 Example
 -------
     inferbus serve                       # http://localhost:4566, Ctrl-C stops it
     aws --endpoint-url http://localhost:4566 --region us-east-1 events put-events --entries file://entries.json
+    open http://localhost:4566/_inferbus/   # the console
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     """
     from inferbus.model.names import INGEST_URL_OUTPUT, QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 
+    from .console import CONSOLE_PATH, ConsoleApp, ConsoleState
     from .local import LocalPipeline
     from .runtime.moto_patches import execution_status
     from .runtime.provision import register_stack
@@ -126,12 +130,16 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
             pipeline.outputs[INGEST_URL_OUTPUT] = f"{url}{INGEST_PATH}"  # in AWS, the function URL
         register_stack(pipeline.session, pipeline.stack_name, pipeline.outputs)  # describe-stacks, as in AWS
         region = pipeline.session.region_name
-        server = twin_server(lambda app: TwinRoutes(app, region=region, ingest=ingest), host=host, port=port)
+        state = ConsoleState(pipeline)
+        # In front of moto's app: the console (/_inferbus/), then the twin's own routes (ingest, 404s).
+        server = twin_server(lambda app: ConsoleApp(state, TwinRoutes(app, region=region, ingest=ingest), host=host,
+                                                    port=port), host=host, port=port)
         server.start()
         pipeline.start()
-        _print(out, as_json, {"kind": "ready", "endpoint": url, "region": pipeline.session.region_name,
-                              "bus": pipeline.bus_name, "outputs": pipeline.outputs},
-               f"inferbus serve: {url} (region {pipeline.session.region_name}, bus {pipeline.bus_name}); Ctrl-C stops")
+        _print(out, as_json, {"kind": "ready", "endpoint": url, "console": url + CONSOLE_PATH,
+                              "region": pipeline.session.region_name, "bus": pipeline.bus_name, "outputs": pipeline.outputs},
+               f"inferbus serve: {url} (region {pipeline.session.region_name}, bus {pipeline.bus_name}), "
+               f"console {url}{CONSOLE_PATH}; Ctrl-C stops")
         if ready is not None:
             ready(url)
         try:

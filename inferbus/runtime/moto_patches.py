@@ -10,7 +10,8 @@ Faithfulness:
 - **Patterns**: a rule's pattern is validated and matched by ``event_patterns`` (AWS's
   documented semantics, the matcher the unrouted-events check runs in Lambda too) instead of moto's matcher, against the event as AWS matches it
   (``time`` as an ISO string, not moto's raw request time).
-- **Disabled rules** deliver nothing (moto delivers anyway).
+- **Disabled rules** deliver nothing (moto delivers anyway); each rule counts the events it
+  matched (:func:`matched_events`, CloudWatch's ``MatchedEvents``; moto keeps no metric).
 - **AWS's limits** (:mod:`.aws_limits`, which lists those enforced and those not): a JSON-protocol
   request AWS cannot read is a 400 ``SerializationException`` (moto: an HTML 500); ``PutEvents``
   takes 1-10 entries of at most 256 KB in all (else ``ValidationException``), and fails an entry
@@ -64,6 +65,7 @@ import json
 import sys
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +101,8 @@ class Hooks:
 
 
 HOOKS = Hooks()
+# Events each rule matched since install, by rule ARN: the twin of CloudWatch's MatchedEvents metric.
+MATCHED_EVENTS: Counter[str] = Counter()
 
 
 def _notify(kind: str, arn: str) -> None:
@@ -441,6 +445,7 @@ def _patch_events() -> None:
     def send_to_targets_as_aws(self: Any, original_event: dict[str, Any], transform_input: bool = True) -> None:
         if self.state == "DISABLED" or not self.event_pattern.matches_event(original_event):
             return
+        MATCHED_EVENTS[self.arn] += 1
         delivered = as_matched(original_event)
         plain, transformed = [], []
         for target in self.targets:
@@ -615,6 +620,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     if HOOKS._saved:
         raise RuntimeError("moto is already patched: one embedded pipeline at a time")
     HOOKS.changed, HOOKS.deliver = changed, deliver
+    MATCHED_EVENTS.clear()
     _patch_requests()
     _patch_sqs()
     _patch_events()
@@ -675,6 +681,11 @@ def execution_status(arn: str) -> tuple[str, float]:
             stop = execution.stop_date or datetime.datetime.now(tz=datetime.UTC)
             return execution.exec_status.value, (stop - execution.start_date).total_seconds()
     return "UNKNOWN", 0.0
+
+
+def matched_events(rule_arn: str) -> int:
+    """How many events a rule has matched since the runtime was installed (its MatchedEvents)."""
+    return MATCHED_EVENTS[rule_arn]
 
 
 def running_executions() -> list[str]:

@@ -182,7 +182,7 @@ def signed(method: str, url: str, body: bytes, headers: dict, service: str = "la
 
 
 @pytest.mark.parametrize(("method", "path"), [("POST", "/"), ("POST", "/events"), ("GET", "/nothing/here"),
-                                              ("PUT", "/_inferbus")])
+                                              ("PUT", "/_inferbusy")])
 def test_a_request_that_is_no_aws_call_gets_a_clear_404(served, method, path):
     ready, _, _ = served
     status, answer = raw(method, ready["endpoint"] + path, b'{"specversion": "1.0"}' if method != "GET" else b"")
