@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, NestedStack, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, NestedStack, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -23,12 +23,14 @@ from constructs import Construct
 from inferbus_lambda.environment import (
     AcceptEnvironment,
     ConsumerEnvironment,
+    ExecutionFailuresEnvironment,
     FunctionEnvironment,
     IngestEnvironment,
     StepEnvironment,
     UnroutedEnvironment,
 )
 from inferbus_lambda.errors import REJECTION_ERRORS
+from inferbus_lambda.execution_failures import ENDED, STATUS_CHANGE
 
 from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Route
 from inferbus.model.declarations import Workflow as WorkflowDeclaration
@@ -65,6 +67,7 @@ from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
 from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring, UnroutedCheckMonitoring
 from .constructs.dashboard_pages import DashboardPages
+from .constructs.event_bus import SOURCE_TAG
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec
 from .constructs.ingest_api import IngestApi
@@ -350,7 +353,38 @@ class InferbusStack(Stack):
                            functions=functions, thresholds=self.thresholds, dashboard=self.dashboard)
         CfnOutput(scope, declaration.output_key(STATE_MACHINE_ARN), value=workflow.state_machine.state_machine_arn)
         self.result_producers[declaration.result_source] = workflow.state_machine.role
+        self._execution_failures(scope, declaration, workflow)
         return workflow
+
+    def _execution_failures(self, scope: Construct, declaration: WorkflowDeclaration, workflow: Workflow) -> QueueConsumer:
+        """The workflow's net for what its states cannot catch (``States.Runtime``, ``States.DataLimitExceeded``, its
+        timeout, a stop): Step Functions' status change of each execution that ended FAILED, TIMED_OUT or ABORTED (on
+        the account's default bus, where AWS sends them, for Standard state machines) is queued for a function that
+        publishes the workflow's failure event for each one its states did not report, and keeps it with the reason
+        in the invalid-events queue (``inferbus_lambda.execution_failures``)."""
+        settings = self.settings.execution_failures
+        environment = ExecutionFailuresEnvironment(
+            **self._common_environment(f"{declaration.name}-execution-failures", ()),
+            WORKFLOW_NAME=declaration.name, FAILURE_TYPE=declaration.failure, RESULT_SOURCE=declaration.result_source,
+            EVENT_BUS_NAME=self.bus.event_bus_name, INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+        )
+        net = QueueConsumer(
+            scope, f"{declaration.construct_id}ExecutionFailures",
+            bus=events.EventBus.from_event_bus_name(scope, "DefaultBus", "default"),
+            event_pattern=events.EventPattern(source=["aws.states"], detail_type=[STATUS_CHANGE], detail={
+                "stateMachineArn": [workflow.state_machine.state_machine_arn], "status": list(ENDED)}),
+            settings=settings,
+            function=self._spec("execution_failures.handler.lambda_handler", settings,
+                                f"{declaration.name}: reports and keeps executions that ended outside its states",
+                                environment),
+            target_retry_attempts=self.settings.target_retry_attempts,
+            target_max_event_age_s=self.settings.target_max_event_age_s,
+        )
+        self.bus.grant_put_events_to(net.function)
+        self.invalid_events.grant_send_messages(net.function)
+        # It publishes the workflow's failure events: the bus lets only roles tagged with that source do so.
+        Tags.of(net.role).add(SOURCE_TAG, declaration.result_source)
+        return net
 
     @staticmethod
     def _review_queue(scope: Construct, declaration: WorkflowDeclaration) -> sqs.Queue:

@@ -18,6 +18,7 @@ Faithfulness:
 - **State machine targets** (moto raises ``NotImplementedError``) and the runtime's own
   local-only targets are handed to :data:`Hooks.deliver` in-process.
 - ``TestEventPattern`` answers (moto's is a stub).
+- **An execution started without a name** is named with a UUID, as AWS does (moto names each ``None``).
 - **Atomic requests**: moto was written for one caller at a time; handlers now call it from
   many threads, so every request is processed under a lock, as each AWS call is atomic (a
   conditional write is checked and written at once): one for DynamoDB, whose state nothing
@@ -56,6 +57,7 @@ import functools
 import json
 import sys
 import threading
+import uuid
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -436,6 +438,15 @@ def _patch_stepfunctions() -> None:
     # of one machine share it (the demo's 99 concurrent executions and the retry tests run on shared ones).
     parse_once = functools.lru_cache(maxsize=64)(parse)
 
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    start_execution = StepFunctionsParserBackend.start_execution
+
+    def start_execution_named(self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # AWS names an execution started without a name with a UUID; moto names it "None" (every such one the same).
+        return start_execution(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    _patch(StepFunctionsParserBackend, "start_execution", start_execution_named)
     _patch(BaseExecutionWorkerCommunication, "terminated", terminated_and_notify)
     _patch(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
     # The defining module, for what is imported later, and each service module that imported it already.
