@@ -16,7 +16,9 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as lambda_destinations
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_logs_destinations as logs_destinations
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -30,7 +32,7 @@ from inferbus_lambda.environment import (
     UnroutedEnvironment,
 )
 from inferbus_lambda.errors import REJECTION_ERRORS
-from inferbus_lambda.execution_failures import ENDED, STATUS_CHANGE
+from inferbus_lambda.execution_failures import ENDED, LOGGED_ENDS, STATUS_CHANGE
 
 from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Route
 from inferbus.model.declarations import Workflow as WorkflowDeclaration
@@ -358,11 +360,15 @@ class InferbusStack(Stack):
 
     def _execution_failures(self, scope: Construct, declaration: WorkflowDeclaration, workflow: Workflow) -> QueueConsumer:
         """The workflow's net for what its states cannot catch (``States.Runtime``, ``States.DataLimitExceeded``, its
-        timeout, a stop): Step Functions' status change of each execution that ended FAILED, TIMED_OUT or ABORTED (on
-        the account's default bus, where AWS sends them, for Standard state machines) is queued for a function that
-        publishes the workflow's failure event for each one its states did not report, and keeps it with the reason
-        in the invalid-events queue (``inferbus_lambda.execution_failures``)."""
+        timeout, a stop): a function that publishes the workflow's failure event for each execution that ended FAILED,
+        TIMED_OUT or ABORTED without one, and keeps what told of it with the reason in the invalid-events queue
+        (``inferbus_lambda.execution_failures``). A Standard workflow's ends come from Step Functions' status changes
+        (on the account's default bus, where AWS sends them) through a queue; an Express workflow's, for which AWS
+        sends none, from its execution log through a subscription."""
         settings = self.settings.execution_failures
+        if declaration.express and self.settings.workflow_log_level == "OFF":
+            raise ValueError(f"workflow {declaration.name}: workflow_log_level OFF hides how its Express executions end "
+                             "(AWS sends no status change for them): set it to FATAL, ERROR or ALL")
         environment = ExecutionFailuresEnvironment(
             **self._common_environment(f"{declaration.name}-execution-failures", ()),
             WORKFLOW_NAME=declaration.name, FAILURE_TYPE=declaration.failure, RESULT_SOURCE=declaration.result_source,
@@ -384,6 +390,14 @@ class InferbusStack(Stack):
         self.invalid_events.grant_send_messages(net.function)
         # It publishes the workflow's failure events: the bus lets only roles tagged with that source do so.
         Tags.of(net.role).add(SOURCE_TAG, declaration.result_source)
+        if declaration.express:
+            ends = [logs.FilterPattern.string_value("$.type", "=", record_type) for record_type in LOGGED_ENDS]
+            logs.SubscriptionFilter(scope, f"{declaration.construct_id}ExecutionEnds", log_group=workflow.log_group,
+                                    destination=logs_destinations.LambdaDestination(net.function),
+                                    filter_pattern=logs.FilterPattern.any(*ends))
+            # A subscription invokes asynchronously: what still fails after Lambda's retries is kept in the net's DLQ.
+            net.function.configure_async_invoke(
+                retry_attempts=2, on_failure=lambda_destinations.SqsDestination(net.dead_letter_queue))
         return net
 
     @staticmethod

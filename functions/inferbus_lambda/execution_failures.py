@@ -4,8 +4,11 @@ A state machine cannot catch every way it ends. ``States.Runtime`` (an input its
 hold, a path that cannot be applied) and ``States.DataLimitExceeded`` (a state's data past 256 KiB)
 are not caught by ``States.ALL``; an execution's own timeout and ``StopExecution`` pass no state at
 all. None of them reaches ``EmitFailure``. Step Functions sends a "Step Functions Execution Status
-Change" event to the account's default bus when an execution ends; a rule per workflow queues its
-machine's ``FAILED``, ``TIMED_OUT`` and ``ABORTED`` ones, and :func:`report` turns each into
+Change" event to the account's default bus when an execution of a Standard workflow ends; a rule per
+workflow queues its machine's ``FAILED``, ``TIMED_OUT`` and ``ABORTED`` ones. For an Express workflow
+AWS sends none: its execution log's ``ExecutionFailed``, ``ExecutionTimedOut`` and ``ExecutionAborted``
+records come through a CloudWatch Logs subscription instead (:func:`from_execution_log`, the same
+fields, without the input). :func:`report` turns each into
 
 - the workflow's failure event (the ids the protocol would have given it, when the input's id is
   readable), and
@@ -18,6 +21,8 @@ published its failure event already: :func:`report` returns None for it.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,7 +32,8 @@ from typing import Any
 from .consumer import result_event_id
 from .contracts.core import CAUSE_MAX_CHARS, WorkflowFailure, is_identifier
 
-__all__ = ["ENDED", "PROTOCOL_ERROR", "STATUS_CHANGE", "ExecutionFailure", "report"]
+__all__ = ["ENDED", "LOGGED_ENDS", "PROTOCOL_ERROR", "STATUS_CHANGE", "ExecutionFailure", "from_execution_log",
+           "report"]
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")  # the statuses in which an execution may have reported nothing
@@ -35,6 +41,8 @@ PROTOCOL_ERROR = "WorkflowFailed"  # the protocol's Failed state: EmitFailure ra
 # What an execution that ended without an error of its own (a timeout, a stop) is reported as.
 STATUS_ERRORS = {"TIMED_OUT": "ExecutionTimedOut", "ABORTED": "ExecutionAborted", "FAILED": "ExecutionFailed"}
 MAX_ERROR_CHARS = 256  # WorkflowFailure.error is ShortText
+# An execution log's record of each way an execution ends outside its states, and the status it stands for.
+LOGGED_ENDS = {"ExecutionFailed": "FAILED", "ExecutionTimedOut": "TIMED_OUT", "ExecutionAborted": "ABORTED"}
 
 
 @dataclass(frozen=True)
@@ -115,3 +123,37 @@ def report(change: Mapping[str, Any], *, workflow: str, failure_type: str, resul
         "data": data.model_dump(mode="json"),
     }
     return ExecutionFailure(event=event, error=error, reason=reason, input_id=input_id)
+
+
+def from_execution_log(payload: Mapping[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """The status changes an Express workflow's execution log tells of, each with its log record.
+
+    Parameters
+    ----------
+    payload
+        What a CloudWatch Logs subscription invokes a function with: ``{"awslogs": {"data": ...}}``,
+        base64 of gzipped JSON whose ``logEvents`` each hold one execution-log record (JSON) as
+        ``message``.
+
+    Returns
+    -------
+    list
+        For each record of an execution that ended (``ExecutionFailed``, ``ExecutionTimedOut``,
+        ``ExecutionAborted``), a status change as :func:`report` takes it (no input: the log has
+        none) and the record's text, to keep. Other records are left out.
+    """
+    batch = json.loads(gzip.decompress(base64.b64decode(payload["awslogs"]["data"])))
+    changes = []
+    for log_event in batch.get("logEvents", []):
+        record = json.loads(log_event["message"])
+        status = LOGGED_ENDS.get(record.get("type"))
+        if status is None or not isinstance(record.get("execution_arn"), str):
+            continue
+        details = record.get("details") if isinstance(record.get("details"), Mapping) else {}
+        stamp = record.get("event_timestamp")
+        time = (datetime.fromtimestamp(int(stamp) / 1000, UTC).isoformat() if str(stamp).isdigit()
+                else datetime.now(UTC).isoformat())
+        changes.append(({"time": time, "detail": {"executionArn": record["execution_arn"], "status": status,
+                                                  "error": details.get("error"), "cause": details.get("cause")}},
+                        log_event["message"]))
+    return changes

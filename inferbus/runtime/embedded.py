@@ -179,8 +179,15 @@ class EmbeddedPipeline:
                                                        self.activity))
         for bridge in self.deployment.bridges:
             self._add_bridge(bridge)
-        self.status_changes = StatusChanges(self.events, self.stepfunctions, [
-            machine.arn for machine in self.deployment.state_machines.values() if machine.type == "STANDARD"])
+        machines = self.deployment.state_machines.values()
+        subscribers = {machine.arn: (machine.log_group_arn, [self.functions[s.function_logical_id]
+                                                             for s in self.deployment.log_subscriptions
+                                                             if s.log_group_arn == machine.log_group_arn])
+                       for machine in machines if machine.type == "EXPRESS" and machine.log_group_arn
+                       and machine.log_level != "OFF"}
+        self.status_changes = StatusChanges(self.events, self.stepfunctions,
+                                            [machine.arn for machine in machines if machine.type == "STANDARD"],
+                                            {arn: found for arn, found in subscribers.items() if found[1]})
         self._tracker = ExecutionTracker(self.stepfunctions, self.deployment.state_machines)
         # Before any handler is imported: handlers make their clients from the default session.
         self._adapter = LambdaAdapter(self.functions)
