@@ -108,7 +108,7 @@ def test_a_deeply_nested_event_through_the_rule_ends_in_a_failure_event_and_a_ke
 def test_a_deeply_nested_input_started_directly_ends_in_a_failure_event_and_a_kept_copy(pipeline, workflow):
     deep = {"detail": nested(DEPTH)}  # not even an event
     machine = pipeline.state_machine(workflow.name)
-    pipeline.stepfunctions.start_execution(stateMachineArn=machine.arn, input=json.dumps(deep))
+    pipeline.stepfunctions.start_execution(stateMachineArn=machine.arn, name=f"deep-{workflow.name}", input=json.dumps(deep))
     pipeline.drain()
     told = assert_reported_and_kept(pipeline, workflow, error="States.Runtime", input_id=None)
     if not workflow.express:
@@ -121,8 +121,8 @@ def test_a_stopped_execution_passes_no_state_and_still_ends_in_a_failure_event(p
     machine = pipeline.state_machine(workflow.name)
     event = matching_event(workflow)
     event["id"] = "to-stop-1"
-    arn = pipeline.stepfunctions.start_execution(stateMachineArn=machine.arn, input=json.dumps(delivered(event)))[
-        "executionArn"]
+    arn = pipeline.stepfunctions.start_execution(stateMachineArn=machine.arn, name=f"stop-{workflow.name}",
+                                                 input=json.dumps(delivered(event)))["executionArn"]
     pipeline.stepfunctions.stop_execution(executionArn=arn, error="Operator", cause="stopped by hand")
     pipeline.drain()
     execution = newest_execution(pipeline, workflow)
@@ -135,6 +135,7 @@ def test_a_stopped_execution_passes_no_state_and_still_ends_in_a_failure_event(p
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=[w.name for w in WORKFLOWS])
 def test_a_failure_its_states_reported_is_not_reported_twice(pipeline, workflow):
     machine = pipeline.state_machine(workflow.name)
+    # No name: Step Functions names it (moto named every such execution "None").
     pipeline.stepfunctions.start_execution(stateMachineArn=machine.arn, input=json.dumps("not an event"))
     pipeline.drain()
     execution = newest_execution(pipeline, workflow)
