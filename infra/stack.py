@@ -71,13 +71,18 @@ from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring,
 from .constructs.dashboard_pages import DashboardPages
 from .constructs.event_bus import SOURCE_TAG
 from .constructs.fault_injection import FaultInjectionExperiments
-from .constructs.function import FunctionCode, FunctionSpec
+from .constructs.function import FunctionCode, FunctionSpec, add_function
 from .constructs.ingest_api import IngestApi
 from .constructs.results_archive import ResultsArchive
 from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
 from .constructs.workflow_monitoring import WorkflowMonitoring
-from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue, acknowledge_rule_listing
+from .nag import (
+    acknowledge_invalid_events_queue,
+    acknowledge_on_failure_queue,
+    acknowledge_review_queue,
+    acknowledge_rule_listing,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / "models" / "manifest.json"
@@ -358,7 +363,7 @@ class InferbusStack(Stack):
         self._execution_failures(scope, declaration, workflow)
         return workflow
 
-    def _execution_failures(self, scope: Construct, declaration: WorkflowDeclaration, workflow: Workflow) -> QueueConsumer:
+    def _execution_failures(self, scope: Construct, declaration: WorkflowDeclaration, workflow: Workflow) -> lambda_.IFunction:
         """The workflow's net for what its states cannot catch (``States.Runtime``, ``States.DataLimitExceeded``, its
         timeout, a stop): a function that publishes the workflow's failure event for each execution that ended FAILED,
         TIMED_OUT or ABORTED without one, and keeps what told of it with the reason in the invalid-events queue
@@ -366,39 +371,44 @@ class InferbusStack(Stack):
         (on the account's default bus, where AWS sends them) through a queue; an Express workflow's, for which AWS
         sends none, from its execution log through a subscription."""
         settings = self.settings.execution_failures
-        if declaration.express and self.settings.workflow_log_level == "OFF":
-            raise ValueError(f"workflow {declaration.name}: workflow_log_level OFF hides how its Express executions end "
-                             "(AWS sends no status change for them): set it to FATAL, ERROR or ALL")
+        construct_id = f"{declaration.construct_id}ExecutionFailures"
         environment = ExecutionFailuresEnvironment(
             **self._common_environment(f"{declaration.name}-execution-failures", ()),
             WORKFLOW_NAME=declaration.name, FAILURE_TYPE=declaration.failure, RESULT_SOURCE=declaration.result_source,
             EVENT_BUS_NAME=self.bus.event_bus_name, INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
         )
-        net = QueueConsumer(
-            scope, f"{declaration.construct_id}ExecutionFailures",
-            bus=events.EventBus.from_event_bus_name(scope, "DefaultBus", "default"),
-            event_pattern=events.EventPattern(source=["aws.states"], detail_type=[STATUS_CHANGE], detail={
-                "stateMachineArn": [workflow.state_machine.state_machine_arn], "status": list(ENDED)}),
-            settings=settings,
-            function=self._spec("execution_failures.handler.lambda_handler", settings,
-                                f"{declaration.name}: reports and keeps executions that ended outside its states",
-                                environment),
-            target_retry_attempts=self.settings.target_retry_attempts,
-            target_max_event_age_s=self.settings.target_max_event_age_s,
-        )
-        self.bus.grant_put_events_to(net.function)
-        self.invalid_events.grant_send_messages(net.function)
-        # It publishes the workflow's failure events: the bus lets only roles tagged with that source do so.
-        Tags.of(net.role).add(SOURCE_TAG, declaration.result_source)
+        spec = self._spec("execution_failures.handler.lambda_handler", settings,
+                          f"{declaration.name}: reports and keeps executions that ended outside its states", environment)
         if declaration.express:
+            if self.settings.workflow_log_level == "OFF":
+                raise ValueError(f"workflow {declaration.name}: workflow_log_level OFF hides how its Express executions "
+                                 "end (AWS sends no status change for them): set it to FATAL, ERROR or ALL")
+            function, role, _ = add_function(Construct(scope, construct_id), spec)
             ends = [logs.FilterPattern.string_value("$.type", "=", record_type) for record_type in LOGGED_ENDS]
             logs.SubscriptionFilter(scope, f"{declaration.construct_id}ExecutionEnds", log_group=workflow.log_group,
-                                    destination=logs_destinations.LambdaDestination(net.function),
+                                    destination=logs_destinations.LambdaDestination(function),
                                     filter_pattern=logs.FilterPattern.any(*ends))
-            # A subscription invokes asynchronously: what still fails after Lambda's retries is kept in the net's DLQ.
-            net.function.configure_async_invoke(
-                retry_attempts=2, on_failure=lambda_destinations.SqsDestination(net.dead_letter_queue))
-        return net
+            # A subscription invokes asynchronously: what still fails after Lambda's retries is kept in a DLQ.
+            dead_letters = build_queue(scope, f"{construct_id}DeadLetterQueue",
+                                       retention_period=Duration.days(settings.dlq_retention_days))
+            acknowledge_on_failure_queue(dead_letters)
+            function.configure_async_invoke(retry_attempts=2, on_failure=lambda_destinations.SqsDestination(dead_letters))
+        else:
+            net = QueueConsumer(
+                scope, construct_id,
+                bus=events.EventBus.from_event_bus_name(scope, "DefaultBus", "default"),
+                event_pattern=events.EventPattern(source=["aws.states"], detail_type=[STATUS_CHANGE], detail={
+                    "stateMachineArn": [workflow.state_machine.state_machine_arn], "status": list(ENDED)}),
+                settings=settings, function=spec,
+                target_retry_attempts=self.settings.target_retry_attempts,
+                target_max_event_age_s=self.settings.target_max_event_age_s,
+            )
+            function, role = net.function, net.role
+        self.bus.grant_put_events_to(function)
+        self.invalid_events.grant_send_messages(function)
+        # It publishes the workflow's failure events: the bus lets only roles tagged with that source do so.
+        Tags.of(role).add(SOURCE_TAG, declaration.result_source)
+        return function
 
     @staticmethod
     def _review_queue(scope: Construct, declaration: WorkflowDeclaration) -> sqs.Queue:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from inferbus_lambda.contracts import from_put_events_entry
-from inferbus_lambda.execution_failures import PROTOCOL_ERROR, report
+from inferbus_lambda.execution_failures import PROTOCOL_ERROR, from_execution_log, report
 
 from tests.declared import PIPELINE
 
@@ -83,3 +83,30 @@ def test_a_timeout_or_a_stop_passes_no_state_and_is_reported_with_its_status(sta
 def test_what_is_no_status_change_is_refused_with_the_reason():
     with pytest.raises(ValueError, match="executionArn"):
         report({"detail": {"status": "FAILED"}}, workflow="w", failure_type="WFailed", result_source="s")
+
+
+def logged(*records: dict) -> dict:
+    """What a CloudWatch Logs subscription invokes its function with."""
+    import base64
+    import gzip
+
+    batch = {"messageType": "DATA_MESSAGE", "logGroup": "g", "logEvents": [
+        {"id": str(i), "timestamp": 0, "message": json.dumps(record)} for i, record in enumerate(records)]}
+    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(batch).encode())).decode()}}
+
+
+def test_an_express_executions_log_tells_of_its_ends_and_nothing_else():
+    arn = "arn:aws:states:us-east-1:123456789012:express:M:e-2:0d5c"
+    payload = logged({"type": "ExecutionStarted", "execution_arn": arn, "details": {}},
+                     {"type": "ExecutionFailed", "execution_arn": arn, "event_timestamp": "1764921600000",
+                      "details": {"error": "States.Runtime", "cause": "too deep"}},
+                     {"type": "ExecutionTimedOut", "execution_arn": arn, "details": {}},
+                     {"type": "TaskStateEntered", "execution_arn": arn, "details": {"name": "Accept"}})
+    changes = from_execution_log(payload)
+    assert [change["detail"]["status"] for change, _ in changes] == ["FAILED", "TIMED_OUT"]
+    workflow = WORKFLOWS[0]
+    failed, timed_out = (as_event(workflow, reported(workflow, change)) for change, _ in changes)
+    assert (failed.data.error, failed.data.input_id, failed.data.execution) == ("States.Runtime", None, arn)
+    assert "too deep" in failed.data.cause and failed.time.year == 2025
+    assert timed_out.data.error == "ExecutionTimedOut"
+    assert json.loads(changes[0][1])["type"] == "ExecutionFailed"  # what is kept: the record itself
