@@ -22,6 +22,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
+from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 from inferbus.runtime import moto_patches
 from tests.runtime_fixtures import runtime
@@ -42,6 +43,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (Rule, "send_to_targets", ["self", "original_event", "transform_input"]),
     (EventsHandler, "test_event_pattern", ["self"]),
     (BaseExecutionWorkerCommunication, "terminated", ["self"]),
+    (StepFunctionsParserBackend, "start_execution", ["self", "state_machine_arn", "name", "execution_input", "trace_header"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
     (moto_responses, "method_names_from_class", ["clazz"]),
     (AmazonStateLanguageParser, "parse", ["definition"]),
