@@ -3,6 +3,7 @@ constructs per declared component. It reads settings and declarations, nothing m
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from pathlib import Path
@@ -383,6 +384,8 @@ class InferbusStack(Stack):
             if self.settings.workflow_log_level == "OFF":
                 raise ValueError(f"workflow {declaration.name}: workflow_log_level OFF hides how its Express executions "
                                  "end (AWS sends no status change for them): set it to FATAL, ERROR or ALL")
+            # No event source to bound it: a reserved concurrency does (a burst of failures takes no more).
+            spec = dataclasses.replace(spec, reserved_concurrency=settings.max_concurrency)
             function, role, _ = add_function(Construct(scope, construct_id), spec)
             ends = [logs.FilterPattern.string_value("$.type", "=", record_type) for record_type in LOGGED_ENDS]
             logs.SubscriptionFilter(scope, f"{declaration.construct_id}ExecutionEnds", log_group=workflow.log_group,
@@ -393,6 +396,8 @@ class InferbusStack(Stack):
                                        retention_period=Duration.days(settings.dlq_retention_days))
             acknowledge_on_failure_queue(dead_letters)
             function.configure_async_invoke(retry_attempts=2, on_failure=lambda_destinations.SqsDestination(dead_letters))
+            CfnOutput(scope, f"{construct_id}{FUNCTION_NAME}", value=function.function_name)
+            CfnOutput(scope, f"{construct_id}{DEAD_LETTER_QUEUE_URL}", value=dead_letters.queue_url)
         else:
             net = QueueConsumer(
                 scope, construct_id,
@@ -404,6 +409,7 @@ class InferbusStack(Stack):
                 target_max_event_age_s=self.settings.target_max_event_age_s,
             )
             function, role = net.function, net.role
+            self._queue_consumer_outputs(net)  # <id>QueueUrl, <id>DeadLetterQueueUrl, <id>FunctionName
         self.bus.grant_put_events_to(function)
         self.invalid_events.grant_send_messages(function)
         # It publishes the workflow's failure events: the bus lets only roles tagged with that source do so.

@@ -32,6 +32,8 @@ CLOUD_ONLY = {
     "AWS::KinesisFirehose::DeliveryStream": "Firehose delivery to S3 (the cold tier) runs only in AWS; locally rules "
     "with a Firehose target deliver to their other targets only",
     "AWS::Logs::LogStream": "not created: log streams exist only in the cloud",
+    "AWS::Lambda::EventInvokeConfig": "an asynchronous invocation's retries and on-failure destination apply only in AWS",
+    "AWS::Lambda::Permission": "resource policies are not enforced locally: any caller may invoke any function",
 }
 PARTLY_LOCAL = {
     "AWS::Events::EventBus": "the bus is created in moto without its resource policy: moto does not enforce bus "
