@@ -222,7 +222,11 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
 
     for rule_id, rule in _of_type(template, "AWS::Events::Rule").items():
         rule_node = node(rule_id, RULES, "rule", _rule_label(rule["EventPattern"]))
-        edge(bus_id, rule_node)
+        if rule.get("EventBusName") == "default":  # a workflow's net: Step Functions tells it how executions ended
+            for machine_arn in rule["EventPattern"].get("detail", {}).get("stateMachineArn", []):
+                edge(_target_id(machine_arn), rule_node, "ended (default bus)", "dashed")
+        else:
+            edge(bus_id, rule_node)
         for target in rule["Targets"]:
             target_id = _target_id(target["Arn"])
             label = "retries + DLQ" if "DeadLetterConfig" in target else ""
@@ -240,6 +244,14 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
             else:
                 kind = target["Arn"]["Fn::GetAtt"][0] if "Fn::GetAtt" in target["Arn"] else target_id
                 edge(rule_node, node(target_id, QUEUES, "store", f"Firehose\n{HASH.sub('', kind)}"), label)
+
+    log_groups = {json.dumps({"Ref": _target_id(destination["CloudWatchLogsLogGroup"]["LogGroupArn"])}): machine_id
+                  for machine_id, machine in machines.items()
+                  for destination in machine.get("LoggingConfiguration", {}).get("Destinations", [])}
+    for subscription in _of_type(template, "AWS::Logs::SubscriptionFilter").values():
+        machine_id = log_groups.get(json.dumps(subscription["LogGroupName"]))
+        if machine_id and _target_id(subscription["DestinationArn"]) in functions:
+            edge(machine_id, function(_target_id(subscription["DestinationArn"])), "ended (its log)", "dashed")
 
     ingest = [k for k, p in functions.items() if "RESERVED_SOURCES" in p.get("Environment", {}).get("Variables", {})]
     for ingest_id in ingest:

@@ -35,6 +35,13 @@ def acknowledge_target_dead_letter_queue(queue: object) -> None:
                  "which cdk-nag does not recognise as DLQ use. A DLQ of a DLQ would only move the problem.")
 
 
+def acknowledge_on_failure_queue(queue: object) -> None:
+    """cdk-nag sees only SQS redrive policies, not a Lambda function's on-failure destination."""
+    _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",
+                 "This queue IS a dead-letter queue: the on-failure destination of a function invoked asynchronously "
+                 "(a workflow's net, by its execution log's subscription), which cdk-nag does not recognise as DLQ use.")
+
+
 def acknowledge_review_queue(queue: object) -> None:
     """The manual-review queue has no redrive policy, on purpose."""
     _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",

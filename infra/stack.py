@@ -3,12 +3,13 @@ constructs per declared component. It reads settings and declarations, nothing m
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, NestedStack, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, NestedStack, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -16,19 +17,23 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as lambda_destinations
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_logs_destinations as logs_destinations
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from inferbus_lambda.environment import (
     AcceptEnvironment,
     ConsumerEnvironment,
+    ExecutionFailuresEnvironment,
     FunctionEnvironment,
     IngestEnvironment,
     StepEnvironment,
     UnroutedEnvironment,
 )
 from inferbus_lambda.errors import REJECTION_ERRORS
+from inferbus_lambda.execution_failures import ENDED, LOGGED_ENDS, STATUS_CHANGE
 
 from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Route
 from inferbus.model.declarations import Workflow as WorkflowDeclaration
@@ -65,14 +70,20 @@ from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
 from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring, UnroutedCheckMonitoring
 from .constructs.dashboard_pages import DashboardPages
+from .constructs.event_bus import SOURCE_TAG
 from .constructs.fault_injection import FaultInjectionExperiments
-from .constructs.function import FunctionCode, FunctionSpec
+from .constructs.function import FunctionCode, FunctionSpec, add_function
 from .constructs.ingest_api import IngestApi
 from .constructs.results_archive import ResultsArchive
 from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
 from .constructs.workflow_monitoring import WorkflowMonitoring
-from .nag import acknowledge_invalid_events_queue, acknowledge_review_queue, acknowledge_rule_listing
+from .nag import (
+    acknowledge_invalid_events_queue,
+    acknowledge_on_failure_queue,
+    acknowledge_review_queue,
+    acknowledge_rule_listing,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / "models" / "manifest.json"
@@ -350,7 +361,60 @@ class InferbusStack(Stack):
                            functions=functions, thresholds=self.thresholds, dashboard=self.dashboard)
         CfnOutput(scope, declaration.output_key(STATE_MACHINE_ARN), value=workflow.state_machine.state_machine_arn)
         self.result_producers[declaration.result_source] = workflow.state_machine.role
+        self._execution_failures(scope, declaration, workflow)
         return workflow
+
+    def _execution_failures(self, scope: Construct, declaration: WorkflowDeclaration, workflow: Workflow) -> lambda_.IFunction:
+        """The workflow's net for what its states cannot catch (``States.Runtime``, ``States.DataLimitExceeded``, its
+        timeout, a stop): a function that publishes the workflow's failure event for each execution that ended FAILED,
+        TIMED_OUT or ABORTED without one, and keeps what told of it with the reason in the invalid-events queue
+        (``inferbus_lambda.execution_failures``). A Standard workflow's ends come from Step Functions' status changes
+        (on the account's default bus, where AWS sends them) through a queue; an Express workflow's, for which AWS
+        sends none, from its execution log through a subscription."""
+        settings = self.settings.execution_failures
+        construct_id = f"{declaration.construct_id}ExecutionFailures"
+        environment = ExecutionFailuresEnvironment(
+            **self._common_environment(f"{declaration.name}-execution-failures", ()),
+            WORKFLOW_NAME=declaration.name, FAILURE_TYPE=declaration.failure, RESULT_SOURCE=declaration.result_source,
+            EVENT_BUS_NAME=self.bus.event_bus_name, INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+        )
+        spec = self._spec("execution_failures.handler.lambda_handler", settings,
+                          f"{declaration.name}: reports and keeps executions that ended outside its states", environment)
+        if declaration.express:
+            if self.settings.workflow_log_level == "OFF":
+                raise ValueError(f"workflow {declaration.name}: workflow_log_level OFF hides how its Express executions "
+                                 "end (AWS sends no status change for them): set it to FATAL, ERROR or ALL")
+            # No event source to bound it: a reserved concurrency does (a burst of failures takes no more).
+            spec = dataclasses.replace(spec, reserved_concurrency=settings.max_concurrency)
+            function, role, _ = add_function(Construct(scope, construct_id), spec)
+            ends = [logs.FilterPattern.string_value("$.type", "=", record_type) for record_type in LOGGED_ENDS]
+            logs.SubscriptionFilter(scope, f"{declaration.construct_id}ExecutionEnds", log_group=workflow.log_group,
+                                    destination=logs_destinations.LambdaDestination(function),
+                                    filter_pattern=logs.FilterPattern.any(*ends))
+            # A subscription invokes asynchronously: what still fails after Lambda's retries is kept in a DLQ.
+            dead_letters = build_queue(scope, f"{construct_id}DeadLetterQueue",
+                                       retention_period=Duration.days(settings.dlq_retention_days))
+            acknowledge_on_failure_queue(dead_letters)
+            function.configure_async_invoke(retry_attempts=2, on_failure=lambda_destinations.SqsDestination(dead_letters))
+            CfnOutput(scope, f"{construct_id}{FUNCTION_NAME}", value=function.function_name)
+            CfnOutput(scope, f"{construct_id}{DEAD_LETTER_QUEUE_URL}", value=dead_letters.queue_url)
+        else:
+            net = QueueConsumer(
+                scope, construct_id,
+                bus=events.EventBus.from_event_bus_name(scope, "DefaultBus", "default"),
+                event_pattern=events.EventPattern(source=["aws.states"], detail_type=[STATUS_CHANGE], detail={
+                    "stateMachineArn": [workflow.state_machine.state_machine_arn], "status": list(ENDED)}),
+                settings=settings, function=spec,
+                target_retry_attempts=self.settings.target_retry_attempts,
+                target_max_event_age_s=self.settings.target_max_event_age_s,
+            )
+            function, role = net.function, net.role
+            self._queue_consumer_outputs(net)  # <id>QueueUrl, <id>DeadLetterQueueUrl, <id>FunctionName
+        self.bus.grant_put_events_to(function)
+        self.invalid_events.grant_send_messages(function)
+        # It publishes the workflow's failure events: the bus lets only roles tagged with that source do so.
+        Tags.of(role).add(SOURCE_TAG, declaration.result_source)
+        return function
 
     @staticmethod
     def _review_queue(scope: Construct, declaration: WorkflowDeclaration) -> sqs.Queue:

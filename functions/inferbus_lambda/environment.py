@@ -37,7 +37,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from .errors import ConfigurationError
 
-__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "FunctionEnvironment", "IngestEnvironment", "StepEnvironment",
+__all__ = ["AcceptEnvironment", "ConsumerEnvironment", "ExecutionFailuresEnvironment", "FunctionEnvironment",
+           "IngestEnvironment", "StepEnvironment",
            "UnroutedEnvironment"]
 
 
@@ -176,6 +177,27 @@ class IngestEnvironment(FunctionEnvironment):
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
     RESERVED_SOURCES: ModelNames = ()
+
+
+class ExecutionFailuresEnvironment(FunctionEnvironment):
+    """A workflow's net: its executions that ended outside the protocol, reported and kept.
+
+    Attributes
+    ----------
+    WORKFLOW_NAME, FAILURE_TYPE, RESULT_SOURCE
+        The workflow, the type of its failure event and its ``source`` (reserved to the workflow's
+        state machine and to this function on the bus).
+    EVENT_BUS_NAME
+        Where the failure events go.
+    INVALID_EVENTS_QUEUE_URL
+        Where each such execution's status change (its input inside) is kept with the reason.
+    """
+
+    WORKFLOW_NAME: Annotated[str, Field(min_length=1)]
+    FAILURE_TYPE: Annotated[str, Field(min_length=1)]
+    RESULT_SOURCE: Annotated[str, Field(min_length=1)]
+    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
+    INVALID_EVENTS_QUEUE_URL: Annotated[str, Field(min_length=1)]
 
 
 class UnroutedEnvironment(FunctionEnvironment):

@@ -21,6 +21,8 @@ metric                      what
 ``EventsUnrouted``          the unrouted-events check: events no rule takes, kept in the invalid-events
                             queue with the reason (``EventsRouted``: taken by a rule; ``ResultEvents``:
                             a producer's result)
+``ExecutionsReported``      a workflow's executions that ended outside its states (``States.Runtime``, a
+                            timeout, a stop): failure event published, status change kept
 ==========================  =========================================================================
 """
 
@@ -35,6 +37,7 @@ RECORDS_DEAD_LETTERED = "RecordsDeadLettered"
 DUPLICATES_SKIPPED = "DuplicatesSkipped"
 PUT_EVENTS_FAILED_ENTRIES = "PutEventsFailedEntries"
 CLAIMS_NOT_COMPLETED = "ClaimsNotCompleted"
+EXECUTIONS_REPORTED = "ExecutionsReported"
 # A workflow step's input may carry the event's time under this key (the ASL passes
 # "$.accepted.event.time"); the kit reads it for EventLatencyMs and hands the rest to the step.
 EVENT_TIME_KEY = "event_time"

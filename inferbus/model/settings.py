@@ -211,6 +211,10 @@ class InferbusSettings:
     unrouted_check
         Batch, concurrency, memory and timeout of the unrouted-events check, which reads every event
         on the bus and keeps, with the reason, those no rule takes (``inferbus_lambda.unrouted``).
+    execution_failures
+        Batch, concurrency, memory and timeout of each workflow's net: the function that reports, with
+        a failure event, and keeps each execution that ended outside the workflow's states
+        (``inferbus_lambda.execution_failures``).
     ingest_function
         Memory and timeout of the HTTP ingest endpoint's function. Default 512 MB, 10 s.
     schema_registry
@@ -269,6 +273,8 @@ class InferbusSettings:
     accept_step: FunctionSettings = FunctionSettings()
     unrouted_check: ConsumerSettings = ConsumerSettings(batch_size=100, max_batching_window_s=1, max_concurrency=5,
                                                         memory_mb=256, timeout_s=30)
+    execution_failures: ConsumerSettings = ConsumerSettings(batch_size=10, max_batching_window_s=1, max_concurrency=2,
+                                                            memory_mb=256, timeout_s=30)
     ingest_function: FunctionSettings = FunctionSettings(memory_mb=512, timeout_s=10)
     schema_registry: bool = True
     ingest_api: bool = True

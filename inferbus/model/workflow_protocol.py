@@ -42,6 +42,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from inferbus_lambda.errors import TransientError
+from inferbus_lambda.execution_failures import PROTOCOL_ERROR
 
 __all__ = [
     "ACCEPT", "ACCEPT_FAILED", "BACKOFF", "DUPLICATE", "EMIT_FAILURE", "ERROR_PATH", "FAILED", "KIT_PLACEHOLDERS",
@@ -169,7 +170,7 @@ FAILURE_PATH: dict[str, Any] = {  # after your states: every way an execution fa
     },
     FAILED: {
         "Type": "Fail",
-        "Error": "WorkflowFailed",
+        "Error": PROTOCOL_ERROR,  # the net (execution_failures) knows by it that EmitFailure ran
         "Cause": "See the ${FailureType} event on the bus for the error and its input.",
     },
 }

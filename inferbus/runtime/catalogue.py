@@ -33,6 +33,8 @@ CLOUD_ONLY = {
     "AWS::KinesisFirehose::DeliveryStream": "Firehose delivery to S3 (the cold tier) runs only in AWS; locally rules "
     "with a Firehose target deliver to their other targets only",
     "AWS::Logs::LogStream": "not created: log streams exist only in the cloud",
+    "AWS::Lambda::EventInvokeConfig": "an asynchronous invocation's retries and on-failure destination apply only in AWS",
+    "AWS::Lambda::Permission": "resource policies are not enforced locally: any caller may invoke any function",
 }
 PARTLY_LOCAL = {
     "AWS::Events::EventBus": "its resource policy's Deny statements on PutEvents are enforced (each function acts as "
@@ -52,6 +54,9 @@ PARTLY_LOCAL = {
     "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
     "AWS::Events::Archive": "moto archives every event; a replay sends every archived event to every rule (moto "
     "applies neither the replay's time window nor its FilterArns)",
+    "AWS::Logs::SubscriptionFilter": "only a state machine's execution log has records locally, and only those of an "
+    "Express execution's end (ExecutionFailed, ExecutionTimedOut, ExecutionAborted): each goes to the subscribed "
+    "function at once (the filter pattern is not evaluated; an invocation that fails is not retried)",
     "AWS::StepFunctions::StateMachine": "the ASL runs on moto's interpreter, Lambda tasks in-process; logging to "
     "CloudWatch Logs and X-Ray tracing are cloud-only; Retry intervals and Wait states take real time; moto applies "
     "execution-name idempotency to EXPRESS machines too (AWS only to STANDARD); SendTaskFailure drops the cause",

@@ -44,6 +44,7 @@ from .channels import SqsChannel
 from .event_source import AfterFailure, LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
+from .status_changes import StatusChanges
 from .lambda_host import CodeRoot, HostConfig, LocalFunction, install_routing, uninstall_routing
 from .provision import provision
 from .queue_ops import peek_messages
@@ -136,6 +137,7 @@ class EmbeddedPipeline:
         self._stopping = threading.Event()
         self._mock: Any = None
         self.on_execution_end: Callable[[str], None] | None = None
+        self.status_changes: StatusChanges | None = None
 
     def __enter__(self) -> EmbeddedPipeline:
         # Credentials first: no client may be made outside the mock.
@@ -179,6 +181,15 @@ class EmbeddedPipeline:
                                                        self.activity))
         for bridge in self.deployment.bridges:
             self._add_bridge(bridge)
+        machines = self.deployment.state_machines.values()
+        subscribers = {machine.arn: (machine.log_group_arn, [self.functions[s.function_logical_id]
+                                                             for s in self.deployment.log_subscriptions
+                                                             if s.log_group_arn == machine.log_group_arn])
+                       for machine in machines if machine.type == "EXPRESS" and machine.log_group_arn
+                       and machine.log_level != "OFF"}
+        self.status_changes = StatusChanges(self.events, self.stepfunctions,
+                                            [machine.arn for machine in machines if machine.type == "STANDARD"],
+                                            {arn: found for arn, found in subscribers.items() if found[1]})
         self._tracker = ExecutionTracker(self.stepfunctions, self.deployment.state_machines)
         # Before any handler is imported: handlers make their clients from the default session.
         self._adapter = LambdaAdapter(self.functions)
@@ -197,6 +208,8 @@ class EmbeddedPipeline:
         return bridge
 
     def _changed(self, kind: str, arn: str) -> None:
+        if kind == "execution" and self.status_changes is not None:
+            self.status_changes.ended(arn)  # before the wake-up: the dispatcher must find it
         self.activity.changed()
         if kind == "execution" and self.on_execution_end is not None:
             self.on_execution_end(arn)
@@ -347,13 +360,15 @@ class EmbeddedPipeline:
         return records + self._dispatch_bridges()
 
     def _dispatch_bridges(self) -> int:
-        return sum(bridge.dispatch() for bridge in self.bridges)
+        changes = self.status_changes.dispatch() if self.status_changes is not None else 0
+        return changes + sum(bridge.dispatch() for bridge in self.bridges)
 
     def _unsettled(self) -> tuple[list[str], dict[str, int], int]:
         """Running executions not parked on a token, source queues' backlog, and batches or bridged
         events still being handed over."""
         assert self._tracker is not None
         handing = sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
+        handing += self.status_changes.waiting if self.status_changes is not None else 0
         backlog = {source.queue.logical_id: n for source in self.event_sources if (n := source.backlog())}
         return self._tracker.unsettled(), backlog, handing
 

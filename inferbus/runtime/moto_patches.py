@@ -26,6 +26,8 @@ Faithfulness:
 - ``TestEventPattern`` answers (moto's is a stub).
 - **Replays** take only the archived events whose time is in the window, and only to the rules in
   ``Destination.FilterArns`` when it is given (moto replays every archived event to every rule).
+
+- **An execution started without a name** is named with a UUID, as AWS does (moto names each ``None``).
 - **Atomic requests**: moto was written for one caller at a time; handlers now call it from
   many threads, so every request is processed under a lock, as each AWS call is atomic (a
   conditional write is checked and written at once): one for DynamoDB, whose state nothing
@@ -64,6 +66,7 @@ import functools
 import json
 import sys
 import threading
+import uuid
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -555,6 +558,16 @@ def _patch_stepfunctions() -> None:
             eval_execution(self, env)
 
     _patch(StateTaskService, "_eval_execution", eval_execution_as_role)
+
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    start_execution = StepFunctionsParserBackend.start_execution
+
+    def start_execution_named(self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # AWS names an execution started without a name with a UUID; moto names it "None" (every such one the same).
+        return start_execution(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    _patch(StepFunctionsParserBackend, "start_execution", start_execution_named)
     _patch(BaseExecutionWorkerCommunication, "terminated", terminated_and_notify)
     _patch(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
     # The defining module, for what is imported later, and each service module that imported it already.

@@ -27,6 +27,7 @@ from .specs import (
     Deployment,
     EventSourceSpec,
     FunctionSpec,
+    LogSubscriptionSpec,
     QueueInfo,
     StateMachineInfo,
     UnsupportedTemplateError,
@@ -84,6 +85,7 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
     # Functions last: their environment refers to everything above.
     _specify_functions(resources, deployment, notes)
     _specify_event_sources(resources, deployment)
+    _specify_log_subscriptions(resources, deployment, notes)
     _list_what_is_not_local(resources, deployment, notes)
     _resolve_outputs(template.get("Outputs", {}), deployment)
     return deployment
@@ -270,8 +272,10 @@ def _provision_state_machines(resources: dict[str, Any], deployment: Deployment,
             raise UnsupportedTemplateError(
                 f"state machine {logical_id}: moto named it {arn}, not {resolver.refs[logical_id]}"
             )
+        logging = optional.get("loggingConfiguration", {})
+        log_group = next((d["cloudWatchLogsLogGroup"]["logGroupArn"] for d in logging.get("destinations", [])), None)
         deployment.state_machines[logical_id] = StateMachineInfo(logical_id, name, arn, machine_type, role_arn, definition,
-                                                                 substitutions)
+                                                                 substitutions, log_group, logging.get("level", "OFF"))
 
 
 def _definition_text(logical_id: str, props: dict[str, Any], resolver: Resolver) -> str:
@@ -418,6 +422,20 @@ def _specify_event_sources(resources: dict[str, Any], deployment: Deployment) ->
                 props.get("ScalingConfig", {}).get("MaximumConcurrency"),
             )
         )
+
+
+def _specify_log_subscriptions(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:
+    """Subscriptions of a function to a log group: locally only a state machine's execution log has records."""
+    resolver = deployment.resolver
+    for logical_id, props in _of_type(resources, "AWS::Logs::SubscriptionFilter"):
+        destination = str(resolver.resolve(props["DestinationArn"]))
+        if ":lambda:" not in destination:
+            notes.setdefault(logical_id, []).append("a subscription to a destination other than a Lambda function is "
+                                                    "cloud-only: locally nothing is delivered to it")
+            continue
+        group = f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{resolver.resolve(props['LogGroupName'])}:*"
+        function = deployment.function_by_name(destination)
+        deployment.log_subscriptions.append(LogSubscriptionSpec(logical_id, group, function.logical_id))
 
 
 def _list_what_is_not_local(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:

@@ -58,6 +58,17 @@ class StateMachineInfo:
     role_arn: str
     definition: str
     substitutions: dict[str, str] = field(default_factory=dict)
+    log_group_arn: str | None = None  # where its execution log goes (LoggingConfiguration), if anywhere
+    log_level: str = "OFF"
+
+
+@dataclass(frozen=True)
+class LogSubscriptionSpec:
+    """A CloudWatch Logs subscription of a function to a log group (a state machine's execution log)."""
+
+    logical_id: str
+    log_group_arn: str
+    function_logical_id: str
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,7 @@ class Deployment:
     event_sources: list[EventSourceSpec] = field(default_factory=list)
     state_machines: dict[str, StateMachineInfo] = field(default_factory=dict)
     bridges: list[BridgeSpec] = field(default_factory=list)
+    log_subscriptions: list[LogSubscriptionSpec] = field(default_factory=list)
     target_dead_letter_arns: set[str] = field(default_factory=set)
     outputs: dict[str, str] = field(default_factory=dict)
     role_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # role ARN -> its IAM tags

@@ -23,6 +23,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
+from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 from inferbus.runtime import moto_patches
 from tests.runtime_fixtures import runtime
@@ -46,6 +47,8 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (Replay, "replay_events", ["self", "archive"]),
     (BaseExecutionWorkerCommunication, "terminated", ["self"]),
     (StateTaskService, "_eval_execution", ["self", "env"]),
+
+    (StepFunctionsParserBackend, "start_execution", ["self", "state_machine_arn", "name", "execution_input", "trace_header"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
     (moto_responses, "method_names_from_class", ["clazz"]),
     (AmazonStateLanguageParser, "parse", ["definition"]),

@@ -25,12 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from inferbus_lambda.claims import InMemoryClaimStore
-from inferbus_lambda.contracts import data_model
+from inferbus_lambda.contracts import data_model, from_put_events_entry
 from inferbus_lambda.errors import REJECTION_ERRORS, TransientError
 from inferbus_lambda.unrouted import UnroutedCheck
+from inferbus_lambda.execution_failures import report
 from inferbus_lambda.workflow import accept
 
 from inferbus.demo.inputs import demo_components, input_type, sample_events
+from inferbus.local import LocalPipeline
 from inferbus.model.declarations import Workflow
 from inferbus.model.names import UNROUTED_CHECK_ID
 from tests.declared import DEMO, PIPELINE, RESULT_SOURCES, declared_takers
@@ -49,6 +51,7 @@ pytestmark = [pytest.mark.fuzz_long] if LONG else []
 
 CONSUMERS = {c.name: c for c in PIPELINE.consumers}  # several may take one event type
 WORKFLOWS = [w for w in PIPELINE.workflows if not w.accepts.sources]  # taking events from any producer
+ALL_WORKFLOWS = list(PIPELINE.workflows)  # StartExecution reaches every one, whatever its rule takes
 INPUT_TYPES = sorted({*(c.accepts.type for c in CONSUMERS.values()), *(w.accepts.type for w in WORKFLOWS)})
 SAMPLES = {t: [event.model_dump(mode="json") for c in demo_components(PIPELINE) if input_type(c) == t
                for event, _ in sample_events(c, min(DEMO[c.name].limit, 5))] for t in INPUT_TYPES}
@@ -154,6 +157,50 @@ def mutated_bodies(event_type: str) -> st.SearchStrategy[list[str]]:
 
 
 STRATEGIES = {"schema": schema_bodies, "mutation": mutated_bodies}
+
+# -- what a workflow may be given: by its rule (the above), or anything by StartExecution ---------------
+
+JSON_LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(
+    max_size=40) | st.sampled_from(EDGE_VALUES)
+ANY_JSON = st.recursive(JSON_LEAVES, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+    st.text(max_size=12) | st.sampled_from(["detail", "id", "source", "detail-type", "data", "correlationid"]),
+    inner, max_size=4), max_leaves=12)
+
+
+def nest(value: Any, depth: int, as_list: bool) -> Any:
+    for _ in range(depth):
+        value = [value] if as_list else {"v": value}
+    return value
+
+
+INPUT_KINDS = ("any", "detail", "deep", "large", "event")
+
+
+@st.composite
+def execution_input(draw: st.DrawFn, workflow: Workflow, index: int, kinds: tuple[str, ...] = INPUT_KINDS) -> str:
+    """One input to a workflow's state machine, as JSON text: any JSON value (a string, a number, an array, null);
+    an event whose detail is missing, not an object or odd; a valid-looking event, or anything, nested hundreds of
+    levels deep; a string near Step Functions' 256 KiB."""
+    event_type = workflow.accepts.type
+    kind = draw(st.sampled_from(kinds))
+    if kind == "any":
+        value = draw(ANY_JSON)
+    elif kind == "detail":
+        value = delivered(draw(ANY_JSON), source="fuzz.producer", detail_type=event_type)
+    elif kind == "deep":
+        # Hundreds of levels; the first past what the local interpreter holds (about 490), the rest anywhere.
+        depth = draw(st.sampled_from([600, 900, 300, 100]) | st.integers(100, 900))
+        data = nest(draw(JSON_LEAVES), depth, draw(st.booleans()))
+        value = delivered(envelope(event_type, data, index)) if draw(st.booleans()) else data
+    elif kind == "large":
+        value = delivered(envelope(event_type, {"text": "z" * draw(st.sampled_from([1, 200_000, 262_000]))}, index))
+    else:
+        value = delivered(envelope(event_type, draw(ANY_JSON), index))
+    return json.dumps(value)
+
+
+def execution_inputs(workflow: Workflow) -> st.SearchStrategy[list[str]]:
+    return batches(lambda i: execution_input(workflow, i))
 COUNTS: Counter[tuple[str, str]] = Counter()
 
 # -- checking -----------------------------------------------------------------------------------
@@ -167,7 +214,8 @@ def consumers() -> dict[str, MemoryConsumer]:
 @pytest.fixture(scope="module")
 def bus(template) -> tuple[dict[str, CompiledPattern], UnroutedCheck]:
     patterns = {k: r["Properties"]["EventPattern"] for k, r in template["Resources"].items()
-                if r["Type"] == "AWS::Events::Rule" and not k.startswith(UNROUTED_CHECK_ID)}  # not the catch-all
+                if r["Type"] == "AWS::Events::Rule" and not k.startswith(UNROUTED_CHECK_ID)  # not the catch-all
+                and r["Properties"].get("EventBusName") != "default"}  # nor the workflows' nets, on the default bus
     rules = {name: compile_pattern(pattern) for name, pattern in patterns.items()}
     return rules, UnroutedCheck(patterns, result_sources=RESULT_SOURCES.values())
 
@@ -241,6 +289,39 @@ def check_accept(bodies: list[str], workflow: Workflow) -> None:
     assert all(count == 1 for count in accepted.values())
 
 
+def check_workflow_inputs(texts: list[str], workflow: Workflow) -> None:
+    """Whatever the state machine is given ends: its first state, Accept, answers it (accepted, a duplicate, or
+    rejected with a reason, its failure event's ids readable without the input); and if the interpreter or the
+    service cannot hold it, the execution's end gives the workflow's failure event, valid by its contract, with a
+    reason and the input kept beside it (:func:`inferbus_lambda.execution_failures.report`)."""
+    claims = InMemoryClaimStore(scope=workflow.name, expires_after_seconds=60)
+    for index, text in enumerate(texts):
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            value = None  # deeper than a parser holds: only the net sees it
+        if value is not None:
+            request = {"event": value, "workflow": workflow.name, "types": [workflow.accepts.type],
+                       "emits": list(workflow.emits), "result_source": workflow.result_source, "execution": f"x-{index}"}
+            try:
+                answer = accept(request, claims)
+            except TransientError:
+                answer = None
+            if answer is not None:
+                assert answer["status"] in ("accepted", "duplicate", "rejected"), answer
+                assert answer["status"] != "rejected" or (answer["reason"] and answer["error"]), answer
+                assert answer["failure"]["id"] and answer["failure"]["correlationid"], answer
+                json.dumps(answer, allow_nan=False)
+        change = {"time": "2026-12-05T08:00:00Z", "detail": {
+            "executionArn": f"arn:aws:states:us-east-1:123456789012:execution:m:x-{index}", "status": "FAILED",
+            "input": text if len(text) < 240_000 else None, "error": "States.Runtime", "cause": "fuzz"}}
+        failure = report(change, workflow=workflow.name, failure_type=workflow.failure, result_source=workflow.result_source)
+        assert failure is not None and failure.reason and failure.error == "States.Runtime"
+        event = from_put_events_entry({"Source": workflow.result_source, "DetailType": workflow.failure,
+                                       "Detail": json.dumps(failure.event)})  # the contract takes it
+        assert event.type == workflow.failure and event.data.execution.endswith(f"x-{index}")
+
+
 def record(event_type: str, strategy: str, bodies: list[str]) -> None:
     COUNTS[(event_type, strategy)] += len(bodies)
 
@@ -284,6 +365,57 @@ def test_a_workflows_accept_step_never_crashes_and_gives_each_event_one_outcome(
 
     run()
     finish(event_type, f"{strategy}:{workflow.name}", f"workflow {workflow.name} (Accept)")
+
+
+@pytest.mark.parametrize("workflow", ALL_WORKFLOWS, ids=[w.name for w in ALL_WORKFLOWS])
+def test_every_input_a_workflow_is_given_ends_in_an_answer_or_a_reported_failure(workflow):
+    @given(execution_inputs(workflow))
+    def run(texts: list[str]) -> None:
+        record(workflow.accepts.type, f"execution-input:{workflow.name}", texts)
+        check_workflow_inputs(texts, workflow)
+
+    run()
+    finish(workflow.accepts.type, f"execution-input:{workflow.name}", f"workflow {workflow.name} (any input)")
+
+
+EMBEDDED_INPUTS = 20  # per workflow and kind of input, in the long profile: each runs the real state machine on moto
+
+
+@pytest.fixture(scope="module")
+def embedded(template):
+    with LocalPipeline(template) as running:
+        yield running
+
+
+@pytest.mark.skipif(not LONG, reason="the long profile (make fuzz); tests/functional/test_execution_failures.py runs "
+                    "the named cases on the embedded stack in every run")
+@pytest.mark.parametrize("workflow", ALL_WORKFLOWS, ids=[w.name for w in ALL_WORKFLOWS])
+def test_on_the_embedded_stack_every_execution_ends_in_a_result_a_failure_event_or_a_wait(embedded, workflow):
+    """The same inputs through the real state machine: each execution ends with an event that names it (its
+    failure event, from its states or from the net) or succeeds, or waits for a person (a task token)."""
+    machine = embedded.state_machine(workflow.name)
+    texts: list[str] = []
+    for kind in INPUT_KINDS:  # every kind, however the draws fall
+
+        @settings(max_examples=EMBEDDED_INPUTS, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(execution_input(workflow, 0, (kind,)))
+        def draw(text: str) -> None:
+            texts.append(text)
+
+        draw()  # started below, outside Hypothesis: it raises the recursion limit while it runs, moto's interpreter's too
+    record(workflow.accepts.type, f"embedded:{workflow.name}", texts)
+    embedded.tapped_events()  # what earlier tests left
+    arns = [embedded.stepfunctions.start_execution(stateMachineArn=machine.arn, name=f"fuzz-{uuid.uuid4().hex}",
+                                                   input=text)["executionArn"]
+            for text in texts if len(text.encode()) <= 256 * 1024]  # a larger one the API refuses: nothing starts
+    embedded.drain()
+    failed = {e["detail"]["data"]["execution"] for e in embedded.tapped_events()
+              if e["source"] == workflow.result_source and e["detail-type"] == workflow.failure}
+    ended = {e.arn: e for e in embedded.executions(machine.logical_id)}
+    for arn in arns:
+        execution = ended[arn]
+        assert arn in failed or execution.status == "SUCCEEDED" or execution.waiting_for_task_token, (
+            execution.status, execution.error, json.dumps(execution.input)[:200])
 
 
 def test_the_poison_records_of_the_issue_fail_nothing_but_themselves(consumers):

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from inferbus.local import LocalPipeline
-from inferbus.model.names import DEAD_LETTER_QUEUE_URL
+from inferbus.model.names import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME
 from inferbus.model.settings import InferbusSettings
 from inferbus.runtime.provision import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
 from infra.constructs.event_bus import SOURCE_TAG
@@ -93,9 +93,14 @@ def test_each_internal_source_is_reserved_and_its_producer_tagged_with_it(templa
         assert condition["ForAnyValue:StringEquals"] == {"events:source": sorted(wired)}
     assert {source: role_tags(template, role).get(SOURCE_TAG) for source, role in wired.items()} == \
         {source: source for source in wired}
-    # No other role of the stack carries the tag: only producers may put reserved sources.
+    # Besides them, only each workflow's net carries the tag, its workflow's source: it publishes the failure
+    # event of an execution that ended outside the workflow's states. No other role may put reserved sources.
+    functions = of_type(template, "AWS::Lambda::Function")
+    nets = {functions[output_id(template, f"{w.construct_id}ExecutionFailures{FUNCTION_NAME}")]["Role"]["Fn::GetAtt"][0]:
+            w.result_source for w in PIPELINE.workflows}
+    assert {role_id: role_tags(template, get_att(role_id)).get(SOURCE_TAG) for role_id in nets} == nets
     tagged = [role_id for role_id in of_type(template, "AWS::IAM::Role") if SOURCE_TAG in role_tags(template, get_att(role_id))]
-    assert sorted(tagged) == sorted(role["Fn::GetAtt"][0] for role in wired.values())
+    assert sorted(tagged) == sorted([*(role["Fn::GetAtt"][0] for role in wired.values()), *nets])
 
 
 def test_no_role_of_the_stack_may_tag_a_principal_or_its_session(template):
@@ -359,8 +364,9 @@ def test_two_experiment_templates_fail_and_delay_invocations(fis_template):
 def test_the_experiments_target_exactly_inferbus_functions_by_arn(fis_template):
     expected = zip_function_arns(fis_template)
     tasks = sum(len(w.tasks) for w in PIPELINE.workflows)
-    # + the unrouted-events check, the shared Accept step and the ingest endpoint
-    assert len(expected) == len(PIPELINE.consumers) + tasks + 1 + bool(PIPELINE.workflows) + SETTINGS.ingest_api
+    # + the unrouted-events check, the shared Accept step, the ingest endpoint and each workflow's net
+    assert len(expected) == len(PIPELINE.consumers) + tasks + 1 + bool(PIPELINE.workflows) + SETTINGS.ingest_api + len(
+        PIPELINE.workflows)
     for experiment in experiment_templates(fis_template).values():
         targets = experiment["Targets"].values()
         arns = [arn for target in targets for arn in target["ResourceArns"]]

@@ -13,6 +13,7 @@ import pytest
 from inferbus_lambda.environment import (
     AcceptEnvironment,
     ConsumerEnvironment,
+    ExecutionFailuresEnvironment,
     FunctionEnvironment,
     IngestEnvironment,
     StepEnvironment,
@@ -69,11 +70,21 @@ def function_of(template, workflow, stem):
     return machine["DefinitionSubstitutions"][f"{stem}FunctionArn"]["Fn::GetAtt"][0]
 
 
+def net(workflow) -> str:
+    """The construct id of a workflow's net (infra/stack.py ``_execution_failures``), which prefixes its outputs."""
+    return f"{workflow.construct_id}ExecutionFailures"
+
+
+STANDARD = [w for w in PIPELINE.workflows if not w.express]  # their nets drain a queue of status changes
+EXPRESS = [w for w in PIPELINE.workflows if w.express]  # theirs are subscribed to the execution log
+
+
 def test_event_source_mappings_read_each_consumers_settings(template):
     mappings = {m["FunctionName"]["Ref"]: m for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
-    assert len(mappings) == len(PIPELINE.consumers) + 1  # and the unrouted-events check's
+    assert len(mappings) == len(PIPELINE.consumers) + 1 + len(STANDARD)  # the unrouted-events check's, the nets'
     consumers = [(c.output_key(FUNCTION_NAME), c.output_key(QUEUE_URL), c.settings) for c in PIPELINE.consumers]
     consumers.append((f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", f"{UNROUTED_CHECK_ID}{QUEUE_URL}", SETTINGS.unrouted_check))
+    consumers += [(f"{net(w)}{FUNCTION_NAME}", f"{net(w)}{QUEUE_URL}", SETTINGS.execution_failures) for w in STANDARD]
     for function_output, queue_output, settings in consumers:
         mapping = mappings[output_id(template, function_output)]
         assert mapping["BatchSize"] == settings.batch_size
@@ -89,7 +100,7 @@ def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(templ
     work = {k: q for k, q in queues.items() if "RedrivePolicy" in q}
     declared = [*PIPELINE.consumers, *PIPELINE.routes]
     assert set(work) == {output_id(template, c.output_key(QUEUE_URL)) for c in declared} | {
-        output_id(template, f"{UNROUTED_CHECK_ID}{QUEUE_URL}")}
+        output_id(template, f"{UNROUTED_CHECK_ID}{QUEUE_URL}")} | {output_id(template, f"{net(w)}{QUEUE_URL}") for w in STANDARD}
     for component in declared:
         queue = work[output_id(template, component.output_key(QUEUE_URL))]
         dead_letter_queue = output_id(template, component.output_key(DEAD_LETTER_QUEUE_URL))
@@ -103,6 +114,11 @@ def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(templ
     # and the invalid-events destination (itself a dead-letter destination, with reasons).
     unredriven = {output_id(template, w.review_queue_output) for w in PIPELINE.workflows if w.review_queue}
     unredriven.add(output_id(template, INVALID_EVENTS_OUTPUT))
+    # An Express workflow's net is invoked by its log's subscription: its DLQ is the function's on-failure destination.
+    on_failure = {output_id(template, f"{net(w)}{DEAD_LETTER_QUEUE_URL}") for w in EXPRESS}
+    invoke_configs = of_type(template, "AWS::Lambda::EventInvokeConfig").values()
+    assert on_failure == {c["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0] for c in invoke_configs}
+    unredriven |= on_failure
     for queue in set(queues) - set(work) - unredriven:
         arn = json.dumps({"Fn::GetAtt": [queue, "Arn"]})
         assert arn in dead_letter_arns | target_dlqs, queue
@@ -129,11 +145,17 @@ def test_every_queue_denies_requests_without_tls(template):
 def test_every_rule_target_has_a_dlq_and_retries(template):
     rules = of_type(template, "AWS::Events::Rule")
     # one per component, the one that brings the workflows' rejections to the invalid-events queue, the results
-    # archive's, and the unrouted-events check's catch-all
-    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + SETTINGS.results_archive + 1
+    # archive's, the unrouted-events check's catch-all, and on the default bus each Standard workflow's net's
+    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + SETTINGS.results_archive + 1 + len(STANDARD)
     assert sum(map(is_catch_all, rules.values())) == 1
+    nets = [rule for rule in rules.values() if rule.get("EventBusName") == "default"]
+    assert len(nets) == len(STANDARD)
     for rule in rules.values():
-        assert is_catch_all(rule) or rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
+        if rule in nets:
+            assert rule["EventPattern"]["source"] == ["aws.states"]
+            assert rule["EventPattern"]["detail"]["status"] == ["FAILED", "TIMED_OUT", "ABORTED"]
+        else:
+            assert is_catch_all(rule) or rule["EventPattern"]["detail"]["specversion"] == ["1.0"]
         (target,) = rule["Targets"]
         assert "DeadLetterConfig" in target
         assert target["RetryPolicy"]["MaximumRetryAttempts"] == SETTINGS.target_retry_attempts
@@ -178,13 +200,16 @@ def test_idempotency_table_has_ttl_pitr_and_sse(template):
 def test_functions_runtime_handler_and_sizing_come_from_the_declarations(template):
     functions = of_type(template, "AWS::Lambda::Function")
     # each consumer, each workflow task, the unrouted-events check and the Accept step, the ingest endpoint
-    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + CORE_FUNCTIONS + SETTINGS.ingest_api
+    assert len(functions) == len(PIPELINE.consumers) + len(TASKS) + CORE_FUNCTIONS + SETTINGS.ingest_api + len(
+        PIPELINE.workflows)  # and each workflow's net
     for function in functions.values():
         assert function["Runtime"] == f"python{SETTINGS.python_version}"
         assert function["Architectures"] == ["arm64"]
         assert function["TracingConfig"] == {"Mode": "Active"}
     declared = [(output_id(template, c.output_key(FUNCTION_NAME)), c.handler, c.settings) for c in PIPELINE.consumers]
     declared += [(function_of(template, workflow, stem), task.handler, task.settings) for workflow, stem, task in TASKS]
+    declared += [(output_id(template, f"{net(w)}{FUNCTION_NAME}"), "execution_failures.handler.lambda_handler",
+                  SETTINGS.execution_failures) for w in PIPELINE.workflows]
     for logical_id, handler, settings in declared:
         function = functions[logical_id]
         assert function["Handler"] == handler
@@ -199,6 +224,8 @@ def environment_model(template, logical_id) -> type[FunctionEnvironment]:
         return IngestEnvironment
     if logical_id == output_id(template, f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}"):
         return UnroutedEnvironment
+    if logical_id in {output_id(template, f"{net(w)}{FUNCTION_NAME}") for w in PIPELINE.workflows}:
+        return ExecutionFailuresEnvironment
     if logical_id in {m["FunctionName"]["Ref"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}:
         return ConsumerEnvironment
     accepts = {m["DefinitionSubstitutions"]["AcceptFunctionArn"]["Fn::GetAtt"][0]
@@ -419,6 +446,8 @@ def test_every_function_has_a_concurrency_bound_from_the_settings(template):
         reserved[function_of(template, PIPELINE.workflows[0], ACCEPT_STEM)] = SETTINGS.accept_step.reserved_concurrency
     if SETTINGS.ingest_api:
         reserved[output_id(template, INGEST_FUNCTION_OUTPUT)] = SETTINGS.ingest_function.reserved_concurrency
+    for workflow in EXPRESS:  # invoked by its log's subscription: no event source to bound it
+        reserved[output_id(template, f"{net(workflow)}{FUNCTION_NAME}")] = SETTINGS.execution_failures.max_concurrency
     functions = of_type(template, "AWS::Lambda::Function")
     assert set(functions) == set(mapped) | set(reserved)
     for logical_id, function in functions.items():

@@ -1,0 +1,1 @@
+"""A workflow's net for executions that ended outside its states."""
