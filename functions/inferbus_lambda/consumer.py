@@ -40,7 +40,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -59,6 +58,7 @@ from .metric_names import (
     RECORDS_FAILED,
     RECORDS_PUBLISHED,
     RECORDS_REJECTED,
+    age_ms,
 )
 from .publishing import PublishFailure, entry_size, plan_groups
 from .rejections import DeadLetter, Rejection
@@ -150,11 +150,6 @@ class BatchReport:
 def event_age_ms(event: CloudEvent[Any]) -> float:
     """Event latency: now minus the event's ``time``, in milliseconds (never negative: clocks differ)."""
     return age_ms(event.time)
-
-
-def age_ms(moment: datetime) -> float:
-    """Now minus ``moment`` (timezone-aware), in milliseconds, never negative (clocks differ)."""
-    return max(0.0, (datetime.now(UTC) - moment).total_seconds() * 1000)
 
 
 def result_event_id(input_id: str, producer: str) -> str:
