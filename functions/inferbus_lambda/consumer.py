@@ -157,9 +157,10 @@ def result_event_id(input_id: str, producer: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"inferbus:{producer}:{input_id}"))
 
 
-Parse = Callable[[str], CloudEvent[Any]]
+# Quoted: a generic pydantic model subscripted at import builds its validator then (cold init).
+Parse = Callable[[str], "CloudEvent[Any]"]
 # One result per event, in order; an exception in a result's place fails that record alone.
-Infer = Callable[[Sequence[CloudEvent[Any]]], Sequence[EventData | Exception]]
+Infer = Callable[[Sequence["CloudEvent[Any]"]], Sequence["EventData | Exception"]]
 Publish = Callable[[Sequence[dict[str, Any]]], list[PublishFailure]]
 Reject = Callable[[Sequence[Rejection]], set[str]]
 
