@@ -41,7 +41,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -60,6 +59,7 @@ from .metric_names import (
     RECORDS_FAILED,
     RECORDS_PUBLISHED,
     RECORDS_REJECTED,
+    age_ms,
 )
 from .publishing import PublishFailure, entry_size, plan_groups
 from .rejections import DeadLetter, Rejection
@@ -153,20 +153,16 @@ def event_age_ms(event: CloudEvent[Any]) -> float:
     return age_ms(event.time)
 
 
-def age_ms(moment: datetime) -> float:
-    """Now minus ``moment`` (timezone-aware), in milliseconds, never negative (clocks differ)."""
-    return max(0.0, (datetime.now(UTC) - moment).total_seconds() * 1000)
-
-
 def result_event_id(input_id: str, producer: str, *, input_source: str | None) -> str:
     """A result's id is derived from its input's identity (its source and id, as CloudEvents has it), so a
     republished result is recognisably the same event, and inputs with one id from two sources get two."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "inferbus:" + json.dumps([producer, input_source, input_id])))
 
 
-Parse = Callable[[str], CloudEvent[Any]]
+# Quoted: a generic pydantic model subscripted at import builds its validator then (cold init).
+Parse = Callable[[str], "CloudEvent[Any]"]
 # One result per event, in order; an exception in a result's place fails that record alone.
-Infer = Callable[[Sequence[CloudEvent[Any]]], Sequence[EventData | Exception]]
+Infer = Callable[[Sequence["CloudEvent[Any]"]], Sequence["EventData | Exception"]]
 Publish = Callable[[Sequence[dict[str, Any]]], list[PublishFailure]]
 Reject = Callable[[Sequence[Rejection]], set[str]]
 

@@ -66,7 +66,8 @@ class FunctionEnvironment(BaseModel):
         The models it loads, by their names in ``models/manifest.json`` (comma-separated).
     """
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # defer_build: a function builds the validator of its own environment model only, when it reads it.
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
     # Variables the Lambda service or an AWS tool sets, never inferbus's stack: the template
     # check (tests/infra) allows them beside the model's own fields.
     PLATFORM_VARIABLES: ClassVar[frozenset[str]] = frozenset({

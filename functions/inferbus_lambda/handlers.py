@@ -42,18 +42,22 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
-from .claims import claim_store
-from .consumer import InferenceConsumer, age_ms, expect_type
-from .contracts.core import CloudEvent, EventData, data_model
 from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 from .errors import ConfigurationError
-from .metric_names import EVENT_LATENCY_MS, EVENT_TIME_KEY, INFERENCE_MS, PROCESSING_MS, PUT_EVENTS_FAILED_ENTRIES
-from .publishing import PublishFailure, publish_events
-from .rejections import Rejection, send_rejections
-from .sources import record_source
+from .metric_names import (
+    EVENT_LATENCY_MS,
+    EVENT_TIME_KEY,
+    INFERENCE_MS,
+    PROCESSING_MS,
+    PUT_EVENTS_FAILED_ENTRIES,
+    age_ms,
+)
 
 if TYPE_CHECKING:
-    from .inference import ModelInfo
+    from .contracts.core import CloudEvent, EventData
+    from .manifest import ModelInfo
+    from .publishing import PublishFailure
+    from .rejections import Rejection
 
 __all__ = ["ConsumerRuntime", "FunctionRuntime", "Models", "StepRuntime", "Untraced", "aws_client", "consumer_handler",
            "load_onnx_classifier", "step_handler", "tracing_enabled"]
@@ -97,7 +101,7 @@ def load_onnx_classifier(info: ModelInfo) -> Any:
 def load_models(names: Sequence[str], load: Callable[[ModelInfo], Any]) -> Models[Any]:
     if not names:
         return Models({})
-    from .inference import model_info
+    from .manifest import model_info
 
     return Models({name: load(model_info(name)) for name in names})
 
@@ -189,7 +193,7 @@ class FunctionRuntime:
         return self.logger.inject_lambda_context(self.tracer.capture_lambda_handler(self.metrics.log_metrics(invoke)))
 
 
-Infer = Callable[[Sequence[CloudEvent[Any]], "ConsumerRuntime"], Sequence[EventData | Exception]]
+Infer = Callable[[Sequence["CloudEvent[Any]"], "ConsumerRuntime"], Sequence["EventData | Exception"]]
 
 
 class ConsumerRuntime(FunctionRuntime):
@@ -208,6 +212,12 @@ class ConsumerRuntime(FunctionRuntime):
 
     def __init__(self, infer: Infer, *, load: Callable[[ModelInfo], Any] = load_onnx_classifier,
                  environ: Mapping[str, str] | None = None) -> None:
+        # A consumer's machinery, imported here: a workflow step never needs it (cold init, bench/speed.py).
+        from .claims import claim_store
+        from .consumer import InferenceConsumer, expect_type
+        from .contracts.core import data_model
+        from .sources import record_source
+
         environment = ConsumerEnvironment.from_environ(environ)
         for event_type in (environment.CONSUMES, environment.PRODUCES):
             if data_model(event_type) is None:
@@ -255,11 +265,15 @@ class ConsumerRuntime(FunctionRuntime):
         return results
 
     def _publish(self, entries: Sequence[dict[str, Any]]) -> list[PublishFailure]:
+        from .publishing import publish_events
+
         failures = publish_events(self.events, entries)
         self.metrics.add_metric(name=PUT_EVENTS_FAILED_ENTRIES, unit=MetricUnit.Count, value=len(failures))
         return failures
 
     def _reject(self, rejections: Sequence[Rejection]) -> set[str]:
+        from .rejections import send_rejections
+
         assert self.environment.INVALID_EVENTS_QUEUE_URL is not None
         return send_rejections(self.sqs, self.environment.INVALID_EVENTS_QUEUE_URL, self.environment.RESULT_SOURCE,
                                rejections)

@@ -26,6 +26,8 @@ metric                      what
 ==========================  =========================================================================
 """
 
+from datetime import UTC, datetime
+
 EVENT_LATENCY_MS = "EventLatencyMs"
 PROCESSING_MS = "ProcessingMs"
 INFERENCE_MS = "InferenceMs"
@@ -48,3 +50,8 @@ EVENTS_REFUSED = "EventsRefused"
 EVENTS_UNROUTED = "EventsUnrouted"
 EVENTS_ROUTED = "EventsRouted"
 RESULT_EVENTS = "ResultEvents"
+
+
+def age_ms(moment: datetime) -> float:
+    """``EventLatencyMs`` of an event made at ``moment`` (timezone-aware): now minus it, never negative (clocks differ)."""
+    return max(0.0, (datetime.now(UTC) - moment).total_seconds() * 1000)

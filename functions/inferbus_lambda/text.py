@@ -19,11 +19,12 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from .manifest import ModelInfo, resolve_model_path
 
-from .inference import ModelInfo, load_session, resolve_model_path
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Embeddings", "TextEncoder", "TextTokenizer", "TokenizedText", "pad_batch"]
 
@@ -73,6 +74,8 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[np.n
     >>> ids.tolist(), mask.tolist()
     ([[101, 7, 102], [101, 102, 0]], [[1, 1, 1], [1, 1, 0]])
     """
+    import numpy as np  # here, not at the top: the tokenizer step never pads, and numpy is 100 ms of its cold init
+
     if not sequences or any(not sequence for sequence in sequences):
         raise ValueError("every sequence needs at least one token")
     width = max(len(sequence) for sequence in sequences)
@@ -100,6 +103,8 @@ class TextEncoder:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, name: str, version: str, threads: int | None = None) -> TextEncoder:
+        from .inference import load_session
+
         return cls(load_session(path, threads=threads), name=name, version=version)
 
     @classmethod

@@ -97,7 +97,9 @@ class EventData(BaseModel):
     Subclassing registers the type, so :func:`parse_event` and the tools know it.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # defer_build (on every contract model): a model's validator is built on its first use, not at
+    # import, so a function's cold init does not pay for the contracts it never validates.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
     EVENT_TYPE: ClassVar[str]
     # Top-level fields that say how an answer was computed, not what it is: an input scored again
     # (a redelivery after a crash) repeats its result, same id, with other timings. Two events with
@@ -127,7 +129,7 @@ def check_distribution(value: list[float]) -> list[float]:
 class ModelRef(BaseModel):
     """Which model answered: its name and version in ``models/manifest.json``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     name: ShortText
     version: ShortText
 
@@ -148,7 +150,7 @@ DataT = TypeVar("DataT", bound=EventData)
 class CloudEvent(BaseModel, Generic[DataT]):
     """A CloudEvents 1.0 envelope (structured JSON mode) with inferbus's ``correlationid`` extension."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     # Required, as the bus rules require it: an event without it is refused on every path.
     specversion: Literal["1.0"]
     id: Identifier

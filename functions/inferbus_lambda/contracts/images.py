@@ -52,7 +52,7 @@ class ImageClassified(EventData):
 class ModelScore(BaseModel):
     """One model's answer for one image: a branch of the vision workflow."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     model: ModelRef
     label: Annotated[int, Field(ge=0, lt=DIGIT_CLASSES)]
     confidence: Probability

@@ -16,7 +16,7 @@ FEATURE_LIMIT = 1e6  # larger magnitudes are input errors, not transactions
 
 
 class Customer(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     id: Identifier
     segment: Literal["new", "returning"]
 
@@ -86,7 +86,7 @@ class ApprovalFailed(WorkflowFailure):
 class ReviewCase(BaseModel):
     """What a reviewer sees of one high-risk transaction."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     transaction_id: Identifier
     correlationid: Identifier
     customer: Customer
@@ -99,6 +99,6 @@ class ReviewCase(BaseModel):
 class ReviewRequest(BaseModel):
     """A message on the manual-review queue: the case and the token that resumes its workflow."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, populate_by_name=True)
     task_token: Annotated[str, Field(min_length=1, max_length=8192, alias="taskToken")]
     case: ReviewCase

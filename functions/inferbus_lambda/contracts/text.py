@@ -29,7 +29,7 @@ class TextSubmitted(EventData):
 
 
 class Sentiment(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     label: Literal["negative", "positive"]
     confidence: Probability
     model: ModelRef
@@ -38,7 +38,7 @@ class Sentiment(BaseModel):
 class Entity(BaseModel):
     """A span of the submitted text: ``text == submitted[start:end]``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     text: Annotated[str, Field(min_length=1, max_length=TEXT_MAX_CHARS)]
     type: Literal["EMAIL", "URL", "MONEY", "PERCENT", "DATE", "TIME", "NAME"]
     start: Annotated[int, Field(ge=0, lt=TEXT_MAX_CHARS)]

@@ -1,0 +1,166 @@
+"""What a function imports and builds at its cold init: only what it uses (issue 21).
+
+Each declared function (every consumer, the workflows' Accept step, every workflow task) is imported
+in a fresh interpreter with the environment the stack gives it, then the probe reads ``sys.modules``
+and which pydantic models have a validator built. Structural facts, no timing: the timings are
+``bench/speed.py --cold``'s, beside their baseline.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import random
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
+from inferbus_lambda.vision import combine_scores
+
+from tests.declared import PIPELINE
+
+ROOT = Path(__file__).resolve().parents[2]
+FUNCTIONS = ROOT / "functions"
+ACCEPT_HANDLER = "accept_event.handler.lambda_handler"  # the kit's first step of every workflow
+# What only a consumer (or the Accept step, which claims) needs: a workflow task must not pay for it.
+CONSUMER_MACHINERY = ("inferbus_lambda.claims", "inferbus_lambda.consumer", "inferbus_lambda.sources",
+                      "inferbus_lambda.publishing", "inferbus_lambda.rejections")
+
+PROBE = """
+import importlib, json, sys
+target = sys.argv[1]
+if target == "ad-hoc step":  # a step of your own, no models: the kit alone
+    from inferbus_lambda.handlers import step_handler
+    handler = step_handler(lambda event, runtime: event)
+else:
+    module, _, attribute = target.rpartition(".")
+    handler = getattr(importlib.import_module(module), attribute)
+from pydantic import BaseModel
+from inferbus_lambda.contracts.core import CloudEvent, EventData
+
+def ours(cls):
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("inferbus_lambda."):
+            yield sub
+        yield from ours(sub)
+
+print(json.dumps({
+    "modules": sorted(sys.modules),
+    "built": sorted({f"{cls.__module__}.{cls.__qualname__}" for cls in ours(BaseModel) if cls.__pydantic_complete__}),
+    "events_built": sorted({cls.__qualname__ for base in (EventData, CloudEvent) for cls in [base, *ours(base)]
+                            if cls.__pydantic_complete__}),
+    "environment": f"{type(handler.runtime.environment).__module__}.{type(handler.runtime.environment).__qualname__}",
+    "opens_onnx": any(hasattr(model, "session") for model in handler.runtime.models.values()),
+}))
+"""
+
+
+def declared_functions() -> dict[str, tuple[str, FunctionEnvironment]]:
+    """Every function of the declared pipeline: its handler and the environment the stack sets (as in
+    ``infra/stack.py``; tokens as placeholders)."""
+    def common(service: str, models: tuple[str, ...]) -> dict[str, Any]:
+        return {"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": "Inferbus", "INFERBUS_MODELS": models}
+
+    claims = {"IDEMPOTENCY_TABLE_NAME": "claims", "IDEMPOTENCY_TTL_SECONDS": 3600}
+    found: dict[str, tuple[str, FunctionEnvironment]] = {}
+    for consumer in PIPELINE.consumers:
+        found[consumer.name] = (consumer.handler, ConsumerEnvironment(
+            **common(consumer.name, consumer.models), **claims, EVENT_BUS_NAME="bus",
+            RESULT_SOURCE=consumer.result_source, CONSUMES=consumer.accepts.type, PRODUCES=consumer.result_type,
+            INVALID_EVENTS_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/invalid"))
+    if PIPELINE.workflows:
+        found["accept"] = (ACCEPT_HANDLER, AcceptEnvironment(**common("accept", ()), **claims))
+    for workflow in PIPELINE.workflows:
+        for stem, task in workflow.tasks.items():
+            service = workflow.task_service(stem)
+            found[service] = (task.handler, StepEnvironment(**common(service, task.models)))
+    return found
+
+
+FUNCTIONS_DECLARED = declared_functions()
+TASKS = [name for name, (handler, environment) in FUNCTIONS_DECLARED.items() if type(environment) is StepEnvironment]
+
+
+@cache
+def probe(name: str) -> dict[str, Any]:
+    """What the function ``name`` (or ``"ad-hoc step"``) imported and built, in a fresh interpreter."""
+    handler, environment = FUNCTIONS_DECLARED.get(name, ("ad-hoc step", StepEnvironment(
+        POWERTOOLS_SERVICE_NAME="ad-hoc", POWERTOOLS_METRICS_NAMESPACE="Inferbus")))
+    env = {**os.environ, **environment.as_variables(), "PYTHONPATH": str(FUNCTIONS), "LAMBDA_TASK_ROOT": str(ROOT),
+           "POWERTOOLS_TRACE_DISABLED": "true"}
+    answer = subprocess.run([sys.executable, "-c", PROBE, handler], env=env, capture_output=True, text=True, check=False)
+    assert answer.returncode == 0, answer.stderr[-2000:]
+    return json.loads(answer.stdout.strip().splitlines()[-1])
+
+
+def handler_imports_numpy(handler: str) -> bool:
+    """Whether the handler's own module imports numpy (then numpy is the function's, not the kit's)."""
+    path = FUNCTIONS.joinpath(*handler.rpartition(".")[0].split(".")).with_suffix(".py")
+    tree = ast.parse(path.read_text())
+    return any(alias.name.partition(".")[0] == "numpy" for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names) or any(
+        isinstance(node, ast.ImportFrom) and (node.module or "").partition(".")[0] == "numpy" for node in ast.walk(tree))
+
+
+@pytest.mark.parametrize("name", [*TASKS, "ad-hoc step"])
+def test_a_workflow_task_does_not_import_the_consumers_machinery(name):
+    loaded = set(probe(name)["modules"])
+    assert not loaded.intersection(CONSUMER_MACHINERY), f"{name} imports {sorted(loaded & set(CONSUMER_MACHINERY))}"
+
+
+@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
+def test_a_function_that_opens_no_onnx_model_does_not_import_numpy(name):
+    handler = FUNCTIONS_DECLARED.get(name, ("ad-hoc step",))[0]
+    found = probe(name)
+    if found["opens_onnx"] or (handler != "ad-hoc step" and handler_imports_numpy(handler)):
+        pytest.skip(f"{name} opens an ONNX model or imports numpy itself: numpy is its own")
+    assert "numpy" not in found["modules"]
+    assert "onnxruntime" not in found["modules"]
+
+
+@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
+def test_no_event_contract_is_built_at_init(name):
+    """An event's data model and its envelope are built when the first event is validated (defer_build)."""
+    built = probe(name)["events_built"]
+    assert built == [], f"{name} builds {built} at init"
+
+
+@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
+def test_a_function_builds_its_own_environment_model_only(name):
+    found = probe(name)
+    built = [model for model in found["built"] if model.startswith("inferbus_lambda.environment.")]
+    assert built == [found["environment"]]
+
+
+def test_the_combined_scores_are_numpys_mean_and_argmax_to_the_last_bit():
+    """The merge step's mean in plain Python gives exactly numpy's floats (rows summed in order, divided once)."""
+    generator = random.Random(21)
+    for branches in range(2, 6):
+        for _ in range(50):
+            rows = []
+            for _ in range(branches):
+                weights = [generator.random() ** 3 for _ in range(10)]
+                rows.append([w / sum(weights) for w in weights])
+            scores = [{"model": {"name": f"m{i}", "version": "1"}, "label": int(np.argmax(row)),
+                       "confidence": max(row), "probabilities": row, "inference_ms": 0.1} for i, row in enumerate(rows)]
+            combined = combine_scores(scores)
+            mean = np.mean(rows, axis=0)
+            assert combined["label"] == int(mean.argmax())
+            assert combined["confidence"] == round(float(mean[int(mean.argmax())]), 6)
+            assert combined["probabilities"] == [round(float(p), 6) for p in mean]
+
+
+def test_equal_maxima_take_the_first_label_as_argmax_does():
+    row = [0.0] * 10
+    a, b = row.copy(), row.copy()
+    a[2], a[7] = 0.5, 0.5
+    b[2], b[7] = 0.5, 0.5
+    scores = [{"model": {"name": name, "version": "1"}, "label": 2, "confidence": 0.5, "probabilities": p,
+               "inference_ms": 0.1} for name, p in (("a", a), ("b", b))]
+    assert combine_scores(scores)["label"] == int(np.argmax(np.mean([a, b], axis=0))) == 2
