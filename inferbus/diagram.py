@@ -222,9 +222,10 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
 
     for rule_id, rule in _of_type(template, "AWS::Events::Rule").items():
         rule_node = node(rule_id, RULES, "rule", _rule_label(rule["EventPattern"]))
-        if rule.get("EventBusName") == "default":  # a workflow's net: Step Functions tells it how executions ended
-            for machine_arn in rule["EventPattern"].get("detail", {}).get("stateMachineArn", []):
-                edge(_target_id(machine_arn), rule_node, "ended (default bus)", "dashed")
+        if rule.get("EventBusName") == "default":
+            # A workflow's net: Step Functions tells the default bus how executions ended. Drawn as a band of its
+            # own (an arrow back from the state machine would cross the columns between).
+            edge(bus_id, rule_node, "execution ended (default bus)", "dashed")
         else:
             edge(bus_id, rule_node)
         for target in rule["Targets"]:
@@ -251,7 +252,11 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
     for subscription in _of_type(template, "AWS::Logs::SubscriptionFilter").values():
         machine_id = log_groups.get(json.dumps(subscription["LogGroupName"]))
         if machine_id and _target_id(subscription["DestinationArn"]) in functions:
-            edge(machine_id, function(_target_id(subscription["DestinationArn"])), "ended (its log)", "dashed")
+            # An Express workflow's net reads its execution log: a band of its own, as a Standard net's rule is.
+            name = HASH.sub("", _target_id(subscription["DestinationArn"])).removesuffix("Function")
+            source = node(f"logs:{machine_id}", RULES, "rule", f"log subscription\n{_spaced(name)}")
+            edge(bus_id, source, "execution ended (its log)", "dashed")
+            edge(source, function(_target_id(subscription["DestinationArn"])))
 
     ingest = [k for k, p in functions.items() if "RESERVED_SOURCES" in p.get("Environment", {}).get("Variables", {})]
     for ingest_id in ingest:

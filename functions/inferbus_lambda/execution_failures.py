@@ -109,7 +109,11 @@ def report(change: Mapping[str, Any], *, workflow: str, failure_type: str, resul
     input_id = _input_attribute(original, "id")
     # The id the protocol would have given this failure, so a report of the same execution is the same event;
     # without a readable input id, one derived from the execution.
-    failure_id = result_event_id(input_id or execution, f"{result_source}:failed")
+    detail_of_input = original.get("detail") if isinstance(original, Mapping) else None
+    source = detail_of_input.get("source") if isinstance(detail_of_input, Mapping) else None
+    input_source = source if isinstance(source, str) else None  # as the Accept step reads it (workflow.py)
+    failure_id = (result_event_id(input_id, f"{result_source}:failed", input_source=input_source) if input_id
+                  else result_event_id(execution, f"{result_source}:failed", input_source=None))
     data = WorkflowFailure(workflow=workflow, input_id=input_id, error=error, cause=reason, execution=execution)
     event = {
         "specversion": "1.0",
