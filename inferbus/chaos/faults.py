@@ -16,7 +16,8 @@ counters and the :class:`~inferbus_lambda.consumer.BatchReport` each batch retur
 log lines. The one fault that can publish a result twice is a claim left in progress after its
 result was published (the invocation crashed before completing it, or the store would not take
 the completion): the claims store wrapper records each such result by id, with its cause, as it
-happens (:class:`Republishable`), so a crash that loses the batch's report loses none of them. The rates have one definition, :class:`FaultRates`, whose fields carry the help the
+happens (:class:`Republishable`), so a crash that loses the batch's report loses none of them.
+The rates have one definition, :class:`FaultRates`, whose fields carry the help the
 ``inferbus chaos`` flags show.
 
 A timeout and a crash are what the Lambda service does to an invocation, not errors a handler
