@@ -13,7 +13,11 @@ there, which wraps, in each environment:
 
 What happened is counted from structured results (:class:`FaultCounts`): the wrappers' own
 counters and the :class:`~inferbus_lambda.consumer.BatchReport` each batch returns, never from
-log lines. The rates have one definition, :class:`FaultRates`, whose fields carry the help the
+log lines. The one fault that can publish a result twice is a claim left in progress after its
+result was published (the invocation crashed before completing it, or the store would not take
+the completion): the claims store wrapper records each such result by id, with its cause, as it
+happens (:class:`Republishable`), so a crash that loses the batch's report loses none of them.
+The rates have one definition, :class:`FaultRates`, whose fields carry the help the
 ``inferbus chaos`` flags show.
 
 A timeout and a crash are what the Lambda service does to an invocation, not errors a handler
@@ -33,12 +37,14 @@ Example
 
 from __future__ import annotations
 
+import enum
 import functools
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inferbus_lambda.claims import ClaimRecord, ClaimStatus, ClaimStore, DynamoDBClaimStore, PutAnswer
@@ -52,8 +58,8 @@ from .rates import FaultRates
 if TYPE_CHECKING:
     from inferbus.runtime import LocalFunction
 
-__all__ = ["FaultCounts", "FaultInjector", "FaultRates", "FaultyClaimStore", "InjectedCrash", "InjectedTimeout",
-           "ThrottledDynamoDB", "ThrottledEvents", "inject_faults"]
+__all__ = ["Cause", "FaultCounts", "FaultInjector", "FaultRates", "FaultyClaimStore", "InjectedCrash", "InjectedTimeout",
+           "Republishable", "ThrottledDynamoDB", "ThrottledEvents", "inject_faults"]
 
 
 class InjectedTimeout(BaseException):  # noqa: N818 - named for what it stands for
@@ -62,6 +68,35 @@ class InjectedTimeout(BaseException):  # noqa: N818 - named for what it stands f
 
 class InjectedCrash(BaseException):  # noqa: N818
     """Stands for the runtime process dying mid-invocation (out of memory, a segfault)."""
+
+
+class Cause(str, enum.Enum):
+    """Why a published result's claim stayed in progress (so a redelivery may publish it again)."""
+
+    CRASH_BEFORE_COMPLETE = "crashed between publishing and completing"
+    COMPLETION_NOT_WRITTEN = "completion not written"
+
+
+@dataclass
+class Republishable:
+    """Results published whose claims were not completed, recorded as it happened: each record lets
+    that result be published once more (a redelivery finds its claim in progress, then expired).
+
+    Attributes
+    ----------
+    by_result
+        Result event id -> how many times it was published and its claim left in progress.
+    by_cause
+        :class:`Cause` value -> how many such results.
+    """
+
+    by_result: Counter[str] = field(default_factory=Counter)
+    by_cause: Counter[str] = field(default_factory=Counter)
+
+    def record(self, result_ids: Iterable[str], cause: Cause) -> None:
+        for result_id in result_ids:
+            self.by_result[result_id] += 1
+            self.by_cause[cause.value] += 1
 
 
 @dataclass
@@ -74,10 +109,9 @@ class FaultCounts:
     timeouts: int = 0
     crashes_after_publish: int = 0
     crashes_before_complete: int = 0
-    results_before_complete: int = 0  # results those crashes had published and not completed
     records_failed_by_claim_throttling: int = 0  # BatchReport.claims_unavailable
-    claims_not_completed: int = 0  # BatchReport.claims_not_completed
     duplicates_skipped: int = 0  # records reported duplicate
+    republishable: Republishable = field(default_factory=Republishable)  # recorded by FaultyClaimStore
 
 
 class _Draws:
@@ -202,13 +236,24 @@ class FaultyClaimStore(ClaimStore):
         return statuses
 
     def complete(self, completions: Sequence[tuple[CloudEvent[Any], Mapping[str, Any]]]) -> list[str]:
+        # The consumer completes a group right after publishing it: ``completions`` are the results just published.
+        result_ids = {event.id: str(result.get("result_id", event.id)) for event, result in completions}
         if self.armed.crash_before_complete:
             self.armed.crash_before_complete = False
             with self.lock:
                 self.counts.crashes_before_complete += 1
-                self.counts.results_before_complete += len(completions)
+                self.counts.republishable.record(result_ids.values(), Cause.CRASH_BEFORE_COMPLETE)
             raise InjectedCrash(f"injected crash after publishing {len(completions)} results, before completing their claims")
-        not_completed = self.inner.complete(completions)
+        try:
+            not_completed = self.inner.complete(completions)
+        except BaseException:  # whatever stopped the completion, those results stay republishable
+            with self.lock:
+                self.counts.republishable.record(result_ids.values(), Cause.COMPLETION_NOT_WRITTEN)
+            raise
+        if not_completed:
+            with self.lock:
+                self.counts.republishable.record((result_ids[event_id] for event_id in not_completed),
+                                                 Cause.COMPLETION_NOT_WRITTEN)
         if self.armed.crash_after_publish:
             self.armed.crash_after_publish = False
             with self.lock:
@@ -279,23 +324,27 @@ class FaultInjector:
         def invoke(event: Any, context: Any) -> Any:
             with self._lock:
                 self.counts.invocations += 1
-            if self.rates is None:
+            rates = self.rates
+            # Disarm first: a fault drawn for an earlier invocation that never reached its moment
+            # (a crash before completing, in a batch of duplicates) must not strike once the faults are off.
+            armed.timeout_after_claim = armed.crash_after_publish = armed.crash_before_complete = False
+            if rates is None:
                 return handler(event, context)
-            if self.rates.latency_ms:
-                time.sleep(self.rates.latency_ms / 1000)
+            if rates.latency_ms:
+                time.sleep(rates.latency_ms / 1000)
             if consumer is not None:
-                armed.timeout_after_claim = self.draws(self.rates.timeout_rate)
-                armed.crash_after_publish = self.draws(self.rates.crash_after_publish_rate)
-                armed.crash_before_complete = self.draws(self.rates.crash_before_complete_rate)
+                armed.timeout_after_claim = self.draws(rates.timeout_rate)
+                armed.crash_after_publish = self.draws(rates.crash_after_publish_rate)
+                armed.crash_before_complete = self.draws(rates.crash_before_complete_rate)
             else:
-                if self.draws(self.rates.step_error_rate):
+                if self.draws(rates.step_error_rate):
                     with self._lock:
                         self.counts.step_errors += 1
-                    raise TransientError(f"injected fault (step_error_rate={self.rates.step_error_rate})")
-                if self.draws(self.rates.step_timeout_rate):
+                    raise TransientError(f"injected fault (step_error_rate={rates.step_error_rate})")
+                if self.draws(rates.step_timeout_rate):
                     with self._lock:
                         self.counts.timeouts += 1
-                    raise InjectedTimeout(f"injected timeout (step_timeout_rate={self.rates.step_timeout_rate})")
+                    raise InjectedTimeout(f"injected timeout (step_timeout_rate={rates.step_timeout_rate})")
             return handler(event, context)
 
         return invoke
@@ -348,7 +397,6 @@ class FaultInjector:
             report = process(*args, **kwargs)
             with self._lock:
                 self.counts.records_failed_by_claim_throttling += report.claims_unavailable
-                self.counts.claims_not_completed += report.claims_not_completed
                 self.counts.duplicates_skipped += report.count(RecordStatus.DUPLICATE)
             return report
 

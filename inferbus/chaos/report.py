@@ -10,7 +10,7 @@ from inferbus.runtime import RUNTIME_EXITED, TIMED_OUT
 from .run import ChaosReport, FlowReport
 
 LEDGER_COLUMNS = ("processed exactly once", "in a DLQ", "failure event (reason)", "pending review", "processed twice",
-                  "results repeated", "lost", "also in a DLQ, processed", "balanced")
+                  "results repeated", "repeated, no recorded cause", "lost", "also in a DLQ, processed", "balanced")
 
 
 def _share(part: int, whole: int) -> str:
@@ -27,13 +27,13 @@ def print_flow(flow: FlowReport, console: Console) -> None:
     faults.add_row("injected transient errors", _share(flow.injected_errors, flow.injectable) + f" {flow.injectable_kind}")
     faults.add_row("invocations timed out / crashed", f"{_share(timeouts, flow.invocations)} / {crashes}; "
                    f"in-progress claims released: {flow.claims_expired}")
-    if flow.crashes_before_complete or flow.records_failed_by_claim_throttling or flow.claims_not_completed:
-        faults.add_row("crashed between publishing and completing claims",
-                       f"{flow.crashes_before_complete} invocations, with {flow.results_before_complete} results "
-                       "published and not yet completed")
-        faults.add_row("DynamoDB throttling",
-                       f"{flow.records_failed_by_claim_throttling} records whose claim was throttled (redelivered); "
-                       f"{flow.claims_not_completed} published records whose completion was throttled")
+    if flow.crashes_before_complete or flow.records_failed_by_claim_throttling or flow.republishable:
+        causes = ", ".join(f"{count} {cause}" for cause, count in sorted(flow.republishable_by_cause.items()))
+        faults.add_row("results published, claim left in progress",
+                       f"{sum(flow.republishable.values())} recorded ({causes or 'none'}); "
+                       f"{flow.crashes_before_complete} invocations crashed between publishing and completing")
+        faults.add_row("claims DynamoDB throttled",
+                       f"{flow.records_failed_by_claim_throttling} records (redelivered)")
     faults.add_row("duplicate deliveries", f"{_share(flow.duplicates_delivered, flow.events)}; skipped as duplicates: "
                    f"{flow.duplicates_skipped}")
     if flow.reviews:
@@ -49,16 +49,19 @@ def print_flow(flow: FlowReport, console: Console) -> None:
     for name, entry in moments:
         ledger.add_column(name, justify="right")
         # After the faults are off and the DLQ redriven, every input (all valid) must have been processed.
-        ok = (entry.balanced(flow.events, flow.repeat_bound)
-              and not (entry is flow.after_redrive and flow.stuck))
+        ok = entry.balanced(flow.events) and not (entry is flow.after_redrive and flow.stuck)
         cells.append([str(entry.processed_once), str(entry.in_dead_letter_queue), str(entry.failed_with_reason),
                       str(entry.pending_review), str(entry.processed_twice),
-                      f"{entry.repeated_results} (bound {flow.repeat_bound})", str(entry.lost),
+                      str(entry.repeated_results), str(entry.repeats_unexplained), str(entry.lost),
                       str(entry.dead_lettered_after_processing), "[green]yes[/green]" if ok else "[red]NO[/red]"])
     for row, column in enumerate(LEDGER_COLUMNS):
         ledger.add_row(column, *(values[row] for values in cells))
     console.print(ledger)
     console.print(f"{flow.result_events} result events in all; {flow.redriven} redriven")
+    for name, entry in moments:
+        if entry.unexplained_results:
+            console.print(f"[red]{name}: results repeated without a recorded cause: "
+                          f"{', '.join(entry.unexplained_results[:10])}[/red]")
     if flow.stuck:
         console.print(f"[red]{flow.stuck} valid inputs still fail with the faults off: "
                       "a bug of the flow, not an incident (see inferbus redrive --dry-run for why)[/red]")

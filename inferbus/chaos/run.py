@@ -19,10 +19,12 @@ A flow with a review queue has its reviewer played (the declared one) after ever
 
 Then the ledger, per input: processed (one result per stage), or waiting in a dead-letter queue
 unprocessed, or ended in a workflow's failure event with a reason, or (a person's decision) still
-pending; none lost. Results published more than once must stay within the bound the faults allow
-(:attr:`FlowReport.repeat_bound`): the results of each group a consumer published just before it
-crashed (at most 25), plus the records whose completion DynamoDB would not take (their claims
-expire, so a later redelivery may publish them again); every other fault repeats nothing. Then,
+pending; none lost. A result published more than once must have a recorded cause for each
+copy beyond the first: the faults record, as it happens, every result a consumer published and
+left with its claim in progress (it crashed before completing it, or the store would not take
+the completion), by result id (:class:`~.faults.Republishable`); a redelivery may publish each
+such result once more, and nothing else may repeat. The ledger checks this result by result
+(:meth:`Ledger.count_repeats`); a repeat without its cause fails the flow, however few. Then,
 with the faults off, the root consumer's DLQ is redriven and the ledger taken again.
 
 Example
@@ -37,7 +39,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -123,23 +125,45 @@ def resolve_flows(pipeline: Pipeline, name: str | None) -> list[Flow]:
 
 @dataclass
 class Ledger:
-    """Where each input of a flow ended up."""
+    """Where each input of a flow ended up, and each result published more than once."""
 
     processed_once: int = 0
     processed_twice: int = 0  # processed, and a result of it published more than once (at any stage)
     repeated_results: int = 0  # result events beyond the first, for one input at one stage
+    repeats_unexplained: int = 0  # of those, copies beyond what the result's recorded causes allow
+    unexplained_results: list[str] = field(default_factory=list)  # the ids of those results
     in_dead_letter_queue: int = 0  # not processed, waiting in a DLQ
     failed_with_reason: int = 0  # a workflow of the flow emitted its failure event, with the reason
     pending_review: int = 0  # waiting for a person
     dead_lettered_after_processing: int = 0  # processed, and a redelivery of it sits in the DLQ
     lost: int = 0
 
-    def balanced(self, events: int, repeat_bound: int = 0) -> bool:
-        """Every input in exactly one place, nothing lost; results repeated at most ``repeat_bound`` times
-        (what the injected faults allow: see :attr:`FlowReport.repeat_bound`)."""
+    def count_repeats(self, repeats: list[list[str]], republishable: Mapping[str, int]) -> None:
+        """Count one input's repeated results against what the faults recorded, result by result.
+
+        Parameters
+        ----------
+        repeats
+            Per result published more than once (one input, one stage, one type): its id, once per copy.
+        republishable
+            Result id -> how many times it was published with its claim left in progress
+            (:class:`~.faults.Republishable`). Each allows one more copy of that result, and
+            nothing for any other.
+        """
+        for copies in repeats:
+            extra = len(copies) - 1
+            self.repeated_results += extra
+            unexplained = extra - sum(republishable.get(result_id, 0) for result_id in set(copies))
+            if unexplained > 0:
+                self.repeats_unexplained += unexplained
+                self.unexplained_results += sorted(set(copies))
+
+    def balanced(self, events: int) -> bool:
+        """Every input in exactly one place, nothing lost, and every repeated result within its
+        recorded causes (:attr:`FlowReport.republishable`)."""
         accounted = (self.processed_once + self.processed_twice + self.in_dead_letter_queue + self.failed_with_reason
                      + self.pending_review)
-        return accounted == events and self.lost == 0 and self.repeated_results <= repeat_bound
+        return accounted == events and self.lost == 0 and self.repeats_unexplained == 0
 
 
 @dataclass
@@ -157,9 +181,11 @@ class FlowReport:
     injectable: int = 0  # deliveries (consumers) or step invocations (workflows) that could fail
     injectable_kind: str = "deliveries"
     crashes_before_complete: int = 0  # consumer invocations that died between a group's PutEvents and its completion
-    results_before_complete: int = 0  # results those groups had published: they may be published again
+    # Result id -> times it was published and its claim left in progress (the faults' record, faults.Republishable):
+    # the one source of every repeat the ledger allows, result by result.
+    republishable: dict[str, int] = field(default_factory=dict)
+    republishable_by_cause: dict[str, int] = field(default_factory=dict)  # faults.Cause value -> results
     records_failed_by_claim_throttling: int = 0  # their claims could not be written: redelivered later
-    claims_not_completed: int = 0  # published, but DynamoDB would not take the completion
     duplicates_delivered: int = 0
     duplicates_skipped: int = 0
     claims_expired: int = 0
@@ -168,18 +194,11 @@ class FlowReport:
     seconds: float = 0.0
 
     @property
-    def repeat_bound(self) -> int:
-        """How many results the faults allow to repeat: each group published right before a crash
-        (at most 25 results), and each published record whose completion could not be written."""
-        return self.results_before_complete + self.claims_not_completed
-
-    @property
     def balanced(self) -> bool:
         """Both ledgers balance, and once the faults are off and the DLQ redriven no input stays there:
         every input is valid, so one still failing is a bug of the consumer, not an incident."""
         final = self.after_redrive or self.ledger
-        return (self.ledger.balanced(self.events, self.repeat_bound) and final.balanced(self.events, self.repeat_bound)
-                and not self.stuck)
+        return self.ledger.balanced(self.events) and final.balanced(self.events) and not self.stuck
 
     @property
     def stuck(self) -> int:
@@ -203,7 +222,6 @@ class ChaosReport:
         data = asdict(self)
         data["balanced"] = self.balanced
         for name, flow in self.flows.items():
-            data["flows"][name]["repeat_bound"] = flow.repeat_bound
             data["flows"][name]["balanced"] = flow.balanced
         return data
 
@@ -282,7 +300,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
         pipeline.drain()
 
         delivered: list[dict[str, Any]] = []  # every event the tap saw, across both ledgers
-        _take_ledger(pipeline, flow, sent, report, delivered, first=True)
+        _take_ledger(pipeline, flow, sent, report, delivered, injectors, first=True)
         _count_faults(pipeline, flow, injectors, report)
         if redrive and isinstance(root, Consumer):
             from inferbus.redrive import redrive as move_back
@@ -298,7 +316,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
                 pipeline.drain()
                 _play_reviewers(pipeline, flow, truth, report)
                 pipeline.drain()
-                _take_ledger(pipeline, flow, sent, report, delivered, first=False)
+                _take_ledger(pipeline, flow, sent, report, delivered, injectors, first=False)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -348,11 +366,11 @@ def _play_reviewers(pipeline: Any, flow: Flow, truth: dict[str, Any], report: Fl
             report.reviews[outcome] = report.reviews.get(outcome, 0) + 1
 
 
-def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
-                 delivered: list[dict[str, Any]], *, first: bool) -> None:
+def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport, delivered: list[dict[str, Any]],
+                 injectors: dict[Any, FaultInjector], *, first: bool) -> None:
     delivered += pipeline.tapped_events()  # the tap hands each event out once
-    results: dict[str, Counter[tuple[str, str]]] = defaultdict(Counter)  # subject -> (source, type) -> count
-    result_ids: dict[str, list[str]] = defaultdict(list)  # subject -> ids of its results
+    # subject -> (source, type) -> the ids of its results, one per copy published
+    results: dict[str, dict[tuple[str, str], list[str]]] = defaultdict(lambda: defaultdict(list))
     failures: dict[str, list[str]] = defaultdict(list)  # input id -> failure reasons
     executions = pipeline.executions()
     # A failure in Accept itself names no input (it could not be read): its correlation id is the execution's name.
@@ -367,15 +385,15 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
             input_id = data.get("input_id") or detail.get("subject") or input_of_execution.get(detail.get("correlationid"))
             failures[input_id].append(f"{data.get('error')}: {data.get('cause')}")
         elif detail_type in stage.result_types and detail.get("subject"):
-            results[detail["subject"]][(source, detail_type)] += 1
-            result_ids[detail["subject"]].append(detail["id"])
+            results[detail["subject"]][(source, detail_type)].append(detail["id"])
     waiting = {(e.input or {}).get("detail", {}).get("id") for e in executions if e.waiting_for_task_token}
     dead = _dead_letter_ids(pipeline)
+    republishable = _republishable(injectors, report)
     ledger = Ledger()
     for event_id in sent:
-        repeats, outcome = _outcome(flow, event_id, results, result_ids, failures, waiting)
+        repeats, outcome = _outcome(flow, event_id, results, failures, waiting)
         in_dlq = event_id in dead
-        ledger.repeated_results += repeats
+        ledger.count_repeats(repeats, republishable)
         if outcome == "processed":
             if repeats:
                 ledger.processed_twice += 1
@@ -390,7 +408,7 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
             ledger.in_dead_letter_queue += 1
         else:
             ledger.lost += 1
-    report.result_events = sum(sum(counts.values()) for counts in results.values())
+    report.result_events = sum(len(copies) for by_type in results.values() for copies in by_type.values())
     if first:
         report.ledger = ledger
         reasons = Counter(reason.split(":")[0] for reasons in failures.values() for reason in reasons)
@@ -399,20 +417,34 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
         report.after_redrive = ledger
 
 
-def _outcome(flow: Flow, event_id: str, results: dict[str, Counter[tuple[str, str]]], result_ids: dict[str, list[str]],
-             failures: dict[str, list[str]], waiting: set[str]) -> tuple[int, str | None]:
-    """Follow one input down the flow, level by level: (results published again, processed / failed /
-    pending / None). At each level the input (or its results) must have one outcome: results, which
-    the next level takes, a failure event, or a person still deciding."""
-    subjects, repeats = [event_id], 0
+def _republishable(injectors: dict[Any, FaultInjector], report: FlowReport) -> Counter[str]:
+    """Every result the flow's functions published and left with a claim in progress, as the faults
+    recorded them so far (by result id); kept in ``report``."""
+    by_result: Counter[str] = Counter()
+    by_cause: Counter[str] = Counter()
+    for injector in injectors.values():
+        by_result += injector.counts.republishable.by_result
+        by_cause += injector.counts.republishable.by_cause
+    report.republishable, report.republishable_by_cause = dict(by_result), dict(by_cause)
+    return by_result
+
+
+def _outcome(flow: Flow, event_id: str, results: dict[str, dict[tuple[str, str], list[str]]],
+             failures: dict[str, list[str]], waiting: set[str]) -> tuple[list[list[str]], str | None]:
+    """Follow one input down the flow, level by level: (the ids of each result published more than
+    once, one per copy; processed / failed / pending / None). At each level the input (or its
+    results) must have one outcome: results, which the next level takes, a failure event, or a
+    person still deciding."""
+    subjects: list[str] = [event_id]
+    repeats: list[list[str]] = []
     for depth, level in enumerate(flow.levels):
         sources = {stage.result_source for stage in level}
-        produced = []
+        produced: list[str] = []
         for subject in subjects:
-            counts = {key: count for key, count in results[subject].items() if key[0] in sources}
-            repeats += sum(count - 1 for count in counts.values())
-            if counts:
-                produced += result_ids[subject]
+            for (source, _), copies in results.get(subject, {}).items():
+                if source in sources:
+                    repeats += [copies] if len(copies) > 1 else []
+                    produced += [result_id for result_id in dict.fromkeys(copies) if result_id not in produced]
         if produced:  # a failure event beside a result is a redelivery's (its Accept failed): the input was processed
             subjects = produced
             continue
@@ -457,8 +489,6 @@ def _count_faults(pipeline: Any, flow: Flow, injectors: dict[Any, FaultInjector]
         report.duplicates_skipped += counts.duplicates_skipped
         report.claims_expired += local.source.expired_after_failures
         report.records_failed_by_claim_throttling += counts.records_failed_by_claim_throttling
-        report.claims_not_completed += counts.claims_not_completed
         report.crashes_before_complete += counts.crashes_before_complete
-        report.results_before_complete += counts.results_before_complete
     accept = [f for f in injectors if f.spec.environment.get("POWERTOOLS_SERVICE_NAME") == "accept"]
     report.duplicates_skipped += int(sum(v for f in accept for v in f.metrics.get("EventsDuplicate", [])))

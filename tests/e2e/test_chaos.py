@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inferbus.chaos import ChaosError, FaultRates, chaos_overrides, resolve_flows, run_chaos
+from inferbus.chaos import ChaosError, FaultRates, FlowReport, chaos_overrides, resolve_flows, run_chaos
+from inferbus.chaos.faults import Cause
 from inferbus.model.declarations import Consumer
 from inferbus.template import synthesize
 from tests.declared import PIPELINE
@@ -33,9 +34,9 @@ def test_a_consumers_ledger_balances_under_errors_timeouts_crashes_throttling_an
     ledger = flow.ledger
     assert ledger.processed_once + ledger.processed_twice + ledger.in_dead_letter_queue == 400
     assert ledger.lost == 0
-    # results repeat only where the faults open a window, and no more than the bound they allow
-    assert ledger.repeated_results <= flow.repeat_bound
-    assert flow.results_before_complete <= 25 * flow.crashes_before_complete
+    # results repeat only where the faults recorded a window for that very result
+    assert ledger.repeats_unexplained == 0 and ledger.repeated_results <= sum(flow.republishable.values())
+    assert flow.republishable_by_cause.get(Cause.CRASH_BEFORE_COMPLETE.value, 0) <= 25 * flow.crashes_before_complete
     assert report.balanced
     # every kind of fault really happened
     assert flow.injected_errors / flow.injectable >= 0.1
@@ -43,13 +44,52 @@ def test_a_consumers_ledger_balances_under_errors_timeouts_crashes_throttling_an
     assert flow.failed_invocations.get("Runtime.ExitError", 0) >= 1
     assert flow.duplicates_delivered >= 20 and flow.duplicates_skipped >= flow.duplicates_delivered
     assert flow.claims_expired >= 1  # a failed invocation's claims were released for its redelivery
-    assert flow.crashes_before_complete >= 1 and flow.results_before_complete >= 1
+    assert flow.crashes_before_complete >= 1 and flow.republishable_by_cause[Cause.CRASH_BEFORE_COMPLETE.value] >= 1
     assert flow.records_failed_by_claim_throttling >= 1
     # with the faults off, a redrive finishes the job: each event processed
     assert flow.redriven == ledger.in_dead_letter_queue + ledger.dead_lettered_after_processing
     final = flow.after_redrive
     assert final.processed_once + final.processed_twice == 400 and final.in_dead_letter_queue == 0
     assert flow.result_events == 400 + final.repeated_results
+
+
+def assert_every_repeat_has_its_recorded_cause(flow: FlowReport) -> None:
+    for ledger in (flow.ledger, flow.after_redrive or flow.ledger):  # after a redrive, if the DLQ held any
+        assert ledger.lost == 0
+        assert ledger.repeats_unexplained == 0, ledger.unexplained_results
+    assert flow.balanced
+
+
+def test_every_crash_after_publishing_with_every_completion_refused_repeats_only_what_was_recorded(small_batches):
+    # The crash loses the batch's report, which counted the refused completions: an estimate from it allowed 0 repeats.
+    rates = FaultRates.only(crash_after_publish_rate=1.0, complete_throttle_rate=1.0)
+    report = run_chaos(events=30, rates=rates, flow=CONSUMER_FLOW.name, seed=1, template=small_batches)
+    flow = report.flows[CONSUMER_FLOW.name]
+    assert_every_repeat_has_its_recorded_cause(flow)
+    assert flow.ledger.repeated_results >= 10  # the window was wide open, and used
+    assert set(flow.republishable_by_cause) == {Cause.COMPLETION_NOT_WRITTEN.value}
+
+
+def test_timeouts_errors_duplicates_and_crashes_with_every_completion_refused_repeat_only_recorded_results(small_batches):
+    # Half the invocations time out after claiming, the rest crash after publishing; no completion is written and
+    # every processed record comes twice: each redelivery may republish, and each republished result must be recorded.
+    rates = FaultRates.only(timeout_rate=0.5, crash_after_publish_rate=1.0, record_error_rate=0.2, duplicate_rate=1.0,
+                            complete_throttle_rate=1.0, put_events_throttle_rate=0.3)
+    report = run_chaos(events=30, rates=rates, flow=CONSUMER_FLOW.name, seed=4, template=small_batches)
+    flow = report.flows[CONSUMER_FLOW.name]
+    assert_every_repeat_has_its_recorded_cause(flow)
+    assert flow.failed_invocations.get("Sandbox.Timedout", 0) >= 1 and flow.injected_errors >= 1
+    assert flow.ledger.repeated_results >= 1
+
+
+@pytest.mark.skipif(CHAINED_FLOW is None, reason="no component takes another's results")
+def test_a_chained_flow_repeats_a_root_result_only_where_recorded_and_downstream_nothing(small_batches):
+    # The risk flow's case, wide open: every root invocation crashes after publishing, no completion is written.
+    rates = FaultRates.only(crash_after_publish_rate=1.0, complete_throttle_rate=1.0, duplicate_rate=0.5)
+    report = run_chaos(events=20, rates=rates, flow=CHAINED_FLOW.name, seed=2, template=small_batches)
+    flow = report.flows[CHAINED_FLOW.name]
+    assert_every_repeat_has_its_recorded_cause(flow)
+    assert flow.ledger.repeated_results >= 1
 
 
 @pytest.mark.skipif(WORKFLOW_FLOW is None, reason="no workflow takes inputs of its own")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import fields
 from types import SimpleNamespace
 
@@ -15,7 +16,7 @@ from inferbus_lambda.errors import TransientError
 from inferbus_lambda.publishing import publish_events
 from inferbus_lambda.sources import SqsRecordSource
 
-from inferbus.chaos.faults import FaultInjector, InjectedCrash, InjectedTimeout
+from inferbus.chaos.faults import Cause, FaultInjector, InjectedCrash, InjectedTimeout
 from inferbus.chaos.rates import FaultRates
 
 
@@ -83,9 +84,63 @@ def test_a_crash_before_completing_counts_the_results_it_leaves_published():
     handler = injector.wrap(consumer_handler(store))
     with pytest.raises(InjectedCrash):
         handler(batch(6), CONTEXT)
-    assert len(handler.runtime.bus.entries) == 6
-    assert (injector.counts.crashes_before_complete, injector.counts.results_before_complete) == (1, 6)
+    published = published_ids(handler)
+    assert len(published) == 6 and injector.counts.crashes_before_complete == 1
+    # exactly the results it had published, by id, each allowing one more copy
+    assert injector.counts.republishable.by_result == Counter(published)
+    assert injector.counts.republishable.by_cause == {Cause.CRASH_BEFORE_COMPLETE.value: 6}
     assert {record.state.value for record in store.records.values()} == {"INPROGRESS"}
+
+
+class RefusingCompletions(InMemoryClaimStore):
+    """A store that cannot write completions (DynamoDB throttling them past the SDK's retries)."""
+
+    def put_completed(self, records):
+        return [record.event_id for record in records]
+
+
+def test_a_crash_after_a_completion_was_refused_still_records_the_results_left_in_progress():
+    # The batch's report, which counted refused completions, dies with the invocation: the store's wrapper records them.
+    store = RefusingCompletions(scope="t", expires_after_seconds=60)
+    injector = FaultInjector(FaultRates.only(crash_after_publish_rate=1.0))
+    handler = injector.wrap(consumer_handler(store))
+    with pytest.raises(InjectedCrash):
+        handler(batch(8), CONTEXT)
+    published = published_ids(handler)
+    assert len(published) == 4 and injector.counts.republishable.by_result == Counter(published)
+    assert injector.counts.republishable.by_cause == {Cause.COMPLETION_NOT_WRITTEN.value: 4}
+
+
+def test_a_refused_completion_records_only_the_results_it_concerns_and_a_completed_one_none():
+    class RefusingOdd(InMemoryClaimStore):
+        def put_completed(self, records):
+            super().put_completed([r for r in records if int(r.event_id.split("-")[1]) % 2 == 0])
+            return [r.event_id for r in records if int(r.event_id.split("-")[1]) % 2]
+
+    injector = FaultInjector(FaultRates.only(record_error_rate=0.0))
+    handler = injector.wrap(consumer_handler(RefusingOdd(scope="t", expires_after_seconds=60)))
+    assert handler(batch(6), CONTEXT) == {"batchItemFailures": []}
+    odd = {json.loads(entry["Detail"])["id"] for entry in handler.runtime.bus.entries
+           if int(json.loads(entry["Detail"])["subject"].split("-")[1]) % 2}
+    assert set(injector.counts.republishable.by_result) == odd and len(odd) == 3
+
+
+def test_a_fault_drawn_for_an_invocation_that_never_reached_it_does_not_strike_once_the_faults_are_off():
+    store = InMemoryClaimStore(scope="t", expires_after_seconds=60)
+    handler = FaultInjector(None).wrap(consumer_handler(store))
+    handler(batch(3), CONTEXT)  # processed: a second delivery is a duplicate, which completes nothing
+    injector = FaultInjector(FaultRates.only(crash_before_complete_rate=1.0))
+    handler = injector.wrap(consumer_handler(store))
+    assert handler(batch(3), CONTEXT) == {"batchItemFailures": []} and injector.counts.crashes_before_complete == 0
+    injector.rates = None  # the incident is over; the crash drawn above was never reached
+    fresh = batch(5)
+    fresh["Records"] = fresh["Records"][3:]
+    assert handler(fresh, CONTEXT) == {"batchItemFailures": []}
+    assert injector.counts.republishable.by_result == {}
+
+
+def published_ids(handler) -> list[str]:
+    return [json.loads(entry["Detail"])["id"] for entry in handler.runtime.bus.entries]
 
 
 def test_a_crash_after_publishing_half_leaves_that_half_completed_and_the_rest_unsent():
@@ -96,6 +151,7 @@ def test_a_crash_after_publishing_half_leaves_that_half_completed_and_the_rest_u
         handler(batch(8), CONTEXT)
     assert len(handler.runtime.bus.entries) == 4
     assert sorted(record.state.value for record in store.records.values()) == ["COMPLETED"] * 4 + ["INPROGRESS"] * 4
+    assert injector.counts.republishable.by_result == {}  # what it published, it completed: nothing may repeat
 
 
 def test_record_errors_fail_those_records_alone_and_are_counted_from_the_report():

@@ -1,0 +1,36 @@
+"""The chaos ledger allows a repeated result only for a cause recorded for that result, one copy per cause."""
+
+from __future__ import annotations
+
+from inferbus.chaos import Ledger
+
+
+def test_each_recorded_cause_allows_one_more_copy_of_its_own_result():
+    ledger = Ledger()
+    ledger.count_repeats([["r1", "r1", "r1"]], {"r1": 2})
+    assert (ledger.repeated_results, ledger.repeats_unexplained) == (2, 0)
+    ledger.count_repeats([["r1", "r1", "r1"]], {"r1": 1})
+    assert (ledger.repeated_results, ledger.repeats_unexplained, ledger.unexplained_results) == (4, 1, ["r1"])
+
+
+def test_causes_recorded_for_other_results_do_not_cover_a_repeat():
+    # A flow-wide bound would pass this: 5 causes against 1 repeat. Result by result, r2's repeat has none.
+    ledger = Ledger(processed_twice=1)
+    ledger.count_repeats([["r2", "r2"]], {"r1": 5})
+    assert ledger.repeats_unexplained == 1 and not ledger.balanced(1)
+
+
+def test_a_repeat_under_a_fresh_id_is_counted_and_each_id_brings_its_own_causes():
+    # One input, one stage, one type, two ids (a producer that did not derive its result's id): still a repeat.
+    ledger = Ledger()
+    ledger.count_repeats([["r1", "r1-again"]], {})
+    assert (ledger.repeated_results, ledger.repeats_unexplained) == (1, 1)
+    explained = Ledger()
+    explained.count_repeats([["r1", "r1-again"]], {"r1": 1})
+    assert (explained.repeated_results, explained.repeats_unexplained) == (1, 0)
+
+
+def test_nothing_repeated_balances_when_every_input_is_accounted_for_and_none_lost():
+    assert Ledger(processed_once=3).balanced(3)
+    assert not Ledger(processed_once=2, lost=1).balanced(3)
+    assert not Ledger(processed_once=2).balanced(3)
