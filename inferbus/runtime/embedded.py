@@ -90,6 +90,11 @@ class EmbeddedPipeline:
     tap
         Also route every event on the bus to a local-only queue, so what the
         pipeline publishes can be read back (:meth:`tapped_events`). Default True.
+    retain
+        Keep only a window of what has happened, for a pipeline that runs without end
+        (``inferbus serve``): each function's last ``retain`` invocations and their logs, and
+        each state machine's running executions and its last ``retain`` finished ones.
+        Default, keep everything (the demo, chaos and the tests read it all back).
 
     Attributes
     ----------
@@ -116,8 +121,12 @@ class EmbeddedPipeline:
     """
 
     def __init__(self, template: dict[str, Any], *, stack_name: str, host: HostConfig,
-                 after_failure: AfterFailure | None = None, tap: bool = True) -> None:
+                 after_failure: AfterFailure | None = None, tap: bool = True, retain: int | None = None) -> None:
+        if retain is not None and retain < 1:
+            raise ValueError(f"retain must be at least 1, got {retain}")
         self.template = template
+        self.retain = retain
+        self._ended = 0  # executions ended so far (a window is trimmed every retain // 10 of them)
         self.stack_name = stack_name
         self.host = host
         self.after_failure = after_failure
@@ -136,6 +145,7 @@ class EmbeddedPipeline:
         self._stopping = threading.Event()
         self._mock: Any = None
         self.on_execution_end: Callable[[str], None] | None = None
+        self._counts = threading.Lock()
 
     def __enter__(self) -> EmbeddedPipeline:
         # Credentials first: no client may be made outside the mock.
@@ -169,7 +179,7 @@ class EmbeddedPipeline:
         self.stepfunctions = self.session.client("stepfunctions")
         self.deployment = provision(self.template, self.session, stack_name=self.stack_name)
         for logical_id, spec in self.deployment.functions.items():
-            self.functions[logical_id] = LocalFunction(spec, self.host)
+            self.functions[logical_id] = LocalFunction(spec, self.host, retain=self.retain)
         for source in self.deployment.event_sources:
             queue = self.deployment.queue_by_arn(source.queue_arn)
             self.event_sources.append(LocalEventSource(source, SqsChannel(queue, self.sqs),
@@ -196,8 +206,16 @@ class EmbeddedPipeline:
 
     def _changed(self, kind: str, arn: str) -> None:
         self.activity.changed()
-        if kind == "execution" and self.on_execution_end is not None:
+        if kind != "execution":
+            return
+        if self.on_execution_end is not None:
             self.on_execution_end(arn)
+        if self.retain is not None:
+            with self._counts:
+                self._ended += 1
+                due = self._ended % max(1, self.retain // 10) == 0  # a trim scans every execution: not at each end
+            if due:
+                moto_patches.forget_finished_executions(self.retain)
 
     def _deliver(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any]) -> bool:
         """Take a rule's delivery to a target moto cannot deliver to (called inside PutEvents: only queue it)."""
