@@ -62,6 +62,8 @@ TAP_NAME = "local-tap"
 TAP_MANAGED_BY = "inferbus.local"  # its ManagedBy, as an AWS service marks the rules it makes for you
 PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
 DRAIN_TIMEOUT_S = 300.0
+TRIM_EVERY_S = 1.0  # with ``retain``: how often what is kept is trimmed to its window
+KEPT_PER_RETAINED = 100  # archived events and deleted receipt handles kept per retained invocation
 IDLE_POLL_S = 0.05  # drain re-checks this often when nothing signals (an execution parking on a token)
 CHECK_EVERY_S = 0.02  # and, while things move, at most this often
 TAP_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:local-tap"  # a local-only target: what the tap rule delivers to
@@ -94,7 +96,10 @@ class EmbeddedPipeline:
         Keep only a window of what has happened, for a pipeline that runs without end
         (``inferbus serve``): each function's last ``retain`` invocations and their logs, and
         each state machine's running executions and its last ``retain`` finished ones.
-        Default, keep everything (the demo, chaos and the tests read it all back).
+        Bounded the same way, ``retain`` × 100 of what is small: the events in the bus archive, and
+        each queue's receipt handles of deleted messages (kept so that a second delete succeeds).
+        Trimmed at most once a second. Default, keep everything (the demo, chaos and the tests read
+        it all back).
 
     Attributes
     ----------
@@ -126,7 +131,7 @@ class EmbeddedPipeline:
             raise ValueError(f"retain must be at least 1, got {retain}")
         self.template = template
         self.retain = retain
-        self._ended = 0  # executions ended so far (a window is trimmed every retain // 10 of them)
+        self._trimmed_at = time.monotonic()
         self.stack_name = stack_name
         self.host = host
         self.after_failure = after_failure
@@ -206,16 +211,16 @@ class EmbeddedPipeline:
 
     def _changed(self, kind: str, arn: str) -> None:
         self.activity.changed()
-        if kind != "execution":
-            return
-        if self.on_execution_end is not None:
+        if kind == "execution" and self.on_execution_end is not None:
             self.on_execution_end(arn)
         if self.retain is not None:
             with self._counts:
-                self._ended += 1
-                due = self._ended % max(1, self.retain // 10) == 0  # a trim scans every execution: not at each end
+                due = time.monotonic() - self._trimmed_at >= TRIM_EVERY_S  # a trim scans what is kept: not at each change
+                if due:
+                    self._trimmed_at = time.monotonic()
             if due:
                 moto_patches.forget_finished_executions(self.retain)
+                moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED)
 
     def _deliver(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any]) -> bool:
         """Take a rule's delivery to a target moto cannot deliver to (called inside PutEvents: only queue it)."""

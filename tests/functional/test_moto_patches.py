@@ -12,6 +12,7 @@ import threading
 import boto3
 import moto
 import pytest
+from moto import backends as moto_backends
 from moto.core import responses as moto_responses
 from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
@@ -44,6 +45,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (BaseExecutionWorkerCommunication, "terminated", ["self"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
     (moto_responses, "method_names_from_class", ["clazz"]),
+    (moto_backends, "list_of_moto_modules", []),
     (AmazonStateLanguageParser, "parse", ["definition"]),
     (json_path, "parse", ["path", "debug"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),

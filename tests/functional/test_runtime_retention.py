@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from inferbus.runtime import embedded, moto_patches
 from tests.runtime_fixtures import runtime
 from tests.runtime_fixtures import templates as t
 
@@ -55,13 +56,18 @@ def test_without_a_window_everything_is_kept():
         assert len(pipeline.functions["Echo"].invocations) == 8 and len(pipeline.executions("Machine")) == 8
 
 
-def test_finished_executions_beyond_the_window_are_forgotten_and_running_ones_kept():
+@pytest.fixture
+def trim_at_every_change(monkeypatch):
+    monkeypatch.setattr(embedded, "TRIM_EVERY_S", 0.0)  # a long-running pipeline trims once a second
+
+
+def test_finished_executions_beyond_the_window_are_forgotten_and_running_ones_kept(trim_at_every_change):
     retain = 4
     with runtime(template(), tap=False, retain=retain) as pipeline:
         pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines["Waiting"].arn, name="parked")
         run(pipeline, "Machine", 3 * retain, "echo")
         names = [item["name"] for item in listed(pipeline, "Machine")]
-        assert len(names) <= retain + 1  # trimmed every retain // 10 (here: every) ends
+        assert len(names) <= retain
         assert f"echo-{3 * retain - 1}" in names and "echo-0" not in names  # the newest kept, the oldest gone
         assert [item["status"] for item in listed(pipeline, "Waiting")] == ["RUNNING"]  # never a running one
         kept = pipeline.stepfunctions.describe_execution(executionArn=listed(pipeline, "Machine")[0]["executionArn"])
@@ -72,3 +78,25 @@ def test_finished_executions_beyond_the_window_are_forgotten_and_running_ones_ke
 def test_a_window_must_hold_something():
     with pytest.raises(ValueError, match="retain must be at least 1"):
         runtime(template(), retain=0)
+
+
+def test_the_archive_and_the_deleted_receipt_handles_keep_their_last_events(trim_at_every_change):
+    retain = 1  # keeps 100 of each
+    work = t.template(WorkQueue=t.queue(), WorkRule=t.rule("Work", [t.queue_target("WorkQueue")]))
+    with runtime(work, tap=False, retain=retain) as pipeline:
+        bus_arn = pipeline.events.describe_event_bus(Name=pipeline.bus_name)["Arn"]
+        pipeline.events.create_archive(ArchiveName="everything", EventSourceArn=bus_arn)
+        url = pipeline.deployment.queues["WorkQueue"].url
+        for start in range(0, 150, 10):
+            pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work",
+                                  "Detail": json.dumps({"n": n})} for n in range(start, start + 10)])
+            for message in pipeline.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]:
+                pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work", "Detail": "{}"}])
+        archived = pipeline.events.describe_archive(ArchiveName="everything")["EventCount"]
+        assert 0 < archived <= 100 * retain + 10  # trimmed when the last messages arrived, its own 10 on top at most
+        queue = moto_patches._queue(pipeline.deployment.queues["WorkQueue"].arn)
+        assert len(queue.deleted_messages) <= 100 * retain
+        (last,) = pipeline.sqs.receive_message(QueueUrl=url)["Messages"]
+        pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=last["ReceiptHandle"])
+        pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=last["ReceiptHandle"])  # a second delete still succeeds
