@@ -242,7 +242,12 @@ class Sinks:
     def _drain(self, url: str, read: Any) -> None:
         sqs = client("sqs", self.endpoint)
         while not self._stopping.is_set():
-            messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+            try:
+                messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+            except Exception:  # noqa: BLE001 - the server stopped under a last long poll
+                if self._stopping.is_set():
+                    return
+                raise
             for message in messages:
                 with self.ledger.lock:
                     read(json.loads(message["Body"]))
@@ -498,7 +503,12 @@ def burst_on(endpoint: str, bus: str, entries: list[dict[str, Any]], watch: str,
     def drain() -> None:
         reader = client("sqs", endpoint)
         while not done.is_set():
-            messages = reader.receive_message(QueueUrl=watch, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+            try:
+                messages = reader.receive_message(QueueUrl=watch, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+            except Exception:  # noqa: BLE001 - the server stopped under a last long poll
+                if done.is_set():
+                    return
+                raise
             for message in messages:
                 detail = json.loads(message["Body"]).get("detail", {})
                 seen.add(str(detail.get("subject")))
