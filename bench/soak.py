@@ -179,6 +179,12 @@ def served(template: Path | None, log: Path) -> Iterator[tuple[dict[str, Any], s
         stop(process)
 
 
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, in seconds: a figure the machine's other load moves little."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def client(service: str, endpoint: str) -> Any:
     return boto3.session.Session(**CREDENTIALS).client(service, endpoint_url=endpoint)
 
@@ -400,6 +406,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         sinks.start()
         traffic = Traffic(pipeline, outputs[EVENT_BUS_NAME_OUTPUT], ledger, shares)
         samples = [Sample(0.0, rss_mb(process.pid))]
+        cpu_before = cpu_s(process.pid)
         failed_entries = 0
         began = time.monotonic()
         total = min(args.count, int(args.rate * args.duration))
@@ -430,7 +437,10 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         missing = balance(pipeline, sinks, ledger)
         left = queues_left(sqs)
         samples.append(Sample(time.monotonic() - began, rss_mb(process.pid)))
-    return report(args, samples, ledger, missing, left, failed_entries, traffic.count, driven_s, settle_s)
+        used_s = cpu_s(process.pid) - cpu_before
+    figures = report(args, samples, ledger, missing, left, failed_entries, traffic.count, driven_s, settle_s)
+    figures["server_cpu_ms_per_event"] = round(used_s * 1000 / max(traffic.count, 1), 2)
+    return figures
 
 
 def report(args: argparse.Namespace, samples: list[Sample], ledger: Ledger, missing: dict[str, Any], left: dict[str, int],
@@ -477,6 +487,7 @@ def print_soak(figures: dict[str, Any]) -> None:
           f"{rss['slope_after_first_window_mb_per_min']} MB/min")
     print(f"PutEvents (ms): first {put['window_s']} s p50 {put['first_p50']} p99 {put['first_p99']}; "
           f"last {put['window_s']} s p50 {put['last_p50']} p99 {put['last_p99']}; last/first p50 {put['last_over_first_p50']}×")
+    print(f"server CPU (user + system) per event put, its whole processing included: {figures['server_cpu_ms_per_event']} ms")
 
 
 # -- the burst --------------------------------------------------------------------------------------
@@ -490,6 +501,7 @@ class BurstFigures:
     put_p50_ms: float
     last_result_after_s: float | None  # after the last put returned; None: nothing consumes (plain moto)
     delivered: int
+    server_cpu_ms_per_event: float = 0.0  # from the first put to the last result
 
 
 def burst_on(endpoint: str, bus: str, entries: list[dict[str, Any]], watch: str, expected: set[str] | None,
@@ -539,7 +551,7 @@ def burst_on(endpoint: str, bus: str, entries: list[dict[str, Any]], watch: str,
 
 
 @contextmanager
-def plain_moto(log: Path) -> Iterator[str]:
+def plain_moto(log: Path) -> Iterator[tuple[str, int]]:
     """moto's own server, nothing of inferbus: the baseline for what one client can put."""
     port = free_port()
     with log.open("w") as out:
@@ -554,7 +566,7 @@ def plain_moto(log: Path) -> Iterator[str]:
                 break
             except Exception:  # noqa: BLE001 - not listening yet
                 time.sleep(0.2)
-        yield endpoint
+        yield endpoint, process.pid
     finally:
         stop(process)
 
@@ -563,7 +575,7 @@ def burst(args: argparse.Namespace) -> list[BurstFigures]:
     pipeline = load_pipeline()
     figures = []
     with tempfile.TemporaryDirectory() as scratch:
-        with served(args.template, Path(scratch) / "serve.log") as (ready, _):
+        with served(args.template, Path(scratch) / "serve.log") as (ready, process):
             endpoint, bus = ready["endpoint"], ready["outputs"][EVENT_BUS_NAME_OUTPUT]
             events, sqs = client("events", endpoint), client("sqs", endpoint)
             sources = sorted(c.result_source for c in pipeline.producers)
@@ -572,15 +584,20 @@ def burst(args: argparse.Namespace) -> list[BurstFigures]:
                 ledger = Ledger()
                 traffic = Traffic(pipeline, bus, ledger, {"valid": 1})
                 entries = [traffic.next() for _ in range(args.burst)]
+                before = cpu_s(process.pid)
                 result = burst_on(endpoint, bus, entries, watch, set(ledger.valid), args.settle, f"inferbus serve, run {run + 1}")
+                result.server_cpu_ms_per_event = round((cpu_s(process.pid) - before) * 1000 / len(entries), 2)
                 figures.append(result)
-        with plain_moto(Path(scratch) / "moto.log") as endpoint:
+        with plain_moto(Path(scratch) / "moto.log") as (endpoint, pid):
             events, sqs = client("events", endpoint), client("sqs", endpoint)
             events.create_event_bus(Name="plain")
             watch = own_queue(events, sqs, "plain", "burst-results", {"source": [SOAK_SOURCE]})
             traffic = Traffic(pipeline, "plain", Ledger(), {"valid": 1})
             entries = [traffic.next() for _ in range(args.burst)]
-            figures.append(burst_on(endpoint, "plain", entries, watch, None, args.settle, "plain moto server (baseline)"))
+            before = cpu_s(pid)
+            baseline = burst_on(endpoint, "plain", entries, watch, None, args.settle, "plain moto server (baseline)")
+            baseline.server_cpu_ms_per_event = round((cpu_s(pid) - before) * 1000 / len(entries), 2)
+            figures.append(baseline)
     return figures
 
 
@@ -588,12 +605,12 @@ def print_burst(figures: list[BurstFigures]) -> None:
     baseline = figures[-1]
     print(f"inferbus burst: {baseline.events:,} events from one boto3 client in PutEvents of {BATCH}")
     print(f"{'server':<30} {'put s':>7} {'events/s':>9} {'put p50 ms':>11} {'last result after last put s':>29} "
-          f"{'events/s vs baseline':>21}")
+          f"{'events/s vs baseline':>21} {'server CPU ms/event':>20}")
     for figure in figures:
         lag = "—" if figure.last_result_after_s is None and figure is baseline else (
             f"{figure.last_result_after_s}" if figure.last_result_after_s is not None else f"not all ({figure.delivered})")
         print(f"{figure.server:<30} {figure.put_s:>7} {figure.put_per_s:>9} {figure.put_p50_ms:>11} {lag:>29} "
-              f"{figure.put_per_s / baseline.put_per_s:>20.2f}×")
+              f"{figure.put_per_s / baseline.put_per_s:>20.2f}× {figure.server_cpu_ms_per_event:>20}")
 
 
 def main(argv: list[str] | None = None) -> int:
