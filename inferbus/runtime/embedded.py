@@ -150,7 +150,7 @@ class EmbeddedPipeline:
         self._stopping = threading.Event()
         self._mock: Any = None
         self.on_execution_end: Callable[[str], None] | None = None
-        self._counts = threading.Lock()
+        self._trim_lock = threading.Lock()
 
     def __enter__(self) -> EmbeddedPipeline:
         # Credentials first: no client may be made outside the mock.
@@ -214,7 +214,7 @@ class EmbeddedPipeline:
         if kind == "execution" and self.on_execution_end is not None:
             self.on_execution_end(arn)
         if self.retain is not None:
-            with self._counts:
+            with self._trim_lock:
                 due = time.monotonic() - self._trimmed_at >= TRIM_EVERY_S  # a trim scans what is kept: not at each change
                 if due:
                     self._trimmed_at = time.monotonic()
