@@ -627,11 +627,17 @@ def forget_finished_executions(keep: int) -> int:
     """Keep each state machine's running executions and its last ``keep`` finished ones; forget the rest.
 
     moto keeps every execution it ran, with its history, for as long as the process lives (and scans
-    them all to start, list or answer a task token); a long-running endpoint keeps a window instead.
+    them all to start, list or answer a task token), and every worker thread it started; a
+    long-running endpoint keeps a window instead, and only the threads still running.
     Returns how many were forgotten.
     """
+    from moto.stepfunctions.parser import utils
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
+    # moto appends every worker thread an execution starts (one per execution, per Parallel branch,
+    # per task-token wait) to this module-level list and never removes one: each ended thread kept its
+    # objects (about 6 threads and 20 KB per execution). Nothing reads the list.
+    utils.TMP_THREADS[:] = [thread for thread in list(utils.TMP_THREADS) if thread.is_alive()]
     forgotten = 0
     with REQUEST_LOCK:  # a StartExecution appends under it
         for regions in stepfunctions_parser_backends.values():

@@ -77,6 +77,9 @@ def test_what_is_read_directly_is_still_there():
     assert all(f"self.{name} =" in inspect.getsource(Execution.__init__) for name in ("exec_worker", "exec_status", "exec_arn"))
     assert "get_event_history" in inspect.getsource(Execution.to_history_output)
     assert "_raw_pattern" in inspect.getsource(EventPattern.__init__)
+    from moto.stepfunctions.parser import utils as parser_utils
+
+    assert isinstance(parser_utils.TMP_THREADS, list)  # pruned by forget_finished_executions
     from moto.dynamodb import models as dynamodb_models
 
     # the transaction backs a table up with copy.deepcopy of the module's own `copy`

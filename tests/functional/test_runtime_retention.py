@@ -70,6 +70,10 @@ def test_finished_executions_beyond_the_window_are_forgotten_and_running_ones_ke
         assert len(names) <= retain
         assert f"echo-{3 * retain - 1}" in names and "echo-0" not in names  # the newest kept, the oldest gone
         assert [item["status"] for item in listed(pipeline, "Waiting")] == ["RUNNING"]  # never a running one
+        from moto.stepfunctions.parser.utils import TMP_THREADS
+
+        # moto's record of every thread it started (2 or more per execution here): only those running at the last trim stay
+        assert len(TMP_THREADS) <= 8
         kept = pipeline.stepfunctions.describe_execution(executionArn=listed(pipeline, "Machine")[0]["executionArn"])
         assert kept["status"] == "SUCCEEDED"  # what is kept still reads as before
         pipeline.stepfunctions.stop_execution(executionArn=listed(pipeline, "Waiting")[0]["executionArn"])
