@@ -80,10 +80,14 @@ class LocalPipeline(EmbeddedPipeline):
         The declarations; default, ``pipeline/``.
     tap
         Read back every event on the bus (:meth:`tapped_events`). Default True.
+    retain
+        Keep only a window of invocations and finished executions (see :class:`EmbeddedPipeline`);
+        default, everything.
     """
 
     def __init__(self, template: dict[str, Any] | None = None, *, settings: InferbusSettings | None = None,
-                 overrides: dict[str, Any] | None = None, pipeline: Pipeline | None = None, tap: bool = True) -> None:
+                 overrides: dict[str, Any] | None = None, pipeline: Pipeline | None = None, tap: bool = True,
+                 retain: int | None = None) -> None:
         from pipeline import load_pipeline
 
         from .template import synthesize
@@ -93,7 +97,7 @@ class LocalPipeline(EmbeddedPipeline):
         if template is None:
             template = synthesize(self.settings, overrides=overrides, pipeline=self.declarations)
         super().__init__(template, stack_name=self.settings.staged(self.settings.stack_name), host=HOST,
-                         after_failure=self._expire_claims, tap=tap)
+                         after_failure=self._expire_claims, tap=tap, retain=retain)
         self._dynamodb: Any = None
 
     def _expire_claims(self, function: LocalFunction, messages: list[dict[str, Any]], failed_at_ms: int) -> int:

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from inferbus.runtime.queue_ops import delete_messages, peek_messages, receive_all, release_messages
 
-__all__ = ["Decision", "PendingReview", "decide", "list_reviews"]
+__all__ = ["Decision", "PendingReview", "answer", "decide", "list_reviews"]
 
 REJECTED_ERROR = "ReviewRejected"  # the error name the workflow's catcher expects
 GONE_ERRORS = {"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"}
@@ -82,8 +82,18 @@ def decide(sqs: Any, stepfunctions: Any, queue_url: str, transaction_id: str, *,
     release_messages(sqs, queue_url, [m for m in messages if m not in mine])
     if not mine:
         return Decision(transaction_id, "not-found", "no such case on the queue (or another reviewer holds it)")
-    request = _read(mine[0]).request
-    assert request is not None
+    return answer(sqs, stepfunctions, queue_url, mine[0], approve=approve, reviewer=reviewer, note=note)
+
+
+def answer(sqs: Any, stepfunctions: Any, queue_url: str, message: dict[str, Any], *, approve: bool, reviewer: str,
+           note: str | None = None) -> Decision:
+    """Approve or reject the case of one received review ``message`` (a valid request), resuming its workflow;
+    the message is deleted, or made visible again if the answer fails for another reason than the workflow
+    being gone."""
+    request = _read(message).request
+    if request is None:
+        raise ValueError(f"not a review request: {message.get('MessageId')}")
+    transaction_id = request.case.transaction_id
     try:
         if approve:
             stepfunctions.send_task_success(taskToken=request.task_token, output=json.dumps(
@@ -94,9 +104,9 @@ def decide(sqs: Any, stepfunctions: Any, queue_url: str, transaction_id: str, *,
     except ClientError as error:
         code = error.response["Error"]["Code"]
         if code not in GONE_ERRORS:
-            release_messages(sqs, queue_url, mine)
+            release_messages(sqs, queue_url, [message])
             raise
-        delete_messages(sqs, queue_url, mine)
+        delete_messages(sqs, queue_url, [message])
         return Decision(transaction_id, "expired", f"the workflow no longer waits ({code}); the case was removed")
-    delete_messages(sqs, queue_url, mine)
+    delete_messages(sqs, queue_url, [message])
     return Decision(transaction_id, "approved" if approve else "rejected")

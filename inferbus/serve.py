@@ -32,6 +32,9 @@ from typing import Any, TextIO
 
 DEFAULT_PORT = 4566
 LOOPBACK = "127.0.0.1"
+# What a server that runs for days keeps of what happened: each function's last invocations (with
+# their logs) and each state machine's last finished executions; everything else is forgotten.
+RETAINED = 100
 
 
 class ServeError(RuntimeError):
@@ -102,7 +105,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
         stopping["signal"] = True
 
     previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
-    with LocalPipeline(template) as pipeline:
+    with LocalPipeline(template, tap=False, retain=RETAINED) as pipeline:  # nothing reads a tap here
         consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers}
         consumers[pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"]] = UNROUTED_CHECK_NAME
 

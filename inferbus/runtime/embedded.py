@@ -63,6 +63,8 @@ TAP_NAME = "local-tap"
 TAP_MANAGED_BY = "inferbus.local"  # its ManagedBy, as an AWS service marks the rules it makes for you
 PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
 DRAIN_TIMEOUT_S = 300.0
+TRIM_EVERY_S = 1.0  # with ``retain``: how often what is kept is trimmed to its window
+KEPT_PER_RETAINED = 100  # archived events and deleted receipt handles kept per retained invocation
 IDLE_POLL_S = 0.05  # drain re-checks this often when nothing signals (an execution parking on a token)
 CHECK_EVERY_S = 0.02  # and, while things move, at most this often
 TAP_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:local-tap"  # a local-only target: what the tap rule delivers to
@@ -91,6 +93,14 @@ class EmbeddedPipeline:
     tap
         Also route every event on the bus to a local-only queue, so what the
         pipeline publishes can be read back (:meth:`tapped_events`). Default True.
+    retain
+        Keep only a window of what has happened, for a pipeline that runs without end
+        (``inferbus serve``): each function's last ``retain`` invocations and their logs, and
+        each state machine's running executions and its last ``retain`` finished ones.
+        Bounded the same way, ``retain`` × 100 of what is small: the events in the bus archive, and
+        each queue's receipt handles of deleted messages (kept so that a second delete succeeds).
+        Trimmed at most once a second. Default, keep everything (the demo, chaos and the tests read
+        it all back).
 
     Attributes
     ----------
@@ -117,8 +127,12 @@ class EmbeddedPipeline:
     """
 
     def __init__(self, template: dict[str, Any], *, stack_name: str, host: HostConfig,
-                 after_failure: AfterFailure | None = None, tap: bool = True) -> None:
+                 after_failure: AfterFailure | None = None, tap: bool = True, retain: int | None = None) -> None:
+        if retain is not None and retain < 1:
+            raise ValueError(f"retain must be at least 1, got {retain}")
         self.template = template
+        self.retain = retain
+        self._trimmed_at = time.monotonic()
         self.stack_name = stack_name
         self.host = host
         self.after_failure = after_failure
@@ -138,6 +152,8 @@ class EmbeddedPipeline:
         self._mock: Any = None
         self.on_execution_end: Callable[[str], None] | None = None
         self.status_changes: StatusChanges | None = None
+
+        self._trim_lock = threading.Lock()
 
     def __enter__(self) -> EmbeddedPipeline:
         # Credentials first: no client may be made outside the mock.
@@ -173,7 +189,7 @@ class EmbeddedPipeline:
         resource_policy.ROLE_TAGS.clear()
         resource_policy.ROLE_TAGS.update(self.deployment.role_tags)
         for logical_id, spec in self.deployment.functions.items():
-            self.functions[logical_id] = LocalFunction(spec, self.host)
+            self.functions[logical_id] = LocalFunction(spec, self.host, retain=self.retain)
         for source in self.deployment.event_sources:
             queue = self.deployment.queue_by_arn(source.queue_arn)
             self.event_sources.append(LocalEventSource(source, SqsChannel(queue, self.sqs),
@@ -213,6 +229,14 @@ class EmbeddedPipeline:
         self.activity.changed()
         if kind == "execution" and self.on_execution_end is not None:
             self.on_execution_end(arn)
+        if self.retain is not None:
+            with self._trim_lock:
+                due = time.monotonic() - self._trimmed_at >= TRIM_EVERY_S  # a trim scans what is kept: not at each change
+                if due:
+                    self._trimmed_at = time.monotonic()
+            if due:
+                moto_patches.forget_finished_executions(self.retain)
+                moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED)
 
     def _deliver(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any]) -> bool:
         """Take a rule's delivery to a target moto cannot deliver to (called inside PutEvents: only queue it)."""

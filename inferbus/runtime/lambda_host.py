@@ -32,6 +32,7 @@ import threading
 import time
 import traceback
 import uuid
+from collections import deque
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,14 +171,21 @@ class LocalFunction:
         The function, as provisioned.
     host
         Where its code is and what the caller adds.
+    retain
+        Keep only the last ``retain`` invocations, and what they and the cold starts among them
+        printed (:attr:`invocations`, :attr:`lines`, :attr:`metrics`, :attr:`logs` read that
+        window); default, keep everything (a bounded run reads it all back), which a long-running
+        endpoint cannot afford.
     """
 
-    def __init__(self, spec: FunctionSpec, host: HostConfig) -> None:
+    def __init__(self, spec: FunctionSpec, host: HostConfig, *, retain: int | None = None) -> None:
+        if retain is not None and retain < 1:
+            raise ValueError(f"retain must be at least 1, got {retain}")
         self.spec = spec
         self.host = host
-        self.invocations: list[Invocation] = []
+        self.invocations: deque[Invocation] = deque(maxlen=retain)
         self.overrides: dict[str, str] = {}
-        self._lines: list[dict[str, Any]] = []
+        self._lines: deque[list[dict[str, Any]]] = deque(maxlen=retain)  # one entry per invocation or cold start
         self._idle: list[Any] = []  # warm environments' handlers, the most recently used last
         self._environments = 0
         self._running = 0
@@ -294,7 +302,7 @@ class LocalFunction:
 
     def _keep(self, lines: list[dict[str, Any]]) -> None:
         with self._changed:
-            self._lines += lines
+            self._lines.append(lines)
 
     def invoke(self, event: Any, *, trigger: str = "sqs") -> tuple[Any, Invocation]:
         """Call the handler in a free execution environment; an exception is the invocation's error.
@@ -348,15 +356,15 @@ class LocalFunction:
         invocation = Invocation(context.aws_request_id, len(records), failed, error, (time.perf_counter() - started) * 1000,
                                 trigger, error_type, error_message, stack, waited_ms, sink.lines)
         with self._changed:
-            self._lines += sink.lines
+            self._lines.append(sink.lines)
             self.invocations.append(invocation)
         return response, invocation
 
     @property
     def lines(self) -> list[dict[str, Any]]:
-        """Every JSON line the function printed, invocation after invocation."""
+        """Every JSON line the function printed (of the invocations retained), invocation after invocation."""
         with self._changed:
-            return list(self._lines)
+            return [line for printed in self._lines for line in printed]
 
     @property
     def metrics(self) -> dict[str, list[float]]:

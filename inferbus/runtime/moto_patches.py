@@ -46,14 +46,19 @@ Cost:
   every message it ever made (and every copy a receive hands out) in ``Message.instances_tracked``;
   it no longer does, so a drained queue keeps only what moto keeps on purpose (the receipt handles
   of deleted messages, so that a second delete succeeds: about 0.35 KB per message).
+- moto's server listed its package's folders (a ``listdir`` and an ``isdir`` per service) to route
+  each HTTP request (about a sixth of a PutEvents' time in ``inferbus serve``); the list is made once.
 - A parsed pattern, a JSONPath expression, a state machine's parsed ASL and Step Functions'
   AWS clients are made once (moto re-parsed them, and built a boto3 client, for every event,
   every execution and every task).
 - DynamoDB ``TransactWriteItems`` backed up a table (to roll back a cancelled transaction)
   with a deep copy once per item of the request, keeping the last: a claim of 100 records
   copied the whole idempotency table 100 times, and a run's time and memory grew with the
-  square of its events. It now copies each table once per request: the same backup, since
-  the table does not change while the request holds DynamoDB's lock.
+  square of its events. It now copies, before the request, only the items the request names
+  (an undo log, put back if the transaction is cancelled): the same rollback, since nothing
+  else writes the table while the request holds DynamoDB's lock, at a cost that no longer grows
+  with the table. (A table with a stream is still copied whole, once per request, so that a
+  rollback takes back its stream records too.)
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.
@@ -167,6 +172,11 @@ def _patch_requests() -> None:
     from moto.core import responses
 
     _patch(responses, "method_names_from_class", functools.lru_cache(maxsize=256)(responses.method_names_from_class))
+    # moto's server lists its package folder (a listdir and an isdir per service) to route every request.
+    from moto import backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    _patch(backends, "list_of_moto_modules", lambda: modules)
 
 
 def _long_poll(response: Any) -> bool:
@@ -583,7 +593,7 @@ def _patch_dynamodb() -> None:
     from moto.dynamodb import models
     from moto.dynamodb.models.table import Table
 
-    class OneCopyPerTable:  # what moto's module sees as ``copy`` during one request
+    class OneCopyPerTable:  # what moto's module sees as ``copy`` during one request on a table with a stream
         def __init__(self) -> None:
             self.tables: dict[int, Any] = {}
 
@@ -594,17 +604,68 @@ def _patch_dynamodb() -> None:
                 self.tables[id(value)] = copy.deepcopy(value)
             return self.tables[id(value)]
 
+    class LiveTables:  # what moto's module sees as ``copy`` when the undo log rolls back: its "backup" is the table
+        @staticmethod
+        def deepcopy(value: Any, memo: Any = None) -> Any:
+            return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
     transact_write_items = models.DynamoDBBackend.transact_write_items
 
-    def copying_once(backend: Any, transact_items: Any) -> Any:
+    def undo_logged(backend: Any, transact_items: Any) -> Any:
         with SERVICE_LOCKS["dynamodb"]:
-            models.copy = OneCopyPerTable()  # type: ignore[assignment]
+            undo = _undo_log(backend, transact_items)
+            models.copy = OneCopyPerTable() if undo is None else LiveTables()  # type: ignore[assignment]
             try:
                 return transact_write_items(backend, transact_items)
+            except Exception:
+                for table, hash_value, range_value, before in reversed(undo or []):
+                    _put_back(table, hash_value, range_value, before)
+                raise
             finally:
                 models.copy = copy
 
-    _patch(models.DynamoDBBackend, "transact_write_items", copying_once)
+    _patch(models.DynamoDBBackend, "transact_write_items", undo_logged)
+
+
+UndoEntry = tuple[Any, Any, Any, Any]  # (table, hash key, range key or None, the item before, or None)
+
+
+def _undo_log(backend: Any, transact_items: list[dict[str, Any]]) -> list[UndoEntry] | None:
+    """A copy of each item the transaction may write, taken before it runs (None: back up whole tables,
+    as moto does: a table has a stream, whose records a rollback of the whole table takes back too)."""
+    import copy
+
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    undo: list[UndoEntry] = []
+    for request in transact_items:
+        if len(request) != 1:
+            continue  # moto refuses it before it writes anything
+        op_type, op = next(iter(request.items()))
+        table = backend.tables.get(op.get("TableName")) if isinstance(op, dict) else None
+        if table is None:
+            continue
+        if table.stream_shard is not None:
+            return None
+        key = op.get("Item" if op_type == "Put" else "Key") or {}
+        if table.hash_key_attr not in key or (table.range_key_attr is not None and table.range_key_attr not in key):
+            continue  # refused before anything is written
+        try:
+            hash_value = DynamoType(key[table.hash_key_attr])
+            range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr is not None else None
+        except (AttributeError, TypeError, ValueError, IndexError):
+            return None  # a key moto will refuse: let it, with the whole-table backup
+        undo.append((table, hash_value, range_value, copy.deepcopy(table.get_item(hash_value, range_value))))
+    return undo
+
+
+def _put_back(table: Any, hash_value: Any, range_value: Any, before: Any) -> None:
+    items = table.items[hash_value] if range_value is not None else table.items
+    key = range_value if range_value is not None else hash_value
+    if before is None:
+        items.pop(key, None)
+    else:
+        items[key] = before
 
 
 def _patch_jsonpath() -> None:
@@ -699,6 +760,86 @@ def execution_status(arn: str) -> tuple[str, float]:
 def matched_events(rule_arn: str) -> int:
     """How many events a rule has matched since the runtime was installed (its MatchedEvents)."""
     return MATCHED_EVENTS[rule_arn]
+
+def forget_finished_executions(keep: int) -> int:
+    """Keep each state machine's running executions and its last ``keep`` finished ones; forget the rest.
+
+    moto keeps every execution it ran, with its history, for as long as the process lives (and scans
+    them all to start, list or answer a task token), and every worker thread it started; a
+    long-running endpoint keeps a window instead, and only the threads still running.
+    Returns how many were forgotten.
+    """
+    from moto.stepfunctions.parser import utils
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    # moto appends every worker thread an execution starts (one per execution, per Parallel branch,
+    # per task-token wait) to this module-level list and never removes one: each ended thread kept its
+    # objects (about 6 threads and 20 KB per execution). Nothing reads the list.
+    utils.TMP_THREADS[:] = [thread for thread in list(utils.TMP_THREADS) if thread.is_alive()]
+    forgotten = 0
+    with REQUEST_LOCK:  # a StartExecution appends under it
+        for regions in stepfunctions_parser_backends.values():
+            for backend in regions.values():
+                for machine in list(backend.state_machines):
+                    executions = getattr(machine, "executions", None)
+                    if not executions:
+                        continue
+                    finished = [e for e in executions if e.exec_status is not None and e.exec_status.value != "RUNNING"]
+                    gone = {id(e) for e in finished[: max(0, len(finished) - keep)]}
+                    if gone:
+                        executions[:] = [e for e in executions if id(e) not in gone]
+                        forgotten += len(gone)
+    return forgotten
+
+
+class RecentHandles(set):  # type: ignore[type-arg]
+    """A queue's receipt handles of deleted messages, the last ``keep`` of them (moto kept them all)."""
+
+    def __init__(self, handles: Any, keep: int) -> None:
+        super().__init__()
+        self.keep = keep
+        self.order: dict[str, None] = {}
+        self.update(handles)
+
+    def update(self, *handles: Any) -> None:  # type: ignore[override]
+        for group in handles:
+            for handle in group:
+                self.order[handle] = None
+                set.add(self, handle)
+        while len(self.order) > self.keep:
+            oldest = next(iter(self.order))
+            del self.order[oldest]
+            set.discard(self, oldest)
+
+    def add(self, handle: Any) -> None:
+        self.update([handle])
+
+
+def forget_old_events(keep: int) -> int:
+    """Keep the last ``keep`` events of each bus archive and receipt handles of each queue's deleted messages.
+
+    moto keeps both without end (an archive its events for replays, as AWS does for its retention
+    days; a queue its deleted messages' handles, so that a second delete succeeds). Returns how many
+    archived events were forgotten.
+    """
+    from moto.events.models import events_backends
+    from moto.sqs.models import sqs_backends
+
+    forgotten = 0
+    with REQUEST_LOCK:
+        for regions in events_backends.values():
+            for backend in regions.values():
+                for archive in backend.archives.values():
+                    excess = len(archive.events) - keep
+                    if excess > 0:
+                        del archive.events[:excess]
+                        forgotten += excess
+        for regions in sqs_backends.values():
+            for backend in regions.values():
+                for queue in backend.queues.values():
+                    if not isinstance(queue.deleted_messages, RecentHandles) and len(queue.deleted_messages) > keep:
+                        queue.deleted_messages = RecentHandles(queue.deleted_messages, keep)
+    return forgotten
 
 
 def running_executions() -> list[str]:

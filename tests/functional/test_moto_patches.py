@@ -12,6 +12,7 @@ import threading
 import boto3
 import moto
 import pytest
+from moto import backends as moto_backends
 from moto.core import responses as moto_responses
 from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
@@ -51,6 +52,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (StepFunctionsParserBackend, "start_execution", ["self", "state_machine_arn", "name", "execution_input", "trace_header"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
     (moto_responses, "method_names_from_class", ["clazz"]),
+    (moto_backends, "list_of_moto_modules", []),
     (AmazonStateLanguageParser, "parse", ["definition"]),
     (json_path, "parse", ["path", "debug"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
@@ -82,6 +84,9 @@ def test_what_is_read_directly_is_still_there():
     assert all(f"self.{name} =" in inspect.getsource(Execution.__init__) for name in ("exec_worker", "exec_status", "exec_arn"))
     assert "get_event_history" in inspect.getsource(Execution.to_history_output)
     assert "_raw_pattern" in inspect.getsource(EventPattern.__init__)
+    from moto.stepfunctions.parser import utils as parser_utils
+
+    assert isinstance(parser_utils.TMP_THREADS, list)  # pruned by forget_finished_executions
     from moto.dynamodb import models as dynamodb_models
 
     # what the PutEvents patch reads: a bus by name, its policy as PutPermission stored it, an STS session's role
@@ -350,3 +355,71 @@ def test_messages_are_not_kept_after_they_are_deleted(patched_sqs):
     assert len(Message.instances_tracked) == before
     assert not any(message in moto_patches.OWNERS for message in sent)
     assert moto_patches._index(backend.get_queue("work")) == moto_patches.MessageIndex()
+
+
+@pytest.fixture
+def patched_dynamodb():
+    """A DynamoDB table (hash key ``id``) in moto with the patches on, holding 300 items ``item-0``..."""
+    from moto import mock_aws
+
+    with mock_aws():
+        moto_patches.install()
+        try:
+            client = boto3.client("dynamodb", region_name="us-east-1")
+            client.create_table(TableName="t", KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                                BillingMode="PAY_PER_REQUEST")
+            for n in range(300):
+                client.put_item(TableName="t", Item={"id": {"S": f"item-{n}"}, "n": {"N": str(n)}})
+            yield client
+        finally:
+            moto_patches.uninstall()
+
+
+def table_items(client) -> dict[str, dict]:
+    pages = client.get_paginator("scan").paginate(TableName="t")
+    return {item["id"]["S"]: item for page in pages for item in page["Items"]}
+
+
+def test_a_cancelled_transaction_leaves_every_item_as_it_was(patched_dynamodb):
+    client, before = patched_dynamodb, table_items(patched_dynamodb)
+    writes = [  # each kind of write, on an item that exists and on one that does not; the last check fails
+        {"Put": {"TableName": "t", "Item": {"id": {"S": "item-1"}, "n": {"N": "-1"}}}},
+        {"Put": {"TableName": "t", "Item": {"id": {"S": "new-1"}, "n": {"N": "1"}}}},
+        {"Update": {"TableName": "t", "Key": {"id": {"S": "item-2"}}, "UpdateExpression": "SET n = :v, extra = :v",
+                    "ExpressionAttributeValues": {":v": {"N": "7"}}}},
+        {"Update": {"TableName": "t", "Key": {"id": {"S": "new-2"}}, "UpdateExpression": "SET n = :v",
+                    "ExpressionAttributeValues": {":v": {"N": "7"}}}},
+        {"Delete": {"TableName": "t", "Key": {"id": {"S": "item-3"}}}},
+        {"ConditionCheck": {"TableName": "t", "Key": {"id": {"S": "item-4"}}, "ConditionExpression": "n = :no",
+                            "ExpressionAttributeValues": {":no": {"N": "-5"}}}},
+    ]
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(TransactItems=writes)
+    assert table_items(client) == before
+    client.transact_write_items(TransactItems=writes[:-1])  # without the failing check, all of it lands
+    after = table_items(client)
+    assert after["item-1"]["n"] == {"N": "-1"} and after["item-2"]["extra"] == {"N": "7"} and "item-3" not in after
+    assert {"new-1", "new-2"} <= set(after)
+
+
+def test_a_transaction_that_names_the_same_item_twice_is_refused_and_undone(patched_dynamodb):
+    client, before = patched_dynamodb, table_items(patched_dynamodb)
+    twice = [{"Put": {"TableName": "t", "Item": {"id": {"S": "item-5"}, "n": {"N": "0"}}}},
+             {"Delete": {"TableName": "t", "Key": {"id": {"S": "item-5"}}}}]
+    with pytest.raises(client.exceptions.ClientError):
+        client.transact_write_items(TransactItems=twice)
+    assert table_items(client) == before
+
+
+def test_a_transaction_copies_the_items_it_names_not_the_table(patched_dynamodb, monkeypatch):
+    """moto backed up the whole table for each transaction: a claim's cost grew with every claim made before."""
+    from moto.dynamodb.models.dynamo_type import Item
+
+    copies = []
+    deepcopy = Item.__deepcopy__
+    monkeypatch.setattr(Item, "__deepcopy__", lambda self, memo: copies.append(self) or deepcopy(self, memo))
+    patched_dynamodb.transact_write_items(TransactItems=[
+        {"Put": {"TableName": "t", "Item": {"id": {"S": f"claim-{n}"}}, "ConditionExpression": "attribute_not_exists(id)"}}
+        for n in range(2)])
+    assert len(copies) <= 2  # the two (absent) items it names at most, whatever the table holds (300 items)

@@ -1,0 +1,106 @@
+"""A pipeline that runs without end (``inferbus serve``) keeps a window of what happened: each function's
+last invocations and their logs, each state machine's running executions and its last finished ones."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from inferbus.runtime import embedded, moto_patches
+from tests.runtime_fixtures import runtime
+from tests.runtime_fixtures import templates as t
+
+ECHO_MACHINE = {"StartAt": "Echo", "States": {"Echo": t.task("Echo")}}
+WAITING = {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 30, "End": True}}}
+
+
+def template() -> dict:
+    return t.template(Echo=t.function("echo", tag="step"),
+                      Machine=t.state_machine(ECHO_MACHINE, t.function_arn("Echo"), machine_type="STANDARD"),
+                      Waiting=t.state_machine(WAITING, {}, machine_type="STANDARD"))
+
+
+def run(pipeline, machine: str, count: int, prefix: str) -> None:
+    """One execution after the other, each to its end (not drain: an execution parked in a Wait state never settles)."""
+    for n in range(count):
+        arn = pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines[machine].arn,
+                                                     name=f"{prefix}-{n}", input=json.dumps({"n": n}))["executionArn"]
+        deadline = time.monotonic() + 30
+        while pipeline.stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING":
+            assert time.monotonic() < deadline, f"{prefix}-{n} did not end"
+            time.sleep(0.01)
+
+
+def listed(pipeline, machine: str) -> list[dict]:
+    pages = pipeline.stepfunctions.get_paginator("list_executions").paginate(
+        stateMachineArn=pipeline.state_machines[machine].arn)
+    return [item for page in pages for item in page["executions"]]
+
+
+@pytest.mark.parametrize("retain", [3, 12])
+def test_a_function_keeps_its_last_invocations_and_only_their_logs(retain):
+    with runtime(template(), tap=False, retain=retain) as pipeline:
+        run(pipeline, "Machine", retain + 5, "echo")
+        echo = pipeline.functions["Echo"]
+        inputs = [invocation for invocation in echo.invocations]
+        assert len(inputs) == retain
+        # the window is the LAST ones: the logs left are of the last executions' tasks, one line and one metric each
+        assert len(echo.logs) == retain and echo.metrics == {"Echoes": [1] * retain}
+
+
+def test_without_a_window_everything_is_kept():
+    with runtime(template(), tap=False) as pipeline:
+        run(pipeline, "Machine", 8, "echo")
+        assert len(pipeline.functions["Echo"].invocations) == 8 and len(pipeline.executions("Machine")) == 8
+
+
+@pytest.fixture
+def trim_at_every_change(monkeypatch):
+    monkeypatch.setattr(embedded, "TRIM_EVERY_S", 0.0)  # a long-running pipeline trims once a second
+
+
+def test_finished_executions_beyond_the_window_are_forgotten_and_running_ones_kept(trim_at_every_change):
+    retain = 4
+    with runtime(template(), tap=False, retain=retain) as pipeline:
+        pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines["Waiting"].arn, name="parked")
+        run(pipeline, "Machine", 3 * retain, "echo")
+        names = [item["name"] for item in listed(pipeline, "Machine")]
+        assert len(names) <= retain
+        assert f"echo-{3 * retain - 1}" in names and "echo-0" not in names  # the newest kept, the oldest gone
+        assert [item["status"] for item in listed(pipeline, "Waiting")] == ["RUNNING"]  # never a running one
+        from moto.stepfunctions.parser.utils import TMP_THREADS
+
+        # moto's record of every thread it started (2 or more per execution here): only those running at the last trim stay
+        assert len(TMP_THREADS) <= 8
+        kept = pipeline.stepfunctions.describe_execution(executionArn=listed(pipeline, "Machine")[0]["executionArn"])
+        assert kept["status"] == "SUCCEEDED"  # what is kept still reads as before
+        pipeline.stepfunctions.stop_execution(executionArn=listed(pipeline, "Waiting")[0]["executionArn"])
+
+
+def test_a_window_must_hold_something():
+    with pytest.raises(ValueError, match="retain must be at least 1"):
+        runtime(template(), retain=0)
+
+
+def test_the_archive_and_the_deleted_receipt_handles_keep_their_last_events(trim_at_every_change):
+    retain = 1  # keeps 100 of each
+    work = t.template(WorkQueue=t.queue(), WorkRule=t.rule("Work", [t.queue_target("WorkQueue")]))
+    with runtime(work, tap=False, retain=retain) as pipeline:
+        bus_arn = pipeline.events.describe_event_bus(Name=pipeline.bus_name)["Arn"]
+        pipeline.events.create_archive(ArchiveName="everything", EventSourceArn=bus_arn)
+        url = pipeline.deployment.queues["WorkQueue"].url
+        for start in range(0, 150, 10):
+            pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work",
+                                  "Detail": json.dumps({"n": n})} for n in range(start, start + 10)])
+            for message in pipeline.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]:
+                pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work", "Detail": "{}"}])
+        archived = pipeline.events.describe_archive(ArchiveName="everything")["EventCount"]
+        assert 0 < archived <= 100 * retain + 10  # trimmed when the last messages arrived, its own 10 on top at most
+        queue = moto_patches._queue(pipeline.deployment.queues["WorkQueue"].arn)
+        assert len(queue.deleted_messages) <= 100 * retain
+        (last,) = pipeline.sqs.receive_message(QueueUrl=url)["Messages"]
+        pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=last["ReceiptHandle"])
+        pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=last["ReceiptHandle"])  # a second delete still succeeds
