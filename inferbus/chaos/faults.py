@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inferbus_lambda.claims import ClaimRecord, ClaimStatus, ClaimStore, DynamoDBClaimStore, PutAnswer
+from inferbus_lambda.claims.base import event_key
 from inferbus_lambda.consumer import BatchReport, RecordStatus
 from inferbus_lambda.contracts import CloudEvent, EventData
 from inferbus_lambda.errors import TransientError
@@ -237,7 +238,8 @@ class FaultyClaimStore(ClaimStore):
 
     def complete(self, completions: Sequence[tuple[CloudEvent[Any], Mapping[str, Any]]]) -> list[str]:
         # The consumer completes a group right after publishing it: ``completions`` are the results just published.
-        result_ids = {event.id: str(result.get("result_id", event.id)) for event, result in completions}
+        # Keyed as the store answers: by claim key (the event's source and id).
+        result_ids = {event_key(event): str(result.get("result_id", event.id)) for event, result in completions}
         if self.armed.crash_before_complete:
             self.armed.crash_before_complete = False
             with self.lock:
@@ -252,7 +254,7 @@ class FaultyClaimStore(ClaimStore):
             raise
         if not_completed:
             with self.lock:
-                self.counts.republishable.record((result_ids[event_id] for event_id in not_completed),
+                self.counts.republishable.record((result_ids[key] for key in not_completed),
                                                  Cause.COMPLETION_NOT_WRITTEN)
         if self.armed.crash_after_publish:
             self.armed.crash_after_publish = False

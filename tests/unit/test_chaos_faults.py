@@ -96,7 +96,7 @@ class RefusingCompletions(InMemoryClaimStore):
     """A store that cannot write completions (DynamoDB throttling them past the SDK's retries)."""
 
     def put_completed(self, records):
-        return [record.event_id for record in records]
+        return [record.key for record in records]
 
 
 def test_a_crash_after_a_completion_was_refused_still_records_the_results_left_in_progress():
@@ -114,8 +114,11 @@ def test_a_crash_after_a_completion_was_refused_still_records_the_results_left_i
 def test_a_refused_completion_records_only_the_results_it_concerns_and_a_completed_one_none():
     class RefusingOdd(InMemoryClaimStore):
         def put_completed(self, records):
-            super().put_completed([r for r in records if int(r.event_id.split("-")[1]) % 2 == 0])
-            return [r.event_id for r in records if int(r.event_id.split("-")[1]) % 2]
+            def odd(record):  # a key is the event's id, then "|" and a digest of its source
+                return int(record.key.partition("|")[0].split("-")[1]) % 2
+
+            super().put_completed([r for r in records if not odd(r)])
+            return [r.key for r in records if odd(r)]
 
     injector = FaultInjector(FaultRates.only(record_error_rate=0.0))
     handler = injector.wrap(consumer_handler(RefusingOdd(scope="t", expires_after_seconds=60)))
