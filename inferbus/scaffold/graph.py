@@ -46,7 +46,7 @@ from .heads import Head, Task, choose_head, head_labels
 from .names import identifier, unique
 
 __all__ = ["GraphInput", "GraphOutput", "GraphSpec", "Kind", "open_session", "probe_feeds", "read_graph",
-           "read_inputs", "RESULT_ENVELOPE_FIELDS", "run_samples", "sample_feeds", "with_widths"]
+           "read_inputs", "RESULT_ENVELOPE_FIELDS", "run_samples", "sample_feeds", "TENSOR_KINDS", "with_widths"]
 
 Kind = Literal["float", "int", "str", "bool"]
 TENSOR_KINDS: dict[str, tuple[Kind, str]] = {
@@ -188,8 +188,8 @@ class GraphSpec:
         return self.score_output.width if self.score_output else None
 
 
-def open_session(path: Path | str) -> Any:
-    """An onnxruntime session on ``path``.
+def open_session(path: Path | str, option: str = "--model") -> Any:
+    """An onnxruntime session on ``path`` (``option`` names where the path came from, in errors).
 
     Raises
     ------
@@ -198,14 +198,14 @@ def open_session(path: Path | str) -> Any:
     """
     path = Path(path)
     if not path.is_file():
-        raise ScaffoldError(f"--model {path}: no such file; give the path of your .onnx file")
+        raise ScaffoldError(f"{option} {path}: no such file; give the path of your .onnx file")
     import onnxruntime as ort
 
     try:
         return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as error:  # noqa: BLE001 - onnxruntime raises several types; all mean "cannot load"
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ScaffoldError(f"--model {path}: onnxruntime {ort.__version__} cannot load it ({reason}); export it "
+        raise ScaffoldError(f"{option} {path}: onnxruntime {ort.__version__} cannot load it ({reason}); export it "
                             "again (e.g. skl2onnx with target_opset<=17) and check it loads with "
                             "onnxruntime.InferenceSession") from None
 
