@@ -202,7 +202,9 @@ def open_session(path: Path | str, option: str = "--model") -> Any:
     import onnxruntime as ort
 
     try:
-        return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        options = ort.SessionOptions()
+        options.log_severity_level = 4  # errors reach the user as one line (ours), not as onnxruntime's log too
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as error:  # noqa: BLE001 - onnxruntime raises several types; all mean "cannot load"
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ScaffoldError(f"{option} {path}: onnxruntime {ort.__version__} cannot load it ({reason}); export it "

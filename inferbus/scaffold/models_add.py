@@ -171,11 +171,13 @@ def add_model(path: Path, name: str | None = None, *, samples: Path | None = Non
     inputs = read_inputs(session)
     outputs = _batched_outputs(session)
     notes: list[str] = []
+    open_widths: dict[str, int] = {}
     if samples is not None:
         held_out = read_samples(Path(samples), inputs)
         inputs = with_widths(inputs, held_out.widths)
         feeds = {size: sample_feeds(inputs, _cycled(held_out.inputs, size), 0, size) for size in BENCH_BATCHES}
         fed_with = f"rows of {Path(samples).name}"
+        hint = "export it with a dynamic batch axis on every input and output"
     else:
         open_widths = {i.name: OPEN_WIDTH for i in inputs if i.record_shape == (None,)}
         if open_widths:
@@ -184,7 +186,9 @@ def add_model(path: Path, name: str | None = None, *, samples: Path | None = Non
         inputs = with_widths(inputs, open_widths)
         feeds = {size: probe_feeds(inputs, rows=size) for size in BENCH_BATCHES}
         fed_with = "seeded random values"
-    _check_rows(session, outputs, feeds[max(BENCH_BATCHES)])
+        hint = (f"pass --samples FILE with real rows: the graph leaves the width of {', '.join(sorted(open_widths))} "
+                "open" if open_widths else "export it with a dynamic batch axis on every input and output")
+    _check_rows(session, outputs, feeds[max(BENCH_BATCHES)], hint)
 
     sha256 = project.manifest_io().sha256_of(path)
     for other, entry in models.items():
@@ -237,15 +241,14 @@ def _cycled(values: Mapping[str, np.ndarray], rows: int) -> dict[str, np.ndarray
     return {key: np.resize(array, (rows, *array.shape[1:])) for key, array in values.items()}
 
 
-def _check_rows(session: Any, outputs: Sequence[dict[str, Any]], feeds: Mapping[str, np.ndarray]) -> None:
+def _check_rows(session: Any, outputs: Sequence[dict[str, Any]], feeds: Mapping[str, np.ndarray], hint: str) -> None:
     """Run the graph once on a batch and check every output has one row per input row."""
     rows = len(next(iter(feeds.values())))
     try:
         values = session.run(None, dict(feeds))
     except Exception as error:  # noqa: BLE001 - onnxruntime's errors have no common base
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ScaffoldError(f"the graph does not run on a batch of {rows} rows: {reason}; export it with a dynamic "
-                            "batch axis on every input and output") from None
+        raise ScaffoldError(f"the graph does not run on a batch of {rows} rows ({reason}): {hint}") from None
     for output, value in zip(outputs, values, strict=True):
         got = len(value) if isinstance(value, list) else (np.shape(value)[0] if np.ndim(value) else 0)
         if got != rows:
