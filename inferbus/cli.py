@@ -250,8 +250,10 @@ def _docs(args: argparse.Namespace) -> int:
     pipeline = load_pipeline()
     current = update_readme(pipeline, check=args.check)
     if args.check and not current:
-        raise CommandError(f"{README.name}'s event table is out of date; run `inferbus docs` to rewrite it", exit_code=1)
-    print(f"{README.name}: event table {'is current' if current else 'rewritten from the contracts and pipeline/'}")
+        raise CommandError(f"{README.name}'s event table or table of flows is out of date; run `inferbus docs` to "
+                           "rewrite them", exit_code=1)
+    print(f"{README.name}: event table and table of flows "
+          f"{'are current' if current else 'rewritten from the contracts, pipeline/ and models/manifest.json'}")
     stacks = synthesize_stacks(pipeline=pipeline)
     costs_current = update_operations(stacks.root, stacks.nested, pipeline, check=args.check)
     if args.check and not costs_current:

@@ -17,18 +17,27 @@ Example
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .declarations import Component, Consumer, Workflow
 
-__all__ = ["HOLDOUT_PREFIX", "component_models", "component_scores", "model_scores", "scores_data"]
+__all__ = ["HOLDOUT_PREFIX", "MANIFEST", "manifest_models", "component_models", "component_scores", "model_scores", "scores_data"]
 
+MANIFEST = Path("models") / "manifest.json"
 HOLDOUT_PREFIX = "holdout_"
 NOT_SCORES = ("_baseline", "_size")
 # Where a dataset's description stops naming it: "load_digits (UCI ...)", "VADER ground truth (...), ...", "x: a copy".
 NAME_END = re.compile(r" \(|: |, |; ")
+
+
+def manifest_models(root: Path) -> dict[str, dict[str, Any]]:
+    """The ``models`` of the manifest of the repository at ``root`` (empty when it has none)."""
+    path = Path(root) / MANIFEST
+    return json.loads(path.read_text()).get("models", {}) if path.is_file() else {}
 
 
 def model_scores(entry: Mapping[str, Any]) -> dict[str, float]:

@@ -100,3 +100,37 @@ def test_the_report_is_a_document_with_its_plots(report, tmp_path):
         assert f"]({image})" in text
         assert (path.parent / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "## Replay of the archive" in text and "new results: 0 (safe)" in text
+
+
+def test_each_component_carries_its_models_held_out_scores_and_the_summary_prints_them(report):
+    """``scores`` per component: every ``metrics.holdout_<metric>`` number of the models it declares (counts and
+    baselines aside), named ``<metric>`` (or ``<metric> (<model>)`` when two of its models share it)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from inferbus.demo.summary import print_summary
+    from inferbus.model.scores import component_models
+    from pathlib import Path
+
+    manifest = Path(__file__).resolve().parents[2] / "models" / "manifest.json"
+    models = json.loads(manifest.read_text())["models"]
+    kinds = json.loads(json.dumps(report.as_dict()))["kinds"]  # as --json prints it
+    shown = 0
+    for component in COMPONENTS:
+        recorded = [(model, key.removeprefix("holdout_"), value) for model in component_models(component)
+                    for key, value in models[model].get("metrics", {}).items()
+                    if key.startswith("holdout_") and type(value) is float and not key.endswith(("_baseline", "_size"))]
+        scores = kinds[component.name]["scores"]
+        assert sorted(scores.values()) == sorted(value for _, _, value in recorded), component.name
+        for model, metric, value in recorded:
+            assert scores.get(metric, scores.get(f"{metric} ({model})")) == value, (component.name, metric)
+        assert (kinds[component.name]["scores_data"] is None) == (not recorded), component.name
+        shown += bool(recorded)
+    assert shown, "no demo component shows a held-out score: the shipped classifiers record holdout_accuracy"
+    console = Console(file=StringIO(), width=500)  # wide enough that no cell folds
+    print_summary(report, console)
+    text = console.file.getvalue()
+    for name, kind in kinds.items():
+        for metric, value in kind["scores"].items():
+            assert f"{metric} {value:.4g}" in text and kind["scores_data"] in text, (name, metric)
