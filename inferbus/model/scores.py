@@ -25,7 +25,7 @@ from typing import Any
 
 from .declarations import Component, Consumer, Workflow
 
-__all__ = ["HOLDOUT_PREFIX", "MANIFEST", "manifest_models", "component_models", "component_scores", "model_scores", "scores_data"]
+__all__ = ["HOLDOUT_PREFIX", "MANIFEST", "component_models", "component_scores", "manifest_models", "model_scores", "scores_data"]
 
 MANIFEST = Path("models") / "manifest.json"
 HOLDOUT_PREFIX = "holdout_"

@@ -20,5 +20,5 @@ from .models_add import AddedModel, add_model, parse_scores
 from .project import Project, Written
 from .workflow import new_workflow
 
-__all__ = ["AddedModel", "GraphSpec", "Project", "ScaffoldError", "Written", "add_model", "new_consumer", "new_workflow", "open_session",
-           "read_graph", "read_inputs"]
+__all__ = ["AddedModel", "GraphSpec", "Project", "ScaffoldError", "Written", "add_model", "new_consumer", "new_workflow",
+           "open_session", "parse_scores", "read_graph", "read_inputs"]

@@ -39,12 +39,12 @@ from inferbus.model.names import NAME
 from inferbus.model.scores import HOLDOUT_PREFIX
 
 from .errors import ScaffoldError
-from .graph import TENSOR_KINDS, GraphInput, open_session, probe_feeds, read_inputs, sample_feeds, with_widths
+from .graph import TENSOR_KINDS, GraphInput, dims, open_session, probe_feeds, read_inputs, sample_feeds, with_widths
 from .names import model_name_of
 from .project import Project
 from .samples import read_samples
 
-__all__ = ["AddedModel", "BENCH_BATCHES", "add_model", "cpu_name", "parse_scores"]
+__all__ = ["BENCH_BATCHES", "AddedModel", "add_model", "cpu_name", "parse_scores"]
 
 OPTION = "inferbus models add"
 BENCH_BATCHES = (1, 32)
@@ -211,8 +211,10 @@ def add_model(path: Path, name: str | None = None, *, samples: Path | None = Non
             shutil.copyfile(path, target)
         project.manifest_io().update_manifest(models={name: entry}, path=project.manifest)
     except BaseException:
-        if copied:
-            target.unlink(missing_ok=True) if before is None else target.write_bytes(before)
+        if copied and before is None:
+            target.unlink(missing_ok=True)
+        elif copied and before is not None:
+            target.write_bytes(before)
         raise
     return AddedModel(name=name, file=project.relative(target), entry=entry, replaced=previous is not None,
                       notes=tuple(notes))
@@ -223,7 +225,7 @@ def _batched_outputs(session: Any) -> list[dict[str, Any]]:
     found = []
     for output in session.get_outputs():
         dtype = TENSOR_KINDS[output.type][1] if output.type in TENSOR_KINDS else output.type
-        shape = [dim if isinstance(dim, int) and dim >= 0 else None for dim in (output.shape or [])]
+        shape = list(dims(output.shape or []))
         if output.type.startswith("tensor("):
             if not shape:
                 raise ScaffoldError(f"output {output.name!r} is a single value with no batch dimension: export it with "

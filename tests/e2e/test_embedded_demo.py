@@ -106,12 +106,12 @@ def test_each_component_carries_its_models_held_out_scores_and_the_summary_print
     """``scores`` per component: every ``metrics.holdout_<metric>`` number of the models it declares (counts and
     baselines aside), named ``<metric>`` (or ``<metric> (<model>)`` when two of its models share it)."""
     from io import StringIO
+    from pathlib import Path
 
     from rich.console import Console
 
     from inferbus.demo.summary import print_summary
     from inferbus.model.scores import component_models
-    from pathlib import Path
 
     manifest = Path(__file__).resolve().parents[2] / "models" / "manifest.json"
     models = json.loads(manifest.read_text())["models"]

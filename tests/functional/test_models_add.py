@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper
 
-from inferbus.model import Consumer, EventFilter  # noqa: E402
-from inferbus.model.scores import component_scores  # noqa: E402
+from inferbus.model import Consumer, EventFilter
+from inferbus.model.scores import component_scores
 
 REPO = Path(__file__).resolve().parents[2]
 OPSET = 17
@@ -188,7 +188,7 @@ def test_a_pytorch_module_exported_with_a_dynamic_batch_axis_is_added(project, t
             super().__init__()
             self.layer = torch.nn.Linear(4, 3)
 
-        def forward(self, x):  # noqa: ANN001, ANN202 - torch's own signature
+        def forward(self, x):
             return torch.softmax(self.layer(x), dim=-1)
 
     path = tmp_path / "tiny_torch.onnx"
