@@ -52,6 +52,7 @@ BENCH_RUNS = 25
 # The width an input gets in the benchmark when the graph leaves it open ([batch, None]) and no --samples say it.
 OPEN_WIDTH = 16
 FIRST_VERSION = "1.0.0"
+DYNAMIC_BATCH_FIX = "export it with a dynamic batch axis on every input and output"
 METRIC = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -170,24 +171,7 @@ def add_model(path: Path, name: str | None = None, *, samples: Path | None = Non
     session = open_session(path, OPTION)
     inputs = read_inputs(session)
     outputs = _batched_outputs(session)
-    notes: list[str] = []
-    open_widths: dict[str, int] = {}
-    if samples is not None:
-        held_out = read_samples(Path(samples), inputs)
-        inputs = with_widths(inputs, held_out.widths)
-        feeds = {size: sample_feeds(inputs, _cycled(held_out.inputs, size), 0, size) for size in BENCH_BATCHES}
-        fed_with = f"rows of {Path(samples).name}"
-        hint = "export it with a dynamic batch axis on every input and output"
-    else:
-        open_widths = {i.name: OPEN_WIDTH for i in inputs if i.record_shape == (None,)}
-        if open_widths:
-            notes.append(f"benchmarked with {OPEN_WIDTH} values per row for {', '.join(sorted(open_widths))} (the graph "
-                         "leaves the width open); pass --samples to measure on real rows")
-        inputs = with_widths(inputs, open_widths)
-        feeds = {size: probe_feeds(inputs, rows=size) for size in BENCH_BATCHES}
-        fed_with = "seeded random values"
-        hint = (f"pass --samples FILE with real rows: the graph leaves the width of {', '.join(sorted(open_widths))} "
-                "open" if open_widths else "export it with a dynamic batch axis on every input and output")
+    inputs, feeds, fed_with, hint, notes = _bench_feeds(inputs, samples)
     _check_rows(session, outputs, feeds[max(BENCH_BATCHES)], hint)
 
     sha256 = project.manifest_io().sha256_of(path)
@@ -204,6 +188,34 @@ def add_model(path: Path, name: str | None = None, *, samples: Path | None = Non
         if not scores:
             notes.append("the previous metrics measured the previous file and are dropped: record this one's with "
                          "--scores metric=value --data NAME")
+    _write(project, path, target, name, entry)
+    return AddedModel(name=name, file=project.relative(target), entry=entry, replaced=previous is not None,
+                      notes=tuple(notes))
+
+
+def _bench_feeds(inputs: list[GraphInput], samples: Path | None) -> tuple[
+        list[GraphInput], dict[int, dict[str, np.ndarray]], str, str, list[str]]:
+    """The inputs with every width known, a feed per benchmark batch size, what they hold, what to do if the
+    graph does not run on them, and a note when a width was guessed."""
+    if samples is not None:
+        held_out = read_samples(Path(samples), inputs)
+        inputs = with_widths(inputs, held_out.widths)
+        feeds = {size: sample_feeds(inputs, _cycled(held_out.inputs, size), 0, size) for size in BENCH_BATCHES}
+        return inputs, feeds, f"rows of {Path(samples).name}", DYNAMIC_BATCH_FIX, []
+    open_widths = {i.name: OPEN_WIDTH for i in inputs if i.record_shape == (None,)}
+    inputs = with_widths(inputs, open_widths)
+    feeds = {size: probe_feeds(inputs, rows=size) for size in BENCH_BATCHES}
+    if not open_widths:
+        return inputs, feeds, "seeded random values", DYNAMIC_BATCH_FIX, []
+    named = ", ".join(sorted(open_widths))
+    note = (f"benchmarked with {OPEN_WIDTH} values per row for {named} (the graph leaves the width open); pass "
+            "--samples to measure on real rows")
+    return (inputs, feeds, "seeded random values",
+            f"pass --samples FILE with real rows: the graph leaves the width of {named} open", [note])
+
+
+def _write(project: Project, path: Path, target: Path, name: str, entry: dict[str, Any]) -> None:
+    """Copy the model to ``target`` and write its manifest entry; on any failure put ``target`` back as it was."""
     copied = path.resolve() != target.resolve()
     before = target.read_bytes() if copied and target.exists() else None
     try:
@@ -216,8 +228,6 @@ def add_model(path: Path, name: str | None = None, *, samples: Path | None = Non
         elif copied and before is not None:
             target.write_bytes(before)
         raise
-    return AddedModel(name=name, file=project.relative(target), entry=entry, replaced=previous is not None,
-                      notes=tuple(notes))
 
 
 def _batched_outputs(session: Any) -> list[dict[str, Any]]:
