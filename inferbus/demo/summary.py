@@ -67,24 +67,25 @@ def _kinds_table(data: dict[str, Any]) -> Table:
 
 
 def _quality_table(data: dict[str, Any]) -> Table:
-    table = _table("answers: accuracy against the true answers, latency from sent to result",
-                   "held-out scores: the models' own, measured on the named data (models/manifest.json)")
-    for column in ("component", "input", "accuracy", "p50 s", "p95 s", "held-out scores"):
-        table.add_column(column, justify="left" if column in ("component", "input", "held-out scores") else "right",
-                         overflow="fold")
+    table = _table("answers: accuracy against the true answers, latency from sent to result")
+    for column in ("component", "input", "accuracy", "p50 s", "p95 s"):
+        table.add_column(column, justify="left" if column in ("component", "input") else "right", overflow="fold")
     for name, kind in data["kinds"].items():
         accuracy = "—" if kind["accuracy"] is None else f"{kind['accuracy']:.3f}"
         table.add_row(name, kind["input_type"], accuracy, _seconds(kind["latency_ms"]["p50"]),
-                      _seconds(kind["latency_ms"]["p95"]), held_out_scores(kind["scores"], kind["scores_data"]))
+                      _seconds(kind["latency_ms"]["p95"]))
     return table
 
 
-def held_out_scores(scores: dict[str, float], data: str | None) -> str:
-    """``accuracy 0.9861 on sklearn.datasets.load_digits, 360 held out``, or ``—`` without scores."""
-    if not scores:
-        return "—"
-    figures = ", ".join(f"{metric} {value:.4g}" for metric, value in scores.items())
-    return f"{figures} on {data}" if data else figures
+def _scores_table(data: dict[str, Any]) -> Table:
+    table = _table("held-out scores: each component's models, measured on the data named (models/manifest.json)")
+    for column in ("component", "scores", "data"):
+        table.add_column(column, overflow="fold")
+    for name, kind in data["kinds"].items():
+        if kind["scores"]:
+            table.add_row(name, ", ".join(f"{metric} {value:.4g}" for metric, value in kind["scores"].items()),
+                          kind["scores_data"] or "—")
+    return table
 
 
 def _ms(figures: dict[str, Any]) -> str:
@@ -153,6 +154,8 @@ def print_summary(report: Any, console: Console | None = None) -> None:
         console.print(f"  [red]{problem}[/red]")
     console.print(_kinds_table(data))
     console.print(_quality_table(data))
+    if any(kind["scores"] for kind in data["kinds"].values()):
+        console.print(_scores_table(data))
     if data["workflows"]:
         console.print(_workflows_table(data))
     if data["chains"]:
