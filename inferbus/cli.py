@@ -251,8 +251,10 @@ def _docs(args: argparse.Namespace) -> int:
     pipeline = load_pipeline()
     current = update_readme(pipeline, check=args.check)
     if args.check and not current:
-        raise CommandError(f"{README.name}'s event table is out of date; run `inferbus docs` to rewrite it", exit_code=1)
-    print(f"{README.name}: event table {'is current' if current else 'rewritten from the contracts and pipeline/'}")
+        raise CommandError(f"{README.name}'s event table or table of flows is out of date; run `inferbus docs` to "
+                           "rewrite them", exit_code=1)
+    print(f"{README.name}: event table and table of flows "
+          f"{'are current' if current else 'rewritten from the contracts, pipeline/ and models/manifest.json'}")
     stacks = synthesize_stacks(pipeline=pipeline)
     costs_current = update_operations(stacks.root, stacks.nested, pipeline, check=args.check)
     if args.check and not costs_current:
@@ -342,6 +344,46 @@ def _new(args: argparse.Namespace) -> int:
     for number, step in enumerate(written.next_steps, start=1):
         print(f"  {number}. {step}")
     return 0
+
+
+def _models_add(args: argparse.Namespace) -> int:
+    from .scaffold import ScaffoldError, add_model, parse_scores
+
+    try:
+        added = add_model(Path(args.path), args.name, samples=Path(args.samples) if args.samples else None,
+                          scores=parse_scores(args.scores), data=args.data, replace=args.replace)
+    except ScaffoldError as error:
+        raise CommandError(str(error)) from None
+    if args.json:
+        print_json({"name": added.name, "file": added.file, "replaced": added.replaced, "entry": added.entry,
+                    "notes": list(added.notes)})
+        return 0
+    bench = added.entry["benchmark"]
+    print(f"inferbus models add: {'replaced' if added.replaced else 'added'} {added.name} "
+          f"(version {added.entry['version']}) -> {added.file}")
+    print(f"  sha256 {added.entry['sha256']}, {added.entry['bytes']:,} bytes")
+    for side in ("inputs", "outputs"):
+        print(f"  {side}: " + ", ".join(f"{io['name']} {io['dtype']} {io['shape']}" for io in added.entry[side]))
+    print("  benchmark: " + ", ".join(f"batch {key.split('_')[1]} {value} ms" for key, value in bench.items()
+                                      if key.endswith("_ms_median"))
+          + f" (median of {bench['runs']}, {bench['cpu']})")
+    for note in added.notes:
+        print(f"  note: {note}")
+    print(f"Next: name it in a declaration's models=(\"{added.name}\",), or write a consumer for it: "
+          f"inferbus new consumer NAME --model {added.file} --event TYPE")
+    return 0
+
+
+MODELS_ADD_HELP = """\
+Checks an ONNX model against what the kit runs, then records it:
+  - onnxruntime opens it; every input is a float, int or string tensor, every input and
+    output has a dynamic first (batch) dimension, and a batch of 32 rows gives 32 rows back
+  - copies it to models/<name>.onnx and writes models/manifest.json -> models.<name>: sha256,
+    bytes, inputs, outputs, a benchmark (median ms per batch of 1 and of 32 with onnxruntime
+    on this machine, the CPU named), metrics.holdout_<metric> from --scores, measured on --data
+From PyTorch: torch.onnx.export(module, example, "m.onnx", input_names=["x"], output_names=["y"],
+dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}); see docs/extending.md.
+"""
 
 
 NEW_CONSUMER_HELP = """\
@@ -755,6 +797,25 @@ def build_parser() -> argparse.ArgumentParser:
                           help="its Lambda steps in order, snake_case, comma-separated (default: one, process); "
                           "each gets functions/<name>/<step>.py and a Task")
     workflow.set_defaults(run=_new)
+
+    models = command("models", "record an ONNX model in models/ and its manifest, checked against the kit's I/O",
+                     description="Models the components load, by name in models/manifest.json. See docs/extending.md.")
+    model_actions = models.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    add = model_actions.add_parser("add", help="check an .onnx file, benchmark it, copy it into models/ and write its "
+                                   "manifest entry", description=MODELS_ADD_HELP,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    add.add_argument("path", metavar="PATH.onnx", help="the ONNX model file")
+    add.add_argument("--name", help="its name in the manifest (default: from the file name, Iris_LogReg.onnx -> "
+                     "iris-logreg)")
+    add.add_argument("--samples", metavar="FILE", help="held-out rows (.npz, .csv, .jsonl as for new consumer): the "
+                     "benchmark runs on them; they give an input's width the graph leaves open")
+    add.add_argument("--scores", nargs="+", default=[], metavar="METRIC=VALUE",
+                     help="what it scored on held-out data, e.g. accuracy=0.93 entity_f1=0.81 (needs --data)")
+    add.add_argument("--data", metavar="NAME", help="the name of the data it was trained and scored on")
+    add.add_argument("--replace", action="store_true", help="take the place of the model of the same name (a new "
+                     "version); its previous metrics are dropped")
+    add.add_argument("--json", action="store_true", help="print the manifest entry written as JSON")
+    add.set_defaults(run=_models_add)
     return parser
 
 

@@ -29,8 +29,9 @@ from inferbus_lambda.metric_names import (
 
 from inferbus.model.declarations import Consumer, Pipeline, Route, Workflow
 from inferbus.model.names import ACCEPT_STEM, UNROUTED_CHECK_SOURCE
+from inferbus.model.scores import component_scores, manifest_models
 
-from ..local import LocalPipeline
+from ..local import REPO_ROOT, LocalPipeline
 from .inputs import DEMO_SOURCE, Sent, demo_components, input_type, inputs_of
 from .report import ChainReport, ConsumerRun, DemoReport, FlowFigures, KindReport, WorkflowReport
 
@@ -315,9 +316,12 @@ def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
 
     ``delivered`` is every event the bus carried (default: read from the pipeline's tap now).
     """
+    models = manifest_models(REPO_ROOT)
     for component in demo_components(pipeline.declarations):
         valid, malformed, duplicates = sent.counts.get(component.name, (0, 0, 0))
-        report.kinds[component.name] = KindReport(component.name, input_type(component), valid, malformed, duplicates)
+        held_out = component_scores(component, models)
+        report.kinds[component.name] = KindReport(component.name, input_type(component), valid, malformed, duplicates,
+                                                  scores=held_out["scores"], scores_data=held_out["scores_data"])
     ledger = _Ledger(pipeline, sent, report)
     for event in pipeline.tapped_events() if delivered is None else delivered:
         ledger.read(event)

@@ -46,6 +46,9 @@ class KindReport:
     correct: int = 0
     scored: int = 0  # results with a true answer to compare against
     latencies_ms: list[float] = field(default_factory=list)
+    # Its models' held-out scores (metric -> value) and that data's name, from the manifest.
+    scores: dict[str, float] = field(default_factory=dict)
+    scores_data: str | None = None
 
     @property
     def accuracy(self) -> float | None:
@@ -66,6 +69,7 @@ class KindReport:
             "in_dead_letter_queues": self.in_dead_letter_queues,
             "duplicate_results": self.duplicate_results, "balanced": self.balanced,
             "accuracy": rounded(self.accuracy, 4), "scored": self.scored,
+            "scores": self.scores, "scores_data": self.scores_data,
             "latency_ms": {"p50": rounded(percentile(self.latencies_ms, 50)),
                            "p95": rounded(percentile(self.latencies_ms, 95))},
         }

@@ -79,6 +79,17 @@ def _quality_table(data: dict[str, Any]) -> Table:
     return table
 
 
+def _scores_table(data: dict[str, Any]) -> Table:
+    table = _table("held-out scores: each component's models, measured on the data named (models/manifest.json)")
+    for column in ("component", "scores", "data"):
+        table.add_column(column, overflow="fold")
+    for name, kind in data["kinds"].items():
+        if kind["scores"]:
+            table.add_row(name, ", ".join(f"{metric} {value:.4g}" for metric, value in kind["scores"].items()),
+                          kind["scores_data"] or "—")
+    return table
+
+
 def _ms(figures: dict[str, Any]) -> str:
     p50, p95 = figures["p50"], figures["p95"]
     return "—" if p50 is None else f"{p50:.0f}/{p95:.0f}"
@@ -144,6 +155,8 @@ def print_summary(report: Any, console: Console | None = None) -> None:
         console.print(f"  [red]{problem}[/red]")
     console.print(_kinds_table(data))
     console.print(_quality_table(data))
+    if any(kind["scores"] for kind in data["kinds"].values()):
+        console.print(_scores_table(data))
     if data["workflows"]:
         console.print(_workflows_table(data))
     if data["chains"]:

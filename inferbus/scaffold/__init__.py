@@ -1,4 +1,5 @@
-"""The scaffold: ``inferbus new consumer`` and ``inferbus new workflow`` write a new component.
+"""The scaffold: ``inferbus new consumer`` and ``inferbus new workflow`` write a new component;
+``inferbus models add`` records a model (:mod:`.models_add`).
 
 One module per step: :mod:`.graph` reads an ONNX graph, :mod:`.samples` reads held-out
 samples, :mod:`.codegen` writes a consumer's source, :mod:`.consumer` and :mod:`.workflow`
@@ -15,8 +16,9 @@ Example
 from .consumer import new_consumer
 from .errors import ScaffoldError
 from .graph import GraphSpec, open_session, read_graph, read_inputs
+from .models_add import AddedModel, add_model, parse_scores
 from .project import Project, Written
 from .workflow import new_workflow
 
-__all__ = ["GraphSpec", "Project", "ScaffoldError", "Written", "new_consumer", "new_workflow", "open_session",
-           "read_graph", "read_inputs"]
+__all__ = ["AddedModel", "GraphSpec", "Project", "ScaffoldError", "Written", "add_model", "new_consumer", "new_workflow",
+           "open_session", "parse_scores", "read_graph", "read_inputs"]

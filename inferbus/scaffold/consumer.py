@@ -27,8 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from inferbus.model.names import NAME
-
 from .codegen import (
     ConsumerPlan,
     InputField,
@@ -42,7 +40,7 @@ from .errors import ScaffoldError
 from .generated_docs import refresh_or_note
 from .graph import GraphInput, GraphSpec, open_session, read_graph, read_inputs, run_samples, with_widths
 from .heads import HeldOutAccuracy, Task, held_out_accuracy, parse_labels, predicted_labels
-from .names import check_event_type, derived_result_type, module_name
+from .names import check_event_type, derived_result_type, model_name_of, module_name
 from .project import Declared, Project, Writes, Written, open_project
 from .samples import HeldOut, read_samples
 
@@ -274,13 +272,7 @@ def _model_entry(model: Path, graph: GraphSpec, event_type: str, result_type: st
     for existing_name, entry in models.items():
         if entry.get("sha256") == sha256:
             return existing_name, None
-    words = "".join(c if c.isalnum() else "-" for c in model.stem.lower()).split("-")
-    model_name = "-".join(word for word in words if word)
-    if not model_name or not model_name[0].isalpha():
-        model_name = f"model-{model_name}".rstrip("-")
-    if not NAME.fullmatch(model_name):
-        raise ScaffoldError(f"--model {model}: cannot make a model name from {model.stem!r}; rename the file to "
-                            "lowercase words joined by '-', e.g. iris-logreg.onnx")
+    model_name = model_name_of(model, "--model")
     if model_name in models:
         raise ScaffoldError(f"models/manifest.json has a model named {model_name!r} already (another file): rename "
                             f"your file, e.g. {model_name}-2.onnx")

@@ -46,7 +46,7 @@ from .heads import Head, Task, choose_head, head_labels
 from .names import identifier, unique
 
 __all__ = ["GraphInput", "GraphOutput", "GraphSpec", "Kind", "open_session", "probe_feeds", "read_graph",
-           "read_inputs", "RESULT_ENVELOPE_FIELDS", "run_samples", "sample_feeds", "with_widths"]
+           "dims", "read_inputs", "RESULT_ENVELOPE_FIELDS", "run_samples", "sample_feeds", "TENSOR_KINDS", "with_widths"]
 
 Kind = Literal["float", "int", "str", "bool"]
 TENSOR_KINDS: dict[str, tuple[Kind, str]] = {
@@ -188,8 +188,8 @@ class GraphSpec:
         return self.score_output.width if self.score_output else None
 
 
-def open_session(path: Path | str) -> Any:
-    """An onnxruntime session on ``path``.
+def open_session(path: Path | str, option: str = "--model") -> Any:
+    """An onnxruntime session on ``path`` (``option`` names where the path came from, in errors).
 
     Raises
     ------
@@ -198,19 +198,21 @@ def open_session(path: Path | str) -> Any:
     """
     path = Path(path)
     if not path.is_file():
-        raise ScaffoldError(f"--model {path}: no such file; give the path of your .onnx file")
+        raise ScaffoldError(f"{option} {path}: no such file; give the path of your .onnx file")
     import onnxruntime as ort
 
     try:
-        return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        options = ort.SessionOptions()
+        options.log_severity_level = 4  # errors reach the user as one line (ours), not as onnxruntime's log too
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as error:  # noqa: BLE001 - onnxruntime raises several types; all mean "cannot load"
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ScaffoldError(f"--model {path}: onnxruntime {ort.__version__} cannot load it ({reason}); export it "
+        raise ScaffoldError(f"{option} {path}: onnxruntime {ort.__version__} cannot load it ({reason}); export it "
                             "again (e.g. skl2onnx with target_opset<=17) and check it loads with "
                             "onnxruntime.InferenceSession") from None
 
 
-def _dims(shape: Sequence[Any]) -> tuple[int | None, ...]:
+def dims(shape: Sequence[Any]) -> tuple[int | None, ...]:
     """onnxruntime shapes: ints for fixed dimensions; ``None`` or a symbol (``'N'``) for dynamic ones."""
     return tuple(dim if isinstance(dim, int) and dim >= 0 else None for dim in shape)
 
@@ -226,7 +228,7 @@ def read_inputs(session: Any) -> list[GraphInput]:
     found = []
     graph_inputs = session.get_inputs()
     for graph_input in graph_inputs:
-        name, graph_type, shape = graph_input.name, graph_input.type, _dims(graph_input.shape)
+        name, graph_type, shape = graph_input.name, graph_input.type, dims(graph_input.shape)
         if graph_type not in TENSOR_KINDS or TENSOR_KINDS[graph_type][0] == "bool":
             raise ScaffoldError(f"input {name!r} is {graph_type}: the scaffold maps float, int and string tensors; "
                                 "export the model with numeric tensor inputs (skl2onnx: FloatTensorType)")
@@ -236,7 +238,8 @@ def read_inputs(session: Any) -> list[GraphInput]:
         if shape[0] is not None:
             raise ScaffoldError(f"input {name!r} has a fixed batch dimension {shape[0]} (shape {list(shape)}): a "
                                 "consumer scores a whole batch in ONE run; export with a dynamic first dimension "
-                                "(None), e.g. FloatTensorType([None, k])")
+                                "(None), e.g. skl2onnx FloatTensorType([None, k]) or torch.onnx.export "
+                                "dynamic_axes={'<input>': {0: 'batch'}}")
         record = shape[1:]
         if len(record) > 1 and any(dim is None for dim in record):
             raise ScaffoldError(f"input {name!r} has shape {list(shape)}: with more than two dimensions every one but "
@@ -348,7 +351,7 @@ def _declared_labels(path: Path | None) -> tuple[int | str, ...] | None:
 
 
 def _output(graph_output: Any, value: Any, field: str, batch: int) -> GraphOutput:
-    name, graph_type, shape = graph_output.name, graph_output.type, _dims(graph_output.shape)
+    name, graph_type, shape = graph_output.name, graph_output.type, dims(graph_output.shape)
     if graph_type.startswith("seq(map(") and isinstance(value, list):
         width = len(value[0]) if value else 0
         return GraphOutput(name=name, field=field, kind="float", dtype="float32", width=width, zipmap=True,

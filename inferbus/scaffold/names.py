@@ -30,7 +30,7 @@ from inferbus.model.names import MAX_NAME, NAME, STEM
 
 from .errors import ScaffoldError
 
-__all__ = ["check_component_name", "check_event_type", "derived_result_type", "identifier", "module_name", "unique"]
+__all__ = ["check_component_name", "check_event_type", "derived_result_type", "identifier", "model_name_of", "module_name", "unique"]
 
 SUBMITTED = "Submitted"
 # Names pydantic reserves on a model (BaseModel's own attributes and its protected namespace).
@@ -112,3 +112,21 @@ def unique(names: list[str], taken: set[str] = frozenset()) -> list[str]:
         seen.add(candidate)
         result.append(candidate)
     return result
+
+
+def model_name_of(model: Path, option: str) -> str:
+    """The manifest name a model file gets from its file name: ``Iris_LogReg.onnx`` -> ``iris-logreg``.
+
+    Raises
+    ------
+    ScaffoldError
+        When no valid name can be made of it (the message names ``option``).
+    """
+    words = "".join(c if c.isalnum() else "-" for c in model.stem.lower()).split("-")
+    name = "-".join(word for word in words if word)
+    if not name or not name[0].isalpha():
+        name = f"model-{name}".rstrip("-")
+    if not NAME.fullmatch(name):
+        raise ScaffoldError(f"{option} {model}: cannot make a model name from {model.stem!r}; rename the file to "
+                            "lowercase words joined by '-', e.g. iris-logreg.onnx")
+    return name

@@ -118,3 +118,37 @@ def test_the_summary_keeps_every_id_and_reason_word_whole_at_80_columns(report):
         assert event_id in lines, event_id  # in full, on its own line: copied with a double-click
         words = [word for line in lines for word in line.split()]
         assert all(word in words for word in reason.split()), reason  # wrapped between words, never inside one
+
+
+def test_each_component_carries_its_models_held_out_scores_and_the_summary_prints_them(report):
+    """``scores`` per component: every ``metrics.holdout_<metric>`` number of the models it declares (counts and
+    baselines aside), named ``<metric>`` (or ``<metric> (<model>)`` when two of its models share it)."""
+    from io import StringIO
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from inferbus.demo.summary import print_summary
+    from inferbus.model.scores import component_models
+
+    manifest = Path(__file__).resolve().parents[2] / "models" / "manifest.json"
+    models = json.loads(manifest.read_text())["models"]
+    kinds = json.loads(json.dumps(report.as_dict()))["kinds"]  # as --json prints it
+    shown = 0
+    for component in COMPONENTS:
+        recorded = [(model, key.removeprefix("holdout_"), value) for model in component_models(component)
+                    for key, value in models[model].get("metrics", {}).items()
+                    if key.startswith("holdout_") and type(value) is float and not key.endswith(("_baseline", "_size"))]
+        scores = kinds[component.name]["scores"]
+        assert sorted(scores.values()) == sorted(value for _, _, value in recorded), component.name
+        for model, metric, value in recorded:
+            assert scores.get(metric, scores.get(f"{metric} ({model})")) == value, (component.name, metric)
+        assert (kinds[component.name]["scores_data"] is None) == (not recorded), component.name
+        shown += bool(recorded)
+    assert shown, "no demo component shows a held-out score: the shipped classifiers record holdout_accuracy"
+    console = Console(file=StringIO(), width=500)  # wide enough that no cell folds
+    print_summary(report, console)
+    text = console.file.getvalue()
+    for name, kind in kinds.items():
+        for metric, value in kind["scores"].items():
+            assert f"{metric} {value:.4g}" in text and kind["scores_data"] in text, (name, metric)
