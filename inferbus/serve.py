@@ -105,7 +105,8 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
         stopping["signal"] = True
 
     previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
-    with LocalPipeline(template, tap=False, retain=RETAINED) as pipeline:  # nothing reads a tap here
+    # The tap feeds the console's recent events; with ``retain`` it keeps a window when nobody reads it.
+    with LocalPipeline(template, retain=RETAINED) as pipeline:
         consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers}
         consumers[pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"]] = UNROUTED_CHECK_NAME
 

@@ -237,6 +237,9 @@ class EmbeddedPipeline:
             if due:
                 moto_patches.forget_finished_executions(self.retain)
                 moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED)
+                keep = self.retain * KEPT_PER_RETAINED  # the tap, when nobody reads it (a console not open)
+                if len(self._tapped) > keep:
+                    self._tapped = self._tapped[-keep:]  # a new list: one a reader already took stays whole
 
     def _deliver(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any]) -> bool:
         """Take a rule's delivery to a target moto cannot deliver to (called inside PutEvents: only queue it)."""
