@@ -85,6 +85,10 @@ class LocalChannel(abc.ABC):
 class SqsChannel(LocalChannel):
     """An SQS queue on moto: received messages are in flight (invisible) until deleted or made visible.
 
+    A FIFO queue is one too: moto holds back a message group while any of its messages is in
+    flight, as SQS does, so batches of one group never run at once and a failed message (made
+    visible again) comes back before its group's later ones.
+
     Parameters
     ----------
     queue
@@ -116,8 +120,12 @@ class SqsChannel(LocalChannel):
         release_messages(self.sqs, self.queue.url, messages)
 
     def deliver_again(self, message: Message) -> None:
+        ordering: dict[str, str] = {}
+        group = message.get("Attributes", {}).get("MessageGroupId")
+        if group is not None:  # a FIFO queue: the copy joins the end of its group, under a fresh deduplication id
+            ordering = {"MessageGroupId": group, "MessageDeduplicationId": f"{DUPLICATE_MARK}-{message['MessageId']}"}
         self.sqs.send_message(QueueUrl=self.queue.url, MessageBody=message["Body"],
-                              MessageAttributes={DUPLICATE_MARK: {"DataType": "String", "StringValue": "true"}})
+                              MessageAttributes={DUPLICATE_MARK: {"DataType": "String", "StringValue": "true"}}, **ordering)
 
     def is_copy(self, message: Message) -> bool:
         return DUPLICATE_MARK in message.get("MessageAttributes", {})

@@ -31,6 +31,8 @@ from .specs import (
     UnsupportedTemplateError,
 )
 
+FIFO_SUFFIX = ".fifo"
+FIFO_ATTRIBUTES = ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit")
 # The InputPath forms the bridge applies: $ and $.field.field (no filters, wildcards, indexes).
 SIMPLE_PATH = re.compile(r"\$(\.[A-Za-z0-9_-]+)*")
 
@@ -123,8 +125,12 @@ def _provision_queues(resources: dict[str, Any], deployment: Deployment, sqs: An
     # Dead-letter queues first: a work queue's redrive policy names its DLQ's ARN.
     queues = sorted(_of_type(resources, "AWS::SQS::Queue"), key=lambda item: "RedrivePolicy" in item[1])
     for logical_id, props in queues:
-        name = props.get("QueueName") or resolver.physical_name(logical_id, 80)
+        fifo = bool(props.get("FifoQueue"))
+        # CloudFormation names a FIFO queue with the ".fifo" SQS requires
+        name = props.get("QueueName") or resolver.physical_name(logical_id, 80 - len(FIFO_SUFFIX) * fifo) + FIFO_SUFFIX * fifo
         attributes = {"VisibilityTimeout": str(props.get("VisibilityTimeout", 30))}
+        attributes |= {key: str(props[key]).lower() if isinstance(props[key], bool) else str(props[key])
+                       for key in FIFO_ATTRIBUTES if key in props}
         if "MessageRetentionPeriod" in props:
             attributes["MessageRetentionPeriod"] = str(props["MessageRetentionPeriod"])
         if props.get("SqsManagedSseEnabled"):
