@@ -340,7 +340,7 @@ class InferenceConsumer:
             outcome = report.outcomes[record.record_id]
             if not outcome.succeeded and self.source.is_last_attempt(record):
                 letters.append(DeadLetter(outcome.record_id, outcome.status.value, outcome.reason, record.attempt,
-                                          record.body))
+                                          record.body, record.group))
         if not letters:
             return
         unsent = self.source.dead_letter(letters)

@@ -40,8 +40,9 @@ def by_key(ids: list[str]) -> dict[str, list[str]]:
     return dict(grouped)
 
 
-def fifo_template() -> dict:
-    return t.template(Dlq=fifo_queue(), Work=fifo_queue("Dlq", max_receive_count=50), Consumer=t.function("ordered"),
+def fifo_template(*, max_receive_count: int = 50, **environment) -> dict:
+    return t.template(Dlq=fifo_queue(), Work=fifo_queue("Dlq", max_receive_count=max_receive_count),
+                      Consumer=t.function("ordered", **environment),
                       Mapping=t.event_source("Consumer", "Work", batch_size=10, max_concurrency=2))
 
 
@@ -85,3 +86,27 @@ def test_duplicate_deliveries_on_a_fifo_queue_join_their_group_and_publish_nothi
         ledger = published(pipeline)
     assert source.duplicates_delivered > 0
     assert by_key(ledger) == by_key([event_id for _, event_id, _ in sent])
+
+
+def test_records_failing_on_their_last_receive_are_dead_lettered_in_their_group_with_the_reason():
+    sent = interleaved(per_key=3)
+    template = fifo_template(max_receive_count=2, DEAD_LETTER_QUEUE_URL={"Ref": "Dlq"}, MAX_RECEIVE_COUNT="2")
+    with runtime(template, tap=False) as pipeline:
+        url = pipeline.deployment.queues["Work"].url
+        inject_faults(pipeline.functions["Consumer"], FaultRates.only(record_error_rate=1.0), seed=1)
+        for key, event_id, body in sent:
+            pipeline.sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=key, MessageDeduplicationId=event_id)
+        pipeline.drain(timeout_s=60)
+        dead = []
+        while batch := pipeline.sqs.receive_message(
+                QueueUrl=pipeline.deployment.queues["Dlq"].url, MaxNumberOfMessages=10, AttributeNames=["All"],
+                MessageAttributeNames=["All"]).get("Messages", []):
+            dead += batch
+            pipeline.sqs.delete_message_batch(QueueUrl=pipeline.deployment.queues["Dlq"].url, Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)])
+        ledger = published(pipeline)
+    assert ledger == []
+    dead_ids = [json.loads(m["Body"])["detail"]["id"] for m in dead]
+    assert by_key(dead_ids) == by_key([event_id for _, event_id, _ in sent])  # each key's in send order, all kept
+    assert all(m["Attributes"]["MessageGroupId"] == json.loads(m["Body"])["detail"]["id"].rsplit("-", 1)[0] for m in dead)
+    assert all("inference" in m["MessageAttributes"]["inferbus-reason"]["StringValue"] for m in dead)  # set aside by the consumer

@@ -2,13 +2,17 @@
 
 Every result it publishes is logged (``published``, with the result's ``subject``: its input's
 id) in the order PutEvents accepted it: the ledger a test reads to check the order of a group.
+With ``DEAD_LETTER_QUEUE_URL`` and ``MAX_RECEIVE_COUNT`` set, it dead-letters records failing on their
+last receive itself, as the kit's consumers do.
 """
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
+import boto3
 from aws_lambda_powertools import Logger
 from inferbus_lambda.claims import InMemoryClaimStore
 from inferbus_lambda.consumer import InferenceConsumer, expect_type
@@ -35,7 +39,9 @@ class LedgerBus:
 
 runtime = SimpleNamespace(events=LedgerBus())  # fault injection wraps ``events``
 runtime.consumer = InferenceConsumer(
-    source=SqsRecordSource(consumer="inferbus.ordered"), parse=expect_type("ImageSubmitted"),
+    source=SqsRecordSource(consumer="inferbus.ordered", dead_letter_queue_url=os.environ.get("DEAD_LETTER_QUEUE_URL"),
+                           max_receive_count=int(os.environ.get("MAX_RECEIVE_COUNT", "0")) or None,
+                           sqs=lambda: boto3.client("sqs")), parse=expect_type("ImageSubmitted"),
     infer=lambda events: [ImageSubmitted(pixels=event.data.pixels) for event in events],
     claims=InMemoryClaimStore(scope="ordered", expires_after_seconds=60),
     publish=lambda entries: publish_events(runtime.events, entries, sleep=lambda _: None),
