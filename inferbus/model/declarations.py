@@ -69,6 +69,7 @@ class Channel(str, enum.Enum):
 
 
 PLANNED_CHANNELS = ("kafka", "rabbitmq")  # declared names that answer "not available yet"
+FIFO_MAX_BATCH = 10  # Lambda reads a FIFO queue in batches of at most 10, with no batching window
 DEFAULT_GROUP_BY = "$.detail.source"  # the CloudEvent's source: always set, so every producer's events keep their order
 # A path into the EventBridge event (the CloudEvent is its ``detail``): fields only, as EventBridge Pipes resolves it.
 GROUP_BY = re.compile(r"\$\.detail(\.[A-Za-z0-9_-]+)+")
@@ -181,6 +182,8 @@ class Consumer(ResultProducer):
         A ``fifo`` channel's key: a path into the EventBridge event, whose CloudEvent is its
         ``detail`` (``"$.detail.data.customer_id"``). The events of one key are processed in the
         order they reached the queue. Default :data:`DEFAULT_GROUP_BY`, the CloudEvent's ``source``.
+        A ``fifo`` consumer's ``batch_size`` is at most 10 and its ``max_batching_window_s`` is not
+        used (Lambda's rules for FIFO queues).
     """
 
     handler: str
@@ -200,6 +203,10 @@ class Consumer(ResultProducer):
             if not (isinstance(self.group_by, str) and GROUP_BY.fullmatch(self.group_by)):
                 raise DeclarationError(self.name, f"group_by must be a path of fields into the event, starting "
                                        f"'$.detail.' (e.g. '$.detail.data.customer_id'), got {self.group_by!r}")
+            if self.settings.batch_size > FIFO_MAX_BATCH:
+                raise DeclarationError(self.name, f"a 'fifo' channel takes batches of at most {FIFO_MAX_BATCH} (Lambda's "
+                                       f"limit for FIFO queues), got batch_size={self.settings.batch_size}: declare "
+                                       f"settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH})")
         elif self.group_by is not None:
             raise DeclarationError(self.name, f"group_by orders a 'fifo' channel; this consumer's channel is "
                                    f"{self.channel.value!r}")
