@@ -45,6 +45,7 @@ from .event_source import AfterFailure, LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
 from .lambda_host import CodeRoot, HostConfig, LocalFunction, install_routing, uninstall_routing
+from .pipes import LocalPipe
 from .provision import provision
 from .queue_ops import peek_messages
 from .resources import ACCOUNT, REGION
@@ -126,6 +127,7 @@ class EmbeddedPipeline:
         self.functions: dict[str, LocalFunction] = {}
         self.event_sources: list[LocalEventSource] = []
         self.bridges: list[StateMachineBridge] = []
+        self.pipes: list[LocalPipe] = []
         self.activity = Activity()
         self._bridge_of: dict[tuple[str, str], StateMachineBridge] = {}
         self._tapped: list[dict[str, Any]] = []
@@ -177,6 +179,9 @@ class EmbeddedPipeline:
                                                        self.activity))
         for bridge in self.deployment.bridges:
             self._add_bridge(bridge)
+        for pipe in self.deployment.pipes:
+            self.pipes.append(LocalPipe(pipe, self.deployment.queue_by_arn(pipe.source_arn),
+                                        self.deployment.queue_by_arn(pipe.target_arn), self.sqs))
         self._tracker = ExecutionTracker(self.stepfunctions, self.deployment.state_machines)
         # Before any handler is imported: handlers make their clients from the default session.
         self._adapter = LambdaAdapter(self.functions)
@@ -336,13 +341,14 @@ class EmbeddedPipeline:
         return records + self._dispatch_bridges()
 
     def _dispatch_bridges(self) -> int:
-        return sum(bridge.dispatch() for bridge in self.bridges)
+        return sum(bridge.dispatch() for bridge in self.bridges) + sum(pipe.dispatch() for pipe in self.pipes)
 
     def _unsettled(self) -> tuple[list[str], dict[str, int], int]:
         """Running executions not parked on a token, source queues' backlog, and batches or bridged
         events still being handed over."""
         assert self._tracker is not None
-        handing = sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
+        handing = (sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
+                   + sum(pipe.waiting for pipe in self.pipes))
         backlog = {source.queue.logical_id: n for source in self.event_sources if (n := source.backlog())}
         return self._tracker.unsettled(), backlog, handing
 

@@ -20,12 +20,14 @@ from typing import Any
 from inferbus.model.asl import substitute
 
 from .catalogue import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
+from .pipes import check_pipe
 from .resources import ACCOUNT, PARTITION, REGION, Resolver, UnsupportedIntrinsicError
 from .specs import (
     BridgeSpec,
     Deployment,
     EventSourceSpec,
     FunctionSpec,
+    PipeSpec,
     QueueInfo,
     StateMachineInfo,
     UnsupportedTemplateError,
@@ -84,6 +86,7 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
     # Functions last: their environment refers to everything above.
     _specify_functions(resources, deployment, notes)
     _specify_event_sources(resources, deployment)
+    _specify_pipes(resources, deployment, notes)
     _list_what_is_not_local(resources, deployment, notes)
     _resolve_outputs(template.get("Outputs", {}), deployment)
     return deployment
@@ -314,7 +317,7 @@ def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: 
                         f"rule {logical_id}: target {resolved['Id']} has Input or InputPath, which moto ignores for "
                         f"{service} targets; deliver the whole event (or an InputTransformer of quoted strings)"
                     )
-                kept = ("Id", "Arn", "InputTransformer")
+                kept = ("Id", "Arn", "InputTransformer", "SqsParameters")  # SqsParameters: a FIFO queue's message group
                 targets.append({key: resolved[key] for key in kept if key in resolved})
         if targets:
             events.put_targets(Rule=name, EventBusName=bus, Targets=targets)
@@ -394,6 +397,28 @@ def _specify_event_sources(resources: dict[str, Any], deployment: Deployment) ->
                 props.get("ScalingConfig", {}).get("MaximumConcurrency"),
             )
         )
+
+
+def _specify_pipes(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:
+    """SQS -> SQS pipes run locally (:mod:`.pipes`); any other is the cloud's, with the reason."""
+    resolver = deployment.resolver
+    queue_arns = {queue.arn for queue in deployment.queues.values()}
+    for logical_id, props in _of_type(resources, "AWS::Pipes::Pipe"):
+        source, target = resolver.resolve(props["Source"]), resolver.resolve(props["Target"])
+        if source not in queue_arns or target not in queue_arns:
+            notes.setdefault(logical_id, []).append("only a pipe from an SQS queue to an SQS queue runs locally: "
+                                                    "this one does not run")
+            continue
+        target_parameters = props.get("TargetParameters", {})
+        sqs_parameters = target_parameters.get("SqsQueueParameters", {})
+        spec = PipeSpec(logical_id, source, target,
+                        int(props.get("SourceParameters", {}).get("SqsQueueParameters", {}).get("BatchSize", 10)),
+                        sqs_parameters.get("MessageGroupId"), sqs_parameters.get("MessageDeduplicationId"),
+                        target_parameters.get("InputTemplate"))
+        problem = check_pipe(spec)
+        if problem is not None:
+            raise UnsupportedTemplateError(f"{logical_id}: {problem}")
+        deployment.pipes.append(spec)
 
 
 def _list_what_is_not_local(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:

@@ -110,3 +110,59 @@ def test_records_failing_on_their_last_receive_are_dead_lettered_in_their_group_
     assert by_key(dead_ids) == by_key([event_id for _, event_id, _ in sent])  # each key's in send order, all kept
     assert all(m["Attributes"]["MessageGroupId"] == json.loads(m["Body"])["detail"]["id"].rsplit("-", 1)[0] for m in dead)
     assert all("inference" in m["MessageAttributes"]["inferbus-reason"]["StringValue"] for m in dead)  # set aside by the consumer
+
+
+def ordered_by_pipe_template(group_by: str = "$.body.detail.source") -> dict:
+    """What a ``fifo`` consumer synthesizes (infra/constructs/queue_consumer.py): rule -> arrivals FIFO queue in
+    one group -> pipe grouping by the key -> the consumer's FIFO queue -> its function."""
+    rule = t.rule("ImageSubmitted", [t.queue_target("Arrivals") | {"SqsParameters": {"MessageGroupId": "Ordered"}}])
+    pipe = {"Type": "AWS::Pipes::Pipe", "Properties": {
+        "RoleArn": {"Fn::GetAtt": ["FunctionRole", "Arn"]},
+        "Source": {"Fn::GetAtt": ["Arrivals", "Arn"]}, "Target": {"Fn::GetAtt": ["Work", "Arn"]},
+        "SourceParameters": {"SqsQueueParameters": {"BatchSize": 10}},
+        "TargetParameters": {"InputTemplate": "<$.body>", "SqsQueueParameters": {
+            "MessageGroupId": group_by, "MessageDeduplicationId": "$.body.detail.id"}}}}
+    return fifo_template() | {"Resources": fifo_template()["Resources"] | {
+        "ArrivalsDlq": fifo_queue(), "Arrivals": fifo_queue("ArrivalsDlq", max_receive_count=3), "Rule": rule, "Pipe": pipe}}
+
+
+def put(pipeline, sent: list[tuple[str, str, str]]) -> None:
+    """Each event on the bus as its producer (the key) publishes it, one PutEvents each, in send order."""
+    for _, _, body in sent:
+        event = json.loads(body)
+        pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": event["detail"]["source"],
+                              "DetailType": event["detail-type"], "Detail": json.dumps(event["detail"])}])
+
+
+def keyed(per_key: int) -> list[tuple[str, str, str]]:
+    """As :func:`interleaved`, each key also the CloudEvent's source (the default ``group_by``)."""
+    sent = []
+    for key, event_id, body in interleaved(per_key):
+        event = json.loads(body)
+        event["detail"]["source"] = event["source"] = key
+        sent.append((key, event_id, json.dumps(event)))
+    return sent
+
+
+def test_from_the_bus_a_pipe_groups_each_event_by_its_key_and_the_consumer_keeps_each_keys_order():
+    sent = keyed(per_key=10)
+    with runtime(ordered_by_pipe_template(), tap=False) as pipeline:
+        assert [pipe.spec.logical_id for pipe in pipeline.pipes] == ["Pipe"]
+        injector = inject_faults(pipeline.functions["Consumer"], FaultRates.only(record_error_rate=0.25), seed=5)
+        put(pipeline, sent)
+        put(pipeline, sent[:8])  # a producer republishes: the CloudEvent id deduplicates them in the consumer's queue
+        pipeline.drain(timeout_s=60)
+        ledger = published(pipeline)
+        moved = pipeline.pipes[0].moved
+    assert by_key(ledger) == by_key([event_id for _, event_id, _ in sent])
+    assert injector.counts.record_errors > 0 and moved == len(sent) + 8
+
+
+def test_an_event_without_the_key_waits_on_the_arrivals_queue_and_is_dead_lettered_there_not_reordered():
+    sent = keyed(per_key=2)
+    with runtime(ordered_by_pipe_template(group_by="$.body.detail.data.customer_id"), tap=False) as pipeline:
+        put(pipeline, sent)
+        pipeline.drain(timeout_s=60)
+        ledger = published(pipeline)
+        dead = pipeline.dead_letters()
+    assert ledger == [] and len(dead["ArrivalsDlq"]) == len(sent)
