@@ -85,6 +85,13 @@ def last_reason(message: dict[str, Any]) -> str:
     return f"{attributes.get(status, 'failed')}: {attributes[reason]} (after {attributes.get(receives, '?')} receives)"
 
 
+def _ordering(message: dict[str, Any]) -> dict[str, str]:
+    """A FIFO DLQ's message goes back in its own message group, under a deduplication id of its own
+    (its first one may still be in the source queue's 5-minute window); a standard one needs neither."""
+    group = message.get("Attributes", {}).get("MessageGroupId")
+    return {} if group is None else {"MessageGroupId": group, "MessageDeduplicationId": f"redrive-{message['MessageId']}"}
+
+
 def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True) -> int:
     """Move DLQ messages back to ``source_url``; return how many moved (-1: a move task was started).
 
@@ -107,7 +114,7 @@ def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True)
             except InvalidEventError:
                 kept.append(message)
                 continue
-        sqs.send_message(QueueUrl=source_url, MessageBody=message["Body"])
+        sqs.send_message(QueueUrl=source_url, MessageBody=message["Body"], **_ordering(message))
         sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
         moved += 1
     release_messages(sqs, dlq_url, kept)

@@ -166,3 +166,21 @@ def test_an_event_without_the_key_waits_on_the_arrivals_queue_and_is_dead_letter
         ledger = published(pipeline)
         dead = pipeline.dead_letters()
     assert ledger == [] and len(dead["ArrivalsDlq"]) == len(sent)
+
+
+def test_redrive_puts_a_fifo_dlqs_messages_back_in_their_own_groups():
+    from inferbus.redrive import redrive
+
+    sent = interleaved(per_key=2)
+    template = fifo_template(max_receive_count=2, DEAD_LETTER_QUEUE_URL={"Ref": "Dlq"}, MAX_RECEIVE_COUNT="2")
+    with runtime(template, tap=False) as pipeline:
+        url, dlq = pipeline.deployment.queues["Work"].url, pipeline.deployment.queues["Dlq"].url
+        injector = inject_faults(pipeline.functions["Consumer"], FaultRates.only(record_error_rate=1.0), seed=1)
+        for key, event_id, body in sent:
+            pipeline.sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=key, MessageDeduplicationId=event_id)
+        pipeline.drain(timeout_s=60)
+        injector.rates = None  # the fault is gone: what was dead-lettered can succeed now
+        assert redrive(pipeline.sqs, dlq, url) == len(sent)
+        pipeline.drain(timeout_s=60)
+        ledger = published(pipeline)
+    assert by_key(ledger) == by_key([event_id for _, event_id, _ in sent])
