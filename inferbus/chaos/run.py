@@ -44,6 +44,7 @@ from typing import Any
 from inferbus_lambda.contracts import to_put_events_entry
 
 from inferbus.model.declarations import Consumer, Pipeline, Workflow
+from inferbus.model.ordering import order_breaks
 
 from .faults import FaultInjector, inject_faults
 from .rates import FaultRates
@@ -133,13 +134,16 @@ class Ledger:
     pending_review: int = 0  # waiting for a person
     dead_lettered_after_processing: int = 0  # processed, and a redelivery of it sits in the DLQ
     lost: int = 0
+    out_of_order: int = 0  # an ordered root consumer's results published ahead of an earlier-sent event of their key
 
     def balanced(self, events: int, repeat_bound: int = 0) -> bool:
         """Every input in exactly one place, nothing lost; results repeated at most ``repeat_bound`` times
-        (what the injected faults allow: see :attr:`FlowReport.repeat_bound`)."""
+        (what the injected faults allow: see :attr:`FlowReport.repeat_bound`); an ordered root consumer's
+        results in each key's send order."""
         accounted = (self.processed_once + self.processed_twice + self.in_dead_letter_queue + self.failed_with_reason
                      + self.pending_review)
-        return accounted == events and self.lost == 0 and self.repeated_results <= repeat_bound
+        return (accounted == events and self.lost == 0 and self.repeated_results <= repeat_bound
+                and self.out_of_order == 0)
 
 
 @dataclass
@@ -283,6 +287,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
 
         delivered: list[dict[str, Any]] = []  # every event the tap saw, across both ledgers
         _take_ledger(pipeline, flow, sent, report, delivered, first=True)
+        report.ledger.out_of_order = _order_breaks(flow, entries, delivered)
         _count_faults(pipeline, flow, injectors, report)
         if redrive and isinstance(root, Consumer):
             from inferbus.redrive import redrive as move_back
@@ -397,6 +402,18 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
         report.failure_reasons = dict(reasons)
     else:
         report.after_redrive = ledger
+
+
+def _order_breaks(flow: Flow, entries: list[dict[str, Any]], delivered: list[dict[str, Any]]) -> int:
+    """For a flow whose root is an ordered consumer: its results that came out ahead of an earlier-sent input
+    of their key, during the incident (a redrive afterwards delivers late on purpose)."""
+    root = flow.root
+    if not isinstance(root, Consumer) or not root.ordered or root.group_by is None:
+        return 0
+    published = [event["detail"].get("subject") for event in delivered
+                 if event["source"] == root.result_source and event["detail-type"] in root.result_types
+                 and isinstance(event["detail"], dict)]
+    return order_breaks(root.group_by, entries, [subject for subject in published if subject])
 
 
 def _outcome(flow: Flow, event_id: str, results: dict[str, Counter[tuple[str, str]]], result_ids: dict[str, list[str]],

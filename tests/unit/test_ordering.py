@@ -49,3 +49,28 @@ def test_a_consumer_with_a_result_out_of_order_does_not_balance():
     kind.out_of_order = 1
     assert not kind.balanced
     assert "out_of_order_results" not in KindReport("plain", "X", sent=1, results=1).as_dict()
+
+
+def test_chaos_counts_an_ordered_root_consumers_results_out_of_key_order_and_then_does_not_balance():
+    from inferbus.chaos.run import Ledger, _order_breaks, flow_of
+    from inferbus.model.declarations import Consumer, EventFilter, Pipeline
+    from inferbus.model.settings import ConsumerSettings
+
+    ordered = Consumer(name="order-scorer", handler="o.h.lambda_handler", accepts=EventFilter("OrderPlaced"),
+                       emits="OrderScored", channel="fifo", group_by=GROUP_BY, settings=ConsumerSettings(batch_size=10))
+    plain = Consumer(name="plain-scorer", handler="p.h.lambda_handler", accepts=EventFilter("OrderPlaced"),
+                     emits="PlainScored")
+    pipeline = Pipeline((ordered, plain))
+    sent = [entry("a1", "a"), entry("b1", "b"), entry("a2", "a")]
+
+    def results(producer: Consumer, subjects: list[str]) -> list[dict]:
+        return [{"source": producer.result_source, "detail-type": producer.result_type,
+                 "detail": {"id": f"r-{s}", "subject": s}} for s in subjects]
+
+    assert _order_breaks(flow_of(pipeline, ordered), sent, results(ordered, ["b1", "a1", "a2"])) == 0
+    assert _order_breaks(flow_of(pipeline, ordered), sent, results(ordered, ["a2", "b1", "a1"])) == 1
+    assert _order_breaks(flow_of(pipeline, plain), sent, results(plain, ["a2", "b1", "a1"])) == 0  # unordered: no claim
+    ledger = Ledger(processed_once=3)
+    assert ledger.balanced(3)
+    ledger.out_of_order = 1
+    assert not ledger.balanced(3)
