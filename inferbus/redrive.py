@@ -107,15 +107,20 @@ def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True)
         except NotImplementedError:
             pass  # moto has no message-move API: move them one by one below
     moved, kept = 0, []
-    for message in receive_all(sqs, dlq_url):
-        if only_valid:
-            try:
-                from_eventbridge_event(message["Body"])
-            except InvalidEventError:
-                kept.append(message)
-                continue
-        sqs.send_message(QueueUrl=source_url, MessageBody=message["Body"], **_ordering(message))
-        sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
-        moved += 1
+    # Round after round: a FIFO DLQ hands out a message group's next batch only once the last one is deleted
+    # (a group stops at a message kept back, which keeps the rest of it in order behind it).
+    while batch := receive_all(sqs, dlq_url):
+        for message in batch:
+            if only_valid:
+                try:
+                    from_eventbridge_event(message["Body"])
+                except InvalidEventError:
+                    kept.append(message)
+                    continue
+            sqs.send_message(QueueUrl=source_url, MessageBody=message["Body"], **_ordering(message))
+            sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+            moved += 1
+        if all(message in kept for message in batch):
+            break
     release_messages(sqs, dlq_url, kept)
     return moved

@@ -46,7 +46,7 @@ from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
 from .lambda_host import CodeRoot, HostConfig, LocalFunction, install_routing, uninstall_routing
 from .pipes import LocalPipe
-from .provision import provision
+from .provision import FIFO_SUFFIX, provision
 from .queue_ops import peek_messages
 from .resources import ACCOUNT, REGION
 from .specs import BridgeSpec, Deployment, QueueInfo, StateMachineInfo
@@ -275,7 +275,11 @@ class EmbeddedPipeline:
 
     def peek(self, url: str) -> list[dict[str, Any]]:
         """The messages on a queue, left in place (visible again at once)."""
-        return peek_messages(self.sqs, url)
+        try:
+            queue = self.queue(url)
+        except KeyError:  # not the template's: a look by receiving
+            return peek_messages(self.sqs, url)
+        return self._look(queue)
 
     def function(self, name: str) -> LocalFunction:
         """The template's function with this name or ARN (as a stack output or a state machine names it)."""
@@ -408,4 +412,11 @@ class EmbeddedPipeline:
     def dead_letters(self) -> dict[str, list[dict[str, Any]]]:
         """Messages in each dead-letter queue, by queue logical id (left in place: a DLQ is only looked at)."""
         assert self.deployment is not None
-        return {queue.logical_id: peek_messages(self.sqs, queue.url) for queue in self.deployment.dead_letter_queues}
+        return {queue.logical_id: self._look(queue) for queue in self.deployment.dead_letter_queues}
+
+    def _look(self, queue: QueueInfo) -> list[dict[str, Any]]:
+        """A queue's messages, left in place: received and released, or, on a FIFO queue (which hands out one
+        batch per message group at a time), read in-process."""
+        if queue.name.endswith(FIFO_SUFFIX):
+            return moto_patches.messages_on(queue.arn)
+        return peek_messages(self.sqs, queue.url)

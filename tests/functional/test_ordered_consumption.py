@@ -74,7 +74,7 @@ def test_each_keys_results_come_out_in_send_order_through_transient_failures():
     assert waited  # and later records of a failed key were held back, not processed ahead of it
 
 
-def test_duplicate_deliveries_on_a_fifo_queue_join_their_group_and_publish_nothing_twice():
+def test_duplicate_deliveries_on_a_fifo_queue_come_back_in_place_and_publish_nothing_twice_or_out_of_order():
     sent = interleaved(per_key=8)
     with runtime(fifo_template(), tap=False) as pipeline:
         url = pipeline.deployment.queues["Work"].url
@@ -184,3 +184,15 @@ def test_redrive_puts_a_fifo_dlqs_messages_back_in_their_own_groups():
         pipeline.drain(timeout_s=60)
         ledger = published(pipeline)
     assert by_key(ledger) == by_key([event_id for _, event_id, _ in sent])
+
+
+def test_a_fifo_queue_drops_a_deduplication_id_sent_in_the_last_five_minutes_even_once_deleted():
+    with runtime(fifo_template(), tap=False) as pipeline:
+        url = pipeline.deployment.queues["Dlq"].url  # a FIFO queue no function reads
+        pipeline.sqs.send_message(QueueUrl=url, MessageBody="first", MessageGroupId="k", MessageDeduplicationId="event-1")
+        (message,) = pipeline.sqs.receive_message(QueueUrl=url)["Messages"]
+        pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        pipeline.sqs.send_message(QueueUrl=url, MessageBody="again", MessageGroupId="k", MessageDeduplicationId="event-1")
+        pipeline.sqs.send_message(QueueUrl=url, MessageBody="other", MessageGroupId="k", MessageDeduplicationId="event-2")
+        bodies = [m["Body"] for m in pipeline.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
+    assert bodies == ["other"]  # as SQS does: the republished event-1 is dropped, a new id is not
