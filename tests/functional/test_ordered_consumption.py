@@ -80,11 +80,15 @@ def test_duplicate_deliveries_on_a_fifo_queue_come_back_in_place_and_publish_not
         url = pipeline.deployment.queues["Work"].url
         (source,) = pipeline.event_sources
         source.redeliver(0.5, seed=3)
-        for key, event_id, body in sent:
-            pipeline.sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=key, MessageDeduplicationId=event_id)
+        message_ids = {pipeline.sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=key,
+                                                 MessageDeduplicationId=event_id)["MessageId"]
+                       for key, event_id, body in sent}
         pipeline.drain(timeout_s=60)
         ledger = published(pipeline)
+        received = [i for line in pipeline.functions["Consumer"].logs if line.get("message") == "received"
+                    for i in line["message_ids"]]
     assert source.duplicates_delivered > 0
+    assert set(received) == message_ids and len(received) == len(sent) + source.duplicates_delivered  # no copies
     assert by_key(ledger) == by_key([event_id for _, event_id, _ in sent])
 
 

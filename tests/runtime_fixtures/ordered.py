@@ -49,6 +49,7 @@ runtime.consumer = InferenceConsumer(
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    log("received", message_ids=[record["messageId"] for record in event["Records"]])
     return runtime.consumer.handle(event, context)
 
 
