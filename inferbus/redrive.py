@@ -85,6 +85,13 @@ def last_reason(message: dict[str, Any]) -> str:
     return f"{attributes.get(status, 'failed')}: {attributes[reason]} (after {attributes.get(receives, '?')} receives)"
 
 
+def _ordering(message: dict[str, Any]) -> dict[str, str]:
+    """A FIFO DLQ's message goes back in its own message group, under a deduplication id of its own
+    (its first one may still be in the source queue's 5-minute window); a standard one needs neither."""
+    group = message.get("Attributes", {}).get("MessageGroupId")
+    return {} if group is None else {"MessageGroupId": group, "MessageDeduplicationId": f"redrive-{message['MessageId']}"}
+
+
 def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True) -> int:
     """Move DLQ messages back to ``source_url``; return how many moved (-1: a move task was started).
 
@@ -100,15 +107,20 @@ def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True)
         except NotImplementedError:
             pass  # moto has no message-move API: move them one by one below
     moved, kept = 0, []
-    for message in receive_all(sqs, dlq_url):
-        if only_valid:
-            try:
-                from_eventbridge_event(message["Body"])
-            except InvalidEventError:
-                kept.append(message)
-                continue
-        sqs.send_message(QueueUrl=source_url, MessageBody=message["Body"])
-        sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
-        moved += 1
+    # Round after round: a FIFO DLQ hands out a message group's next batch only once the last one is deleted
+    # (a group stops at a message kept back, which keeps the rest of it in order behind it).
+    while batch := receive_all(sqs, dlq_url):
+        for message in batch:
+            if only_valid:
+                try:
+                    from_eventbridge_event(message["Body"])
+                except InvalidEventError:
+                    kept.append(message)
+                    continue
+            sqs.send_message(QueueUrl=source_url, MessageBody=message["Body"], **_ordering(message))
+            sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+            moved += 1
+        if all(message in kept for message in batch):
+            break
     release_messages(sqs, dlq_url, kept)
     return moved

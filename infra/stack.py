@@ -274,6 +274,7 @@ class InferbusStack(Stack):
                                 declaration.models),
             target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s,
+            group_by=declaration.group_by,
         )
         # Known once the construct made its queues: a record failing on its last receive goes there with its reason.
         _add_environment(consumer.function, ConsumerEnvironment, DEAD_LETTER_QUEUE_URL=consumer.dead_letter_queue.queue_url,

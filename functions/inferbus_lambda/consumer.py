@@ -21,7 +21,16 @@ status             reported    meaning
 ``in_progress``    failure     another invocation holds it; redelivered later
 ``failed``         failure     inference or publishing failed (the claim is
                                released); or the claim could not be written
+``waiting``        failure     ordered channel: an earlier record of its group
+                               failed, so it is not processed; redelivered after it
 =================  ==========  ====================================================
+
+Ordered channels (records with a ``group``, an SQS FIFO queue's message group) follow
+Lambda's FIFO rules: the records of one group are processed in delivery order and, once one
+fails, the group's later records of the batch are not processed but returned with it
+(``waiting``), so no result overtakes an earlier one. The batch runs in rounds (round *k*:
+the *k*-th record of every group still going), each round one inference and its publishing,
+so an ordered batch costs one model call per record of its longest group.
 
 A batch costs few requests: its claims are one store request per 100 records (DynamoDB:
 ``TransactWriteItems``); results are published in groups of whole ``PutEvents`` requests (at
@@ -65,7 +74,7 @@ from .publishing import PublishFailure, entry_size, plan_groups
 from .rejections import DeadLetter, Rejection
 from .sources import RecordSource, SourceRecord
 
-__all__ = ["BatchReport", "InferenceConsumer", "RecordOutcome", "RecordStatus", "result_event_id"]
+__all__ = ["BatchReport", "InferenceConsumer", "RecordOutcome", "RecordStatus", "ordered_rounds", "result_event_id"]
 
 
 class RecordStatus(str, enum.Enum):
@@ -79,6 +88,7 @@ class RecordStatus(str, enum.Enum):
     CONFLICT = "conflict"
     IN_PROGRESS = "in_progress"
     FAILED = "failed"
+    WAITING = "waiting"
 
     def __str__(self) -> str:
         return self.value
@@ -167,6 +177,27 @@ Publish = Callable[[Sequence[dict[str, Any]]], list[PublishFailure]]
 Reject = Callable[[Sequence[Rejection]], set[str]]
 
 
+def ordered_rounds(records: Sequence[SourceRecord]) -> list[list[SourceRecord]]:
+    """The batch in rounds: round *k* holds the *k*-th record of each group, in delivery order;
+    records without a group all go in the first round (nothing orders them).
+
+    >>> batch = [SourceRecord(i, "{}", group=g) for i, g in [("a1", "a"), ("b1", "b"), ("a2", "a"), ("u", None)]]
+    >>> [[record.record_id for record in round_] for round_ in ordered_rounds(batch)]
+    [['a1', 'b1', 'u'], ['a2']]
+    """
+    rounds: list[list[SourceRecord]] = []
+    seen: dict[str, int] = {}
+    for record in records:
+        position = 0
+        if record.group is not None:
+            position = seen.get(record.group, 0)
+            seen[record.group] = position + 1
+        if position == len(rounds):
+            rounds.append([])
+        rounds[position].append(record)
+    return rounds
+
+
 def expect_type(*event_types: str) -> Parse:
     """A parser that reads the CloudEvent from a record's body and accepts only ``event_types``."""
 
@@ -242,9 +273,30 @@ class InferenceConsumer:
         return self.source.batch_response(report.failed_ids)
 
     def process(self, records: Sequence[SourceRecord], *, remaining_ms: int | None) -> BatchReport:
-        """Every record's outcome."""
+        """Every record's outcome; the records of one group in order (see the module's docstring)."""
         started = time.perf_counter()
         report = BatchReport()
+        stopped: dict[str, str] = {}  # group -> the record that failed in it
+        for round_records in ordered_rounds(records):
+            going = []
+            for record in round_records:
+                if record.group is not None and record.group in stopped:
+                    report.add(RecordOutcome(record.record_id, RecordStatus.WAITING,
+                                             f"ordered: behind {stopped[record.group]}, which failed in its group"))
+                else:
+                    going.append(record)
+            elapsed_ms = int((time.perf_counter() - started) * 1000)
+            self._process_round(going, report, remaining_ms=None if remaining_ms is None else remaining_ms - elapsed_ms)
+            for record in going:
+                if record.group is not None and not report.outcomes[record.record_id].succeeded:
+                    stopped.setdefault(record.group, record.record_id)
+        self._record(report, batch_size=len(records), processing_ms=(time.perf_counter() - started) * 1000)
+        return report
+
+    def _process_round(self, records: Sequence[SourceRecord], report: BatchReport, *, remaining_ms: int | None) -> None:
+        """Parse, claim, score, publish, reject and dead-letter ``records`` (at most one per group), into ``report``."""
+        if not records:
+            return
         parsed: list[tuple[str, CloudEvent[Any]]] = []
         for record in records:
             try:
@@ -272,8 +324,6 @@ class InferenceConsumer:
             self._reject(report, {record.record_id: record.body for record in records})
         if self.source.dead_letters:
             self._dead_letter_last_attempts(report, records)
-        self._record(report, batch_size=len(records), processing_ms=(time.perf_counter() - started) * 1000)
-        return report
 
     def _fail(self, claimed: Sequence[tuple[str, CloudEvent[Any]]], reasons: Mapping[str, str], report: BatchReport) -> None:
         """Release the claims of records that failed (by record id -> reason), so a redelivery can take them."""
@@ -288,7 +338,7 @@ class InferenceConsumer:
             outcome = report.outcomes[record.record_id]
             if not outcome.succeeded and self.source.is_last_attempt(record):
                 letters.append(DeadLetter(outcome.record_id, outcome.status.value, outcome.reason, record.attempt,
-                                          record.body))
+                                          record.body, record.group))
         if not letters:
             return
         unsent = self.source.dead_letter(letters)
@@ -305,7 +355,7 @@ class InferenceConsumer:
         assert self.reject is not None
         rejections = [
             Rejection(outcome.record_id, REJECTABLE[outcome.status], outcome.reason, outcome.event_id, bodies[outcome.record_id])
-            for outcome in report.outcomes.values() if outcome.status in REJECTABLE
+            for outcome in report.outcomes.values() if outcome.status in REJECTABLE and outcome.record_id in bodies
         ]
         if not rejections:
             return

@@ -75,6 +75,14 @@ class DeadLetter:
     reason: str
     receives: int
     body: str
+    group: str | None = None  # its ordering group: a FIFO DLQ needs one, and the record's own keeps the key visible
+
+    def entry(self, consumer: str) -> dict[str, Any]:
+        """Its SendMessageBatch entry (without ``Id``); in its group, deduplicated by its id, on a FIFO DLQ."""
+        entry: dict[str, Any] = {"MessageBody": self.body, "MessageAttributes": self.message_attributes(consumer)}
+        if self.group is not None:
+            entry |= {"MessageGroupId": self.group, "MessageDeduplicationId": self.message_id}
+        return entry
 
     def message_attributes(self, consumer: str) -> dict[str, dict[str, str]]:
         values = (consumer, self.status, self.reason[:MAX_REASON_CHARS] or "-", str(self.receives))
@@ -87,7 +95,7 @@ def send_to_dead_letter_queue(sqs: Any, queue_url: str, consumer: str, letters: 
     (the caller reports them failed, and SQS's redrive moves them, without the reason)."""
     return _send_in_batches(
         sqs, queue_url, [letter.message_id for letter in letters],
-        [{"MessageBody": letter.body, "MessageAttributes": letter.message_attributes(consumer)} for letter in letters],
+        [letter.entry(consumer) for letter in letters],
         [len(letter.body.encode("utf-8", "replace")) + MAX_REASON_CHARS + 256 for letter in letters])
 
 

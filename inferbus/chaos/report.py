@@ -10,7 +10,8 @@ from inferbus.runtime import RUNTIME_EXITED, TIMED_OUT
 from .run import ChaosReport, FlowReport
 
 LEDGER_COLUMNS = ("processed exactly once", "in a DLQ", "failure event (reason)", "pending review", "processed twice",
-                  "results repeated", "repeated, no recorded cause", "lost", "also in a DLQ, processed", "balanced")
+                  "results repeated", "repeated, no recorded cause", "lost", "also in a DLQ, processed",
+                  "results out of key order", "balanced")
 
 
 def _share(part: int, whole: int) -> str:
@@ -53,7 +54,8 @@ def print_flow(flow: FlowReport, console: Console) -> None:
         cells.append([str(entry.processed_once), str(entry.in_dead_letter_queue), str(entry.failed_with_reason),
                       str(entry.pending_review), str(entry.processed_twice),
                       str(entry.repeated_results), str(entry.repeats_unexplained), str(entry.lost),
-                      str(entry.dead_lettered_after_processing), "[green]yes[/green]" if ok else "[red]NO[/red]"])
+                      str(entry.dead_lettered_after_processing), str(entry.out_of_order),
+                      "[green]yes[/green]" if ok else "[red]NO[/red]"])
     for row, column in enumerate(LEDGER_COLUMNS):
         ledger.add_row(column, *(values[row] for values in cells))
     console.print(ledger)

@@ -46,6 +46,7 @@ from typing import Any
 from inferbus_lambda.contracts import to_put_events_entry
 
 from inferbus.model.declarations import Consumer, Pipeline, Workflow
+from inferbus.model.ordering import order_breaks
 
 from .faults import FaultInjector, inject_faults
 from .rates import FaultRates
@@ -137,6 +138,7 @@ class Ledger:
     pending_review: int = 0  # waiting for a person
     dead_lettered_after_processing: int = 0  # processed, and a redelivery of it sits in the DLQ
     lost: int = 0
+    out_of_order: int = 0  # an ordered root consumer's results published ahead of an earlier-sent event of their key
 
     def count_repeats(self, repeats: list[list[str]], republishable: Mapping[str, int]) -> None:
         """Count one input's repeated results against what the faults recorded, result by result.
@@ -160,10 +162,12 @@ class Ledger:
 
     def balanced(self, events: int) -> bool:
         """Every input in exactly one place, nothing lost, and every repeated result within its
-        recorded causes (:attr:`FlowReport.republishable`)."""
+        recorded causes (:attr:`FlowReport.republishable`); an ordered root consumer's results in each key's
+        send order."""
         accounted = (self.processed_once + self.processed_twice + self.in_dead_letter_queue + self.failed_with_reason
                      + self.pending_review)
-        return accounted == events and self.lost == 0 and self.repeats_unexplained == 0
+        return (accounted == events and self.lost == 0 and self.repeats_unexplained == 0
+                and self.out_of_order == 0)
 
 
 @dataclass
@@ -301,6 +305,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
 
         delivered: list[dict[str, Any]] = []  # every event the tap saw, across both ledgers
         _take_ledger(pipeline, flow, sent, report, delivered, injectors, first=True)
+        report.ledger.out_of_order = _order_breaks(flow, entries, delivered)
         _count_faults(pipeline, flow, injectors, report)
         if redrive and isinstance(root, Consumer):
             from inferbus.redrive import redrive as move_back
@@ -415,6 +420,18 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
         report.failure_reasons = dict(reasons)
     else:
         report.after_redrive = ledger
+
+
+def _order_breaks(flow: Flow, entries: list[dict[str, Any]], delivered: list[dict[str, Any]]) -> int:
+    """For a flow whose root is an ordered consumer: its results that came out ahead of an earlier-sent input
+    of their key, during the incident (a redrive afterwards delivers late on purpose)."""
+    root = flow.root
+    if not isinstance(root, Consumer) or not root.ordered or root.group_by is None:
+        return 0
+    published = [event["detail"].get("subject") for event in delivered
+                 if event["source"] == root.result_source and event["detail-type"] in root.result_types
+                 and isinstance(event["detail"], dict)]
+    return order_breaks(root.group_by, entries, [subject for subject in published if subject])
 
 
 def _republishable(injectors: dict[Any, FaultInjector], report: FlowReport) -> Counter[str]:

@@ -31,6 +31,8 @@ from inferbus.model.declarations import Consumer, Pipeline, Route, Workflow
 from inferbus.model.names import ACCEPT_STEM, UNROUTED_CHECK_SOURCE
 from inferbus.model.scores import component_scores, manifest_models
 
+from inferbus.model.ordering import order_breaks
+
 from ..local import REPO_ROOT, LocalPipeline
 from .inputs import DEMO_SOURCE, Sent, demo_components, input_type, inputs_of
 from .report import ChainReport, ConsumerRun, DemoReport, FlowFigures, KindReport, WorkflowReport
@@ -118,6 +120,7 @@ class _Ledger:
         self.answered: dict[str, set[str]] = defaultdict(set)  # component -> input ids it produced an event for
         self.failed: dict[str, set[str]] = defaultdict(set)
         self.chain_events: dict[str, set[str]] = defaultdict(set)  # event type -> ids of chained events
+        self.published: dict[str, list[str]] = defaultdict(list)  # component -> input ids of its results, as carried
 
     def read(self, delivered: dict[str, Any]) -> None:
         detail, detail_type, source = delivered["detail"], delivered["detail-type"], delivered["source"]
@@ -151,6 +154,7 @@ class _Ledger:
         self.answered[producer.name].add(subject)
         if not (mine and first):
             return
+        self.published[producer.name].append(subject)
         demo = inputs_of(producer)
         assert kind is not None and demo is not None
         kind.results += 1
@@ -205,6 +209,18 @@ def _chains(ledger: _Ledger) -> None:
                 waiting = (mine & pending[name]) - answered - failed
                 chain.outcomes[name] = {"results": len(answered), "failures": len(failed), "pending": len(waiting)}
                 chain.missing += len(mine - answered - failed - waiting)
+
+
+def _order(ledger: _Ledger) -> None:
+    """For each ordered consumer: the results that came out ahead of an earlier-sent event of their key."""
+    for consumer in ledger.declarations.consumers:
+        kind = ledger.report.kinds.get(consumer.name)
+        if not consumer.ordered or kind is None or consumer.group_by is None:
+            continue
+        mine = [entry for entry in ledger.sent.entries
+                if ledger.sent.component_of.get(json.loads(entry["Detail"]).get("id")) == consumer.name]
+        kind.ordered = True
+        kind.out_of_order = order_breaks(consumer.group_by, mine, ledger.published[consumer.name])
 
 
 def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: DemoReport) -> None:
@@ -326,6 +342,7 @@ def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
     for event in pipeline.tapped_events() if delivered is None else delivered:
         ledger.read(event)
     _chains(ledger)
+    _order(ledger)
     _rejections_and_dead_letters(pipeline, sent, report)
     _functions_and_workflows(pipeline, report)
     report.flows = flow_figures(pipeline)

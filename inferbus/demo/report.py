@@ -50,15 +50,19 @@ class KindReport:
     scores: dict[str, float] = field(default_factory=dict)
     scores_data: str | None = None
 
+    ordered: bool = False  # an ordered consumer: its results must keep each key's send order
+    out_of_order: int = 0  # results that came out ahead of an earlier-sent event of their key
+
     @property
     def accuracy(self) -> float | None:
         return self.correct / self.scored if self.scored else None
 
     @property
     def balanced(self) -> bool:
-        """Each distinct event: one result, one rejection, one failure event, or a DLQ message; nothing twice."""
+        """Each distinct event: one result, one rejection, one failure event, or a DLQ message; nothing twice;
+        and, for an ordered consumer, each key's results in send order."""
         accounted = self.results + self.rejected + self.unrouted + self.failure_events + self.in_dead_letter_queues
-        return accounted == self.sent + self.malformed and not self.duplicate_results
+        return accounted == self.sent + self.malformed and not self.duplicate_results and not self.out_of_order
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,7 +71,8 @@ class KindReport:
             "results": self.results, "rejected": self.rejected, "unrouted": self.unrouted,
             "failure_events": self.failure_events,
             "in_dead_letter_queues": self.in_dead_letter_queues,
-            "duplicate_results": self.duplicate_results, "balanced": self.balanced,
+            "duplicate_results": self.duplicate_results,
+            **({"out_of_order_results": self.out_of_order} if self.ordered else {}), "balanced": self.balanced,
             "accuracy": rounded(self.accuracy, 4), "scored": self.scored,
             "scores": self.scores, "scores_data": self.scores_data,
             "latency_ms": {"p50": rounded(percentile(self.latencies_ms, 50)),

@@ -63,9 +63,18 @@ def _kinds_table(data: dict[str, Any]) -> Table:
         table.add_row(
             name, str(kind["sent"]), str(kind["malformed"]), str(kind["duplicate_deliveries"]), str(kind["results"]),
             str(kind["rejected"]), str(kind["unrouted"]), str(kind["failure_events"]), str(kind["in_dead_letter_queues"]),
-            "[green]ok[/green]" if kind["balanced"] else "[red]OFF[/red]",
+            _ledger_cell(kind),
         )
     return table
+
+
+def _ledger_cell(kind: dict[str, Any]) -> str:
+    """ok / OFF; an ordered consumer's cell says whether each key kept its order."""
+    if "out_of_order_results" not in kind:
+        return "[green]ok[/green]" if kind["balanced"] else "[red]OFF[/red]"
+    if kind["out_of_order_results"]:
+        return f"[red]OFF: {kind['out_of_order_results']} out of order[/red]"
+    return "[green]ok, in order[/green]" if kind["balanced"] else "[red]OFF[/red]"
 
 
 def _quality_table(data: dict[str, Any]) -> Table:

@@ -22,6 +22,8 @@ Example
 from __future__ import annotations
 
 import dataclasses
+import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +40,7 @@ from .names import (
 )
 from .settings import ConsumerSettings, FunctionSettings, QueueSettings, SettingsError
 
-__all__ = ["Component", "Consumer", "DeclarationError", "EventFilter", "Pipeline", "Producer", "ResultProducer", "Route",
+__all__ = ["DEFAULT_GROUP_BY", "PLANNED_CHANNELS", "Channel", "Component", "Consumer", "DeclarationError", "EventFilter", "Pipeline", "Producer", "ResultProducer", "Route",
            "Setting", "Task", "Workflow"]
 
 
@@ -53,6 +55,24 @@ class DeclarationError(SettingsError):
         super().__init__(f"{declaration}: {problem}")
         self.declaration = declaration
         self.problem = problem
+
+
+class Channel(str, enum.Enum):
+    """How a consumer's events reach it: its rule's target and its function's event source
+    (guarantees and limits in ``docs/channels.md``)."""
+
+    SQS = "sqs"  # a standard queue: at-least-once, unordered, nearly unlimited throughput
+    FIFO = "fifo"  # a FIFO queue, one message group per key (``group_by``): in order per key
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PLANNED_CHANNELS = ("kafka", "rabbitmq")  # declared names that answer "not available yet"
+FIFO_MAX_BATCH = 10  # Lambda reads a FIFO queue in batches of at most 10, with no batching window
+DEFAULT_GROUP_BY = "$.detail.source"  # the CloudEvent's source: always set, so every producer's events keep their order
+# A path into the EventBridge event (the CloudEvent is its ``detail``): fields only, as EventBridge Pipes resolves it.
+GROUP_BY = re.compile(r"\$\.detail(\.[A-Za-z0-9_-]+)+")
 
 
 @dataclass(frozen=True)
@@ -155,21 +175,71 @@ class Consumer(ResultProducer):
         The models it loads, by name in ``models/manifest.json``.
     settings
         Batch size, window, concurrency, retries, memory, timeout, package.
+    channel
+        How its events reach it (:class:`Channel`, or its name): ``"sqs"`` (default) or
+        ``"fifo"`` (in order per key). See ``docs/channels.md``.
+    group_by
+        A ``fifo`` channel's key: a path into the EventBridge event, whose CloudEvent is its
+        ``detail`` (``"$.detail.data.customer_id"``). The events of one key are processed in the
+        order they reached the queue. Default :data:`DEFAULT_GROUP_BY`, the CloudEvent's ``source``.
+        A ``fifo`` consumer's ``batch_size`` is at most 10 and its ``max_batching_window_s`` is not
+        used (Lambda's rules for FIFO queues).
     """
 
     handler: str
     models: tuple[str, ...] = ()
     settings: ConsumerSettings = ConsumerSettings()
+    channel: Channel = Channel.SQS
+    group_by: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if len(self.emits) != 1:
             raise DeclarationError(self.name, f"a consumer emits one result type, got {list(self.emits)}")
+        object.__setattr__(self, "channel", channel_named(self.name, self.channel))
+        if self.channel is Channel.FIFO:
+            if self.group_by is None:
+                object.__setattr__(self, "group_by", DEFAULT_GROUP_BY)
+            if not (isinstance(self.group_by, str) and GROUP_BY.fullmatch(self.group_by)):
+                raise DeclarationError(self.name, f"group_by must be a path of fields into the event, starting "
+                                       f"'$.detail.' (e.g. '$.detail.data.customer_id'), got {self.group_by!r}")
+            if self.settings.batch_size > FIFO_MAX_BATCH:
+                raise DeclarationError(self.name, f"a 'fifo' channel takes batches of at most {FIFO_MAX_BATCH} (Lambda's "
+                                       f"limit for FIFO queues), got batch_size={self.settings.batch_size}: declare "
+                                       f"settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH})")
+        elif self.group_by is not None:
+            raise DeclarationError(self.name, f"group_by orders a 'fifo' channel; this consumer's channel is "
+                                   f"{self.channel.value!r}")
+
+    @property
+    def ordered(self) -> bool:
+        """Whether its events are processed in order per key (a ``fifo`` channel)."""
+        return self.channel is Channel.FIFO
 
     @property
     def result_type(self) -> str:
         """The type of its result events."""
         return self.emits[0]
+
+
+def channel_named(declaration: str, name: Channel | str) -> Channel:
+    """The :class:`Channel` called ``name``.
+
+    Raises
+    ------
+    DeclarationError
+        For a channel not available yet (``kafka``, ``rabbitmq``) or unknown, naming those there are.
+
+    >>> channel_named("x", "fifo")
+    <Channel.FIFO: 'fifo'>
+    """
+    try:
+        return Channel(name)
+    except ValueError:
+        available = ", ".join(channel.value for channel in Channel)
+        if name in PLANNED_CHANNELS:
+            raise DeclarationError(declaration, f"channel {name!r} is not available yet (available: {available})") from None
+        raise DeclarationError(declaration, f"unknown channel {name!r} (available: {available})") from None
 
 
 @dataclass(frozen=True)

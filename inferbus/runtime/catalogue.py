@@ -52,6 +52,9 @@ PARTLY_LOCAL = {
     "AWS::Lambda::EventSourceMapping": "local poller: batch size, window, partial batch response and "
     "MaximumConcurrency applied; a failed record is visible again at once (not after the visibility timeout)",
     "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
+    "AWS::Pipes::Pipe": "an SQS -> SQS pipe moves messages in-process, in order, its MessageGroupId and "
+    "MessageDeduplicationId read by path and its InputTemplate applied (a single placeholder); the pipe's own "
+    "retries, logging and role are cloud-only",
     "AWS::Events::Archive": "moto archives every event; a replay sends every archived event to every rule (moto "
     "applies neither the replay's time window nor its FilterArns)",
     "AWS::Logs::SubscriptionFilter": "only a state machine's execution log has records locally, and only those of an "

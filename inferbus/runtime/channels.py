@@ -20,6 +20,10 @@ method               what a channel does
 ``backlog``          messages not yet done (visible or in flight)
 ===================  ========================================================================
 
+An ordered channel (an SQS FIFO queue) says so with ``duplicates_in_place``: the poller then
+delivers a duplicate by leaving the message undeleted, as a lost delete would, never as a copy
+behind its group's later messages.
+
 A Kafka or RabbitMQ poller is one module with a :class:`LocalChannel` subclass (its own
 ``lambda_event``: AWS's documented Kafka or Amazon MQ event shape); the poller is unchanged.
 """
@@ -81,9 +85,19 @@ class LocalChannel(abc.ABC):
     @abc.abstractmethod
     def backlog(self) -> int: ...
 
+    @property
+    def duplicates_in_place(self) -> bool:
+        """Whether an at-least-once duplicate comes back in its place (the message not deleted: visible again at
+        the head of its ordering group) instead of as a copy at the end: an ordered channel never reorders."""
+        return False
+
 
 class SqsChannel(LocalChannel):
     """An SQS queue on moto: received messages are in flight (invisible) until deleted or made visible.
+
+    A FIFO queue is one too: moto holds back a message group while any of its messages is in
+    flight, as SQS does, so batches of one group never run at once and a failed message (made
+    visible again) comes back before its group's later ones.
 
     Parameters
     ----------
@@ -99,6 +113,7 @@ class SqsChannel(LocalChannel):
         self.queue = queue
         self.sqs = sqs
         self.name = queue.name
+        self.fifo = queue.name.endswith(".fifo")
 
     def ready(self) -> bool:
         from .moto_patches import receivable
@@ -114,6 +129,10 @@ class SqsChannel(LocalChannel):
 
     def release(self, messages: list[Message]) -> None:
         release_messages(self.sqs, self.queue.url, messages)
+
+    @property
+    def duplicates_in_place(self) -> bool:
+        return self.fifo
 
     def deliver_again(self, message: Message) -> None:
         self.sqs.send_message(QueueUrl=self.queue.url, MessageBody=message["Body"],

@@ -46,7 +46,8 @@ from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
 from .status_changes import StatusChanges
 from .lambda_host import CodeRoot, HostConfig, LocalFunction, install_routing, uninstall_routing
-from .provision import provision
+from .pipes import LocalPipe
+from .provision import FIFO_SUFFIX, provision
 from .queue_ops import peek_messages
 from .resources import ACCOUNT, REGION
 from .specs import BridgeSpec, Deployment, QueueInfo, StateMachineInfo
@@ -141,6 +142,7 @@ class EmbeddedPipeline:
         self.functions: dict[str, LocalFunction] = {}
         self.event_sources: list[LocalEventSource] = []
         self.bridges: list[StateMachineBridge] = []
+        self.pipes: list[LocalPipe] = []
         self.activity = Activity()
         self._bridge_of: dict[tuple[str, str], StateMachineBridge] = {}
         self._tapped: list[dict[str, Any]] = []
@@ -206,6 +208,9 @@ class EmbeddedPipeline:
         self.status_changes = StatusChanges(self.events, self.stepfunctions,
                                             [machine.arn for machine in machines if machine.type == "STANDARD"],
                                             {arn: found for arn, found in subscribers.items() if found[1]})
+        for pipe in self.deployment.pipes:
+            self.pipes.append(LocalPipe(pipe, self.deployment.queue_by_arn(pipe.source_arn),
+                                        self.deployment.queue_by_arn(pipe.target_arn), self.sqs))
         self._tracker = ExecutionTracker(self.stepfunctions, self.deployment.state_machines)
         # Before any handler is imported: handlers make their clients from the default session.
         self._adapter = LambdaAdapter(self.functions)
@@ -321,7 +326,11 @@ class EmbeddedPipeline:
 
     def peek(self, url: str) -> list[dict[str, Any]]:
         """The messages on a queue, left in place (visible again at once)."""
-        return peek_messages(self.sqs, url)
+        try:
+            queue = self.queue(url)
+        except KeyError:  # not the template's: a look by receiving
+            return peek_messages(self.sqs, url)
+        return self._look(queue)
 
     def function(self, name: str) -> LocalFunction:
         """The template's function with this name or ARN (as a stack output or a state machine names it)."""
@@ -388,13 +397,14 @@ class EmbeddedPipeline:
 
     def _dispatch_bridges(self) -> int:
         changes = self.status_changes.dispatch() if self.status_changes is not None else 0
-        return changes + sum(bridge.dispatch() for bridge in self.bridges)
+        return changes + sum(bridge.dispatch() for bridge in self.bridges) + sum(pipe.dispatch() for pipe in self.pipes)
 
     def _unsettled(self) -> tuple[list[str], dict[str, int], int]:
         """Running executions not parked on a token, source queues' backlog, and batches or bridged
         events still being handed over."""
         assert self._tracker is not None
-        handing = sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
+        handing = (sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
+                   + sum(pipe.waiting for pipe in self.pipes))
         handing += self.status_changes.waiting if self.status_changes is not None else 0
         backlog = {source.queue.logical_id: n for source in self.event_sources if (n := source.backlog())}
         return self._tracker.unsettled(), backlog, handing
@@ -455,4 +465,11 @@ class EmbeddedPipeline:
     def dead_letters(self) -> dict[str, list[dict[str, Any]]]:
         """Messages in each dead-letter queue, by queue logical id (left in place: a DLQ is only looked at)."""
         assert self.deployment is not None
-        return {queue.logical_id: peek_messages(self.sqs, queue.url) for queue in self.deployment.dead_letter_queues}
+        return {queue.logical_id: self._look(queue) for queue in self.deployment.dead_letter_queues}
+
+    def _look(self, queue: QueueInfo) -> list[dict[str, Any]]:
+        """A queue's messages, left in place: received and released, or, on a FIFO queue (which hands out one
+        batch per message group at a time), read in-process."""
+        if queue.name.endswith(FIFO_SUFFIX):
+            return moto_patches.messages_on(queue.arn)
+        return peek_messages(self.sqs, queue.url)

@@ -24,7 +24,9 @@ the ``after_failure`` hook runs when failed records are about to be visible agai
 their messages and the moment they failed.
 
 For chaos experiments the source can also deliver records twice, as at-least-once delivery may: ``duplicate_rate`` is the share of successfully processed records that are
-delivered again (a copy of the message goes back on the queue, once: a copy is not copied).
+delivered again (a copy of the message goes back on the queue, once: a copy is not copied; on an
+ordered channel the message itself is left undeleted and comes back in its place, as after a
+lost delete, so a duplicate never lands behind its group's later records).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class LocalEventSource:
         self.deliveries = 0
         self.duplicate_rate = 0.0
         self.duplicates_delivered = 0
+        self._again: set[str] = set()  # messages already delivered twice in place (an ordered channel's duplicates)
         self.expired_after_failures = 0
         self._draws = random.Random()  # noqa: S311 - chaos, not crypto
         self._counts = threading.Lock()
@@ -223,14 +226,21 @@ class LocalEventSource:
         else:
             failed = set()
         done = [message for message in messages if self.channel.message_id(message) not in failed]
+        kept: list[dict[str, Any]] = []  # duplicates delivered in place: not deleted, so they come again
         for message in done:
-            is_copy = self.channel.is_copy(message)
+            message_id = self.channel.message_id(message)
+            is_copy = self.channel.is_copy(message) or message_id in self._again
             with self._counts:
                 twice = bool(self.duplicate_rate) and not is_copy and self._draws.random() < self.duplicate_rate
                 self.duplicates_delivered += twice
-            if twice:
+            if twice and self.channel.duplicates_in_place:
+                self._again.add(message_id)
+                kept.append(message)
+            elif twice:
                 self.channel.deliver_again(message)
-        self.channel.ack(done)
+        self.channel.ack([message for message in done if not any(message is k for k in kept)])
+        if kept:
+            self.channel.release(kept)
         retry = [message for message in messages if self.channel.message_id(message) in failed]
         if retry:
             with self._counts:

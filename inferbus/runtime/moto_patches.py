@@ -186,6 +186,9 @@ def _long_poll(response: Any) -> bool:
         return False
 
 
+DEDUPLICATION_WINDOW_S = 300  # SQS FIFO's deduplication interval
+
+
 def _patch_sqs() -> None:
     from moto.core.utils import unix_time
     from moto.sqs.models import Queue, SQSBackend
@@ -195,8 +198,16 @@ def _patch_sqs() -> None:
         return retention_s + message.sent_timestamp / 1000 > unix_time()
 
     add_message = Queue.add_message
+    sent_ids: weakref.WeakKeyDictionary[Any, dict[str, float]] = weakref.WeakKeyDictionary()
 
     def add_message_and_notify(self: Any, message: Any) -> None:
+        if self.fifo_queue and message.deduplication_id:
+            # SQS drops a FIFO message whose deduplication id was sent in the last 5 minutes, even if that message
+            # has been deleted since; moto compares only with the messages still on the queue.
+            now, seen = unix_time(), sent_ids.setdefault(self, {})
+            if now - seen.get(message.deduplication_id, -DEDUPLICATION_WINDOW_S) < DEDUPLICATION_WINDOW_S:
+                return
+            seen[message.deduplication_id] = now
         add_message(self, message)
         _notify("queue", self.queue_arn)
 
@@ -868,6 +879,24 @@ def receivable(queue_arn: str) -> bool:
     """Whether a ReceiveMessage could return something now (a visible message), without a request."""
     queue = _queue(queue_arn)
     return queue is not None and any(message.visible and not message.delayed for message in list(queue._messages))
+
+
+def messages_on(queue_arn: str) -> list[dict[str, Any]]:
+    """Every message on a queue, visible or in flight, as ReceiveMessage shapes them, without a request:
+    a look that moves nothing. (A FIFO queue hands out one batch per message group until it is deleted,
+    so receiving cannot show a group's later messages.)"""
+    queue = _queue(queue_arn)
+    if queue is None:
+        return []
+    looked = []
+    for message in list(queue._messages):
+        attributes = {"ApproximateReceiveCount": str(message.approximate_receive_count),
+                      "SentTimestamp": str(message.sent_timestamp)}
+        if message.group_id is not None:
+            attributes["MessageGroupId"] = message.group_id
+        looked.append({"MessageId": message.id, "Body": message.body, "Attributes": attributes,
+                       "MessageAttributes": dict(message.message_attributes)})
+    return looked
 
 
 def queue_depth(queue_arn: str) -> int:

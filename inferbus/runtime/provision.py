@@ -21,6 +21,8 @@ from inferbus.model.asl import substitute
 
 from .catalogue import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
 from .resource_policy import unenforced_statements
+
+from .pipes import check_pipe
 from .resources import ACCOUNT, PARTITION, REGION, Resolver, UnsupportedIntrinsicError
 from .specs import (
     BridgeSpec,
@@ -28,11 +30,15 @@ from .specs import (
     EventSourceSpec,
     FunctionSpec,
     LogSubscriptionSpec,
+
+    PipeSpec,
     QueueInfo,
     StateMachineInfo,
     UnsupportedTemplateError,
 )
 
+FIFO_SUFFIX = ".fifo"
+FIFO_ATTRIBUTES = ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit")
 # The InputPath forms the bridge applies: $ and $.field.field (no filters, wildcards, indexes).
 SIMPLE_PATH = re.compile(r"\$(\.[A-Za-z0-9_-]+)*")
 
@@ -86,6 +92,8 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
     _specify_functions(resources, deployment, notes)
     _specify_event_sources(resources, deployment)
     _specify_log_subscriptions(resources, deployment, notes)
+
+    _specify_pipes(resources, deployment, notes)
     _list_what_is_not_local(resources, deployment, notes)
     _resolve_outputs(template.get("Outputs", {}), deployment)
     return deployment
@@ -147,8 +155,12 @@ def _provision_queues(resources: dict[str, Any], deployment: Deployment, sqs: An
     # Dead-letter queues first: a work queue's redrive policy names its DLQ's ARN.
     queues = sorted(_of_type(resources, "AWS::SQS::Queue"), key=lambda item: "RedrivePolicy" in item[1])
     for logical_id, props in queues:
-        name = props.get("QueueName") or resolver.physical_name(logical_id, 80)
+        fifo = bool(props.get("FifoQueue"))
+        # CloudFormation names a FIFO queue with the ".fifo" SQS requires
+        name = props.get("QueueName") or resolver.physical_name(logical_id, 80 - len(FIFO_SUFFIX) * fifo) + FIFO_SUFFIX * fifo
         attributes = {"VisibilityTimeout": str(props.get("VisibilityTimeout", 30))}
+        attributes |= {key: str(props[key]).lower() if isinstance(props[key], bool) else str(props[key])
+                       for key in FIFO_ATTRIBUTES if key in props}
         if "MessageRetentionPeriod" in props:
             attributes["MessageRetentionPeriod"] = str(props["MessageRetentionPeriod"])
         if props.get("SqsManagedSseEnabled"):
@@ -341,7 +353,7 @@ def _provision_rules(resources: dict[str, Any], deployment: Deployment, events: 
                         f"rule {logical_id}: target {resolved['Id']} has Input or InputPath, which moto ignores for "
                         f"{service} targets; deliver the whole event (or an InputTransformer of quoted strings)"
                     )
-                kept = ("Id", "Arn", "InputTransformer")
+                kept = ("Id", "Arn", "InputTransformer", "SqsParameters")  # SqsParameters: a FIFO queue's message group
                 targets.append({key: resolved[key] for key in kept if key in resolved})
         if targets:
             events.put_targets(Rule=name, EventBusName=bus, Targets=targets)
@@ -436,6 +448,27 @@ def _specify_log_subscriptions(resources: dict[str, Any], deployment: Deployment
         group = f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{resolver.resolve(props['LogGroupName'])}:*"
         function = deployment.function_by_name(destination)
         deployment.log_subscriptions.append(LogSubscriptionSpec(logical_id, group, function.logical_id))
+
+def _specify_pipes(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:
+    """SQS -> SQS pipes run locally (:mod:`.pipes`); any other is the cloud's, with the reason."""
+    resolver = deployment.resolver
+    queue_arns = {queue.arn for queue in deployment.queues.values()}
+    for logical_id, props in _of_type(resources, "AWS::Pipes::Pipe"):
+        source, target = resolver.resolve(props["Source"]), resolver.resolve(props["Target"])
+        if source not in queue_arns or target not in queue_arns:
+            notes.setdefault(logical_id, []).append("only a pipe from an SQS queue to an SQS queue runs locally: "
+                                                    "this one does not run")
+            continue
+        target_parameters = props.get("TargetParameters", {})
+        sqs_parameters = target_parameters.get("SqsQueueParameters", {})
+        spec = PipeSpec(logical_id, source, target,
+                        int(props.get("SourceParameters", {}).get("SqsQueueParameters", {}).get("BatchSize", 10)),
+                        sqs_parameters.get("MessageGroupId"), sqs_parameters.get("MessageDeduplicationId"),
+                        target_parameters.get("InputTemplate"))
+        problem = check_pipe(spec)
+        if problem is not None:
+            raise UnsupportedTemplateError(f"{logical_id}: {problem}")
+        deployment.pipes.append(spec)
 
 
 def _list_what_is_not_local(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:

@@ -88,6 +88,20 @@ class BridgeSpec:
     dead_letter_arn: str | None
 
 
+@dataclass(frozen=True)
+class PipeSpec:
+    """An SQS -> SQS EventBridge pipe, run in-process (:mod:`.pipes`): where from and to, and how each
+    message is sent (``MessageGroupId``/``MessageDeduplicationId``: fixed, or a path into the record)."""
+
+    logical_id: str
+    source_arn: str
+    target_arn: str
+    batch_size: int
+    message_group_id: str | None
+    message_deduplication_id: str | None
+    input_template: str | None
+
+
 @dataclass
 class Deployment:
     """What was provisioned, by logical id."""
@@ -102,6 +116,8 @@ class Deployment:
     state_machines: dict[str, StateMachineInfo] = field(default_factory=dict)
     bridges: list[BridgeSpec] = field(default_factory=list)
     log_subscriptions: list[LogSubscriptionSpec] = field(default_factory=list)
+
+    pipes: list[PipeSpec] = field(default_factory=list)
     target_dead_letter_arns: set[str] = field(default_factory=set)
     outputs: dict[str, str] = field(default_factory=dict)
     role_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # role ARN -> its IAM tags

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+from inferbus.model.declarations import FIFO_MAX_BATCH
+
 from .graph import GraphOutput, GraphSpec, Kind
 from .samples import HeldOut
 
@@ -93,6 +95,9 @@ class ConsumerPlan:
         Where the demo's samples come from.
     value_limit
         The largest magnitude a numeric input field accepts.
+    channel, group_by
+        How its events reach it (``sqs``, or ``fifo`` ordered by ``group_by``): see
+        :class:`~inferbus.model.declarations.Consumer`.
     """
 
     name: str
@@ -106,6 +111,8 @@ class ConsumerPlan:
     input_module: str | None
     samples: SampleSource
     value_limit: int
+    channel: str = "sqs"
+    group_by: str | None = None
 
     @property
     def contract_module(self) -> str:
@@ -757,8 +764,11 @@ def declaration_source(plan: ConsumerPlan) -> str:
         "",
     ]
     names = ["Corruption", "DemoInputs"] + ([] if reused else ["Sample"])
+    ordered = plan.channel != "sqs"
     body_imports = ([*imports, ""] if imports else []) + ["from inferbus.model.declarations import Consumer, EventFilter",
                                                          f"from inferbus.model.demo import {', '.join(names)}"]
+    if ordered:
+        body_imports.append("from inferbus.model.settings import ConsumerSettings")
     if reused:
         body_imports += ["", (f"from .{plan.samples.component_module} import DEMO as "
                          f"{plan.samples.component_module.upper()}_DEMO")]
@@ -801,6 +811,9 @@ def declaration_source(plan: ConsumerPlan) -> str:
         f'        accepts=EventFilter("{plan.event_type}"),',
         f'        emits="{plan.result_type}",',
         f'        models=("{plan.model_name}",),',
+        *([f'        channel="{plan.channel}",', f"        group_by={json.dumps(plan.group_by)},",
+           f"        settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH}),  # Lambda's most for a FIFO queue"]
+          if ordered else []),
         "    ),",
         "]",
         "",
@@ -867,7 +880,11 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    assert {result.source for result in published} == {CONSUMER.result_source}",
         "    function = pipeline.consumer(CONSUMER.name).function",
         "    batches = [invocation for invocation in function.invocations if invocation.records]",
-        '    assert len(function.metrics["InferenceMs"]) == len(batches)  # ONE session.run per batch',
+        *(['    assert len(function.metrics["InferenceMs"]) == len(batches)  # ONE session.run per batch']
+          if plan.channel == "sqs" else
+          ['    # ordered: one session.run per round of a batch (the k-th event of every key), so one per batch at',
+           '    # best and one per event when every event has the same key',
+           '    assert len(batches) <= len(function.metrics["InferenceMs"]) <= sum(b.records for b in batches)']),
         "    assert all(messages == [] for messages in pipeline.dead_letters().values())",
         "",
         "",

@@ -27,6 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from inferbus.model.declarations import FIFO_MAX_BATCH, Consumer, DeclarationError, EventFilter
+from inferbus.model.names import NAME
+from inferbus.model.settings import ConsumerSettings
+
 from .codegen import (
     ConsumerPlan,
     InputField,
@@ -52,7 +56,8 @@ VALUE_LIMIT = 1_000_000  # the default range of a numeric input: larger magnitud
 
 def new_consumer(name: str, model: Path, event_type: str, result_type: str | None = None, samples: Path | None = None,
                  *, task: Task | None = None, labels: str | Sequence[int | str] | None = None,
-                 project: Project | None = None, known: Declared | None = None, refresh_docs: bool = True) -> Written:
+                 project: Project | None = None, known: Declared | None = None, refresh_docs: bool = True,
+                 channel: str = "sqs", group_by: str | None = None) -> Written:
     """Add a queue consumer ``name`` that runs ``model`` on ``event_type`` events.
 
     Parameters
@@ -84,6 +89,10 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
         What is declared there; default, read by importing it (:func:`~.project.declared`).
     refresh_docs
         Rewrite the generated docs afterwards (:func:`~.generated_docs.refresh_generated_docs`).
+    channel, group_by
+        How its events reach it: ``sqs`` (default), or ``fifo``, in order per key ``group_by`` (a
+        path into the event: a field of its data, ``$.detail.data.<field>``, or a CloudEvent
+        attribute; default the CloudEvent's source). See ``docs/channels.md``.
 
     Returns
     -------
@@ -97,6 +106,7 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     """
     project, known = open_project(project, known, name)
     check_event_type(event_type, "--event")
+    group_by = _ordering(name, event_type, channel, group_by)
     if result_type is not None:
         check_event_type(result_type, "--result")
     if task not in (None, "classifier", "regressor"):
@@ -119,7 +129,9 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
         input_module=existing.__module__ if existing is not None else None,
         samples=sample_source,
         value_limit=_value_limit(held_out),
+        channel=channel, group_by=group_by,
     )
+    _check_group_by(plan)
     writes = Writes(project)
     models: dict[str, Any] = {}
     if model_entry is not None:
@@ -144,6 +156,29 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     notes = _notes(plan, held_out, accuracy)
     refreshed = refresh_or_note(project, notes) if refresh_docs else None
     return Written(name, writes.files, notes, _next_steps(plan, accuracy, docs_current=refreshed is not None))
+
+
+def _ordering(name: str, event_type: str, channel: str, group_by: str | None) -> str | None:
+    """The consumer's ``group_by`` as its declaration will hold it, checked by the declaration itself."""
+    try:
+        declared = Consumer(name=name, handler="scaffold.check", accepts=EventFilter(event_type), emits="Checked",
+                            channel=channel, group_by=group_by, settings=ConsumerSettings(batch_size=FIFO_MAX_BATCH))
+    except DeclarationError as error:
+        raise ScaffoldError(f"--channel {channel}: {error.problem}" if group_by is None or "channel" in error.problem
+                            else f"--group-by {group_by}: {error.problem}") from None
+    return declared.group_by
+
+
+def _check_group_by(plan: ConsumerPlan) -> None:
+    """A key in the event's data must be one of its fields: else no event would have a group, and none would pass."""
+    prefix = "$.detail.data."
+    if plan.group_by is None or not plan.group_by.startswith(prefix):
+        return
+    field = plan.group_by.removeprefix(prefix).split(".")[0]
+    keys = [f.field for f in plan.fields if f.width is None]  # one value each: a list is no message group
+    if field not in keys:
+        raise ScaffoldError(f"--group-by {plan.group_by}: {plan.event_type} has no single-valued field {field!r} (those it "
+                            f"has: {', '.join(keys) or 'none'}); name one, or a CloudEvent attribute such as $.detail.source")
 
 
 def _read(model: Path, samples: Path | None, existing: type | None, event_type: str, task: Task | None,

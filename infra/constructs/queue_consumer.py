@@ -9,6 +9,17 @@ Secure defaults
 - Tracing active; logs retained ``log_retention``.
 - The event source reports batch item failures, so one bad record never fails its batch,
   and caps concurrency (``max_concurrency``) for backpressure.
+
+Ordered (``group_by``, a ``fifo`` channel)
+------------------------------------------
+An EventBridge rule can give an SQS FIFO target only a fixed ``MessageGroupId``
+(``SqsParameters``), so per-key groups take one step more: the rule delivers to an *arrivals*
+FIFO queue in one group (arrival order, EventBridge's retries deduplicated by content), and an
+EventBridge Pipe moves each message, body unchanged, to the consumer's FIFO queue with its
+``MessageGroupId`` read from the event (``group_by``) and its ``MessageDeduplicationId`` the
+CloudEvent's id (a producer's republished event is dropped within SQS's 5-minute window). The
+consumer's queue and DLQ are FIFO in high-throughput mode; Lambda processes each group in
+order. The pipe's role may only consume the arrivals queue and send to the consumer's.
 """
 
 from __future__ import annotations
@@ -19,7 +30,10 @@ from typing import Any
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from inferbus.model.settings import ConsumerSettings
@@ -41,6 +55,9 @@ class RoutedQueue(Construct):
         The queue (see :class:`SecureQueue`).
     target_retry_attempts, target_max_event_age_s
         EventBridge's delivery retries to the queue before the target DLQ.
+    group_by
+        Order per key: FIFO queues, the key a path into the event (see the module). Default
+        ``None``: a standard queue, unordered.
     """
 
     def __init__(
@@ -56,22 +73,33 @@ class RoutedQueue(Construct):
         target_retry_attempts: int,
         target_max_event_age_s: int,
         description: str = "",
+        group_by: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.group_by = group_by
         self.queues = SecureQueue(
             self,
             "Queues",
             visibility_timeout_s=visibility_timeout_s,
             max_receive_count=max_receive_count,
             dlq_retention_days=dlq_retention_days,
+            fifo=group_by is not None,
         )
         self.queue = self.queues.queue
         self.dead_letter_queue = self.queues.dead_letter_queue
+        self.arrivals: SecureQueue | None = None
+        target = functools.partial(targets.SqsQueue, self.queue)
+        if group_by is not None:
+            self.arrivals = SecureQueue(self, "Arrivals", visibility_timeout_s=ARRIVALS_VISIBILITY_S,
+                                        max_receive_count=max_receive_count, dlq_retention_days=dlq_retention_days, fifo=True)
+            # One fixed group: the rule's target can set no other, and one group keeps the order events arrived in.
+            target = functools.partial(targets.SqsQueue, self.arrivals.queue, message_group_id=construct_id)
+            self.pipe = add_ordering_pipe(self, source=self.arrivals.queue, target=self.queue, group_by=group_by)
         self.rule, self.target_dead_letter_queue = add_rule_with_dead_letter_queue(
             self,
             bus=bus,
             event_pattern=event_pattern,
-            target=functools.partial(targets.SqsQueue, self.queue),
+            target=target,
             retry_attempts=target_retry_attempts,
             max_event_age_s=target_max_event_age_s,
             dlq_retention_days=dlq_retention_days,
@@ -90,6 +118,8 @@ class QueueConsumer(RoutedQueue):
         Batch size, window, concurrency, retries, memory, timeout.
     function
         The function (code, environment, logs); memory and timeout come from ``settings``.
+    group_by
+        See :class:`RoutedQueue`: ordered per key, and Lambda processes each group in order.
     """
 
     def __init__(
@@ -103,6 +133,7 @@ class QueueConsumer(RoutedQueue):
         function: FunctionSpec,
         target_retry_attempts: int,
         target_max_event_age_s: int,
+        group_by: str | None = None,
     ) -> None:
         super().__init__(
             scope,
@@ -115,6 +146,7 @@ class QueueConsumer(RoutedQueue):
             target_retry_attempts=target_retry_attempts,
             target_max_event_age_s=target_max_event_age_s,
             description=function.description,
+            group_by=group_by,
         )
         if (function.memory_mb, function.timeout_s) != (settings.memory_mb, settings.timeout_s):
             raise ValueError(f"{construct_id}: memory and timeout come from ConsumerSettings, not the FunctionSpec")
@@ -123,11 +155,42 @@ class QueueConsumer(RoutedQueue):
             event_sources.SqsEventSource(
                 self.queue,
                 batch_size=settings.batch_size,
-                max_batching_window=Duration.seconds(settings.max_batching_window_s),
+                # Lambda takes no batching window from a FIFO queue
+                max_batching_window=None if group_by else Duration.seconds(settings.max_batching_window_s),
                 report_batch_item_failures=True,
                 max_concurrency=settings.max_concurrency,
             )
         )
+
+
+ARRIVALS_VISIBILITY_S = 60  # the pipe holds a batch only for its SendMessage calls
+CLOUDEVENT_ID = "$.body.detail.id"  # in the pipe's event, the SQS record, whose body the rule wrote
+
+
+def pipe_path(group_by: str) -> str:
+    """``group_by`` (a path into the EventBridge event) as the pipe reads it: inside the record's body.
+
+    >>> pipe_path("$.detail.data.customer_id")
+    '$.body.detail.data.customer_id'
+    """
+    return "$.body" + group_by.removeprefix("$")
+
+
+def add_ordering_pipe(scope: Construct, *, source: sqs.IQueue, target: sqs.IQueue, group_by: str) -> pipes.CfnPipe:
+    """Add ``PipeRole`` and ``Pipe`` to ``scope``: each message of ``source`` to ``target``, body unchanged,
+    in the message group ``group_by`` reads and deduplicated by the CloudEvent's id."""
+    role = iam.Role(scope, "PipeRole", assumed_by=iam.ServicePrincipal("pipes.amazonaws.com"))
+    source.grant_consume_messages(role)
+    target.grant_send_messages(role)
+    return pipes.CfnPipe(
+        scope, "Pipe", role_arn=role.role_arn, source=source.queue_arn, target=target.queue_arn,
+        description=f"Orders by {group_by}: arrivals to the consumer's FIFO queue",
+        source_parameters=pipes.CfnPipe.PipeSourceParametersProperty(
+            sqs_queue_parameters=pipes.CfnPipe.PipeSourceSqsQueueParametersProperty(batch_size=10)),
+        target_parameters=pipes.CfnPipe.PipeTargetParametersProperty(
+            input_template="<$.body>",  # the message the rule wrote, as it was
+            sqs_queue_parameters=pipes.CfnPipe.PipeTargetSqsQueueParametersProperty(
+                message_group_id=pipe_path(group_by), message_deduplication_id=CLOUDEVENT_ID)))
 
 
 def consumer_environment(**values: Any) -> dict[str, str]:

@@ -6,6 +6,8 @@ Secure defaults
   deliver to it without a customer key policy, and there is no key to rotate or pay for.
 - ``enforce_ssl``: a queue policy denies every request not made over TLS.
 - The DLQ keeps messages for ``dlq_retention_days`` (default 14, the maximum).
+- ``fifo``: both queues FIFO (a FIFO queue's DLQ must be one), the work queue deduplicating
+  by content and in high-throughput mode (deduplication and throughput per message group).
 """
 
 from __future__ import annotations
@@ -36,20 +38,29 @@ class SecureQueue(Construct):
         Deliveries before a message moves to the DLQ, 1-1,000.
     dlq_retention_days
         DLQ retention, 1-14 days.
+    fifo
+        FIFO queues (see the module), for a channel ordered per message group. Default False.
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, visibility_timeout_s: int, max_receive_count: int, dlq_retention_days: int
+        self, scope: Construct, construct_id: str, *, visibility_timeout_s: int, max_receive_count: int, dlq_retention_days: int,
+        fifo: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         if not 0 <= visibility_timeout_s <= 43_200:
             raise ValueError(f"visibility_timeout_s must be in [0, 43200], got {visibility_timeout_s}")
-        self.dead_letter_queue = build_queue(self, "DeadLetterQueue", retention_period=Duration.days(dlq_retention_days))
+        ordering: dict[str, object] = {"fifo": True} if fifo else {}
+        self.dead_letter_queue = build_queue(self, "DeadLetterQueue", retention_period=Duration.days(dlq_retention_days),
+                                             **ordering)
+        if fifo:
+            ordering |= {"content_based_deduplication": True, "deduplication_scope": sqs.DeduplicationScope.MESSAGE_GROUP,
+                         "fifo_throughput_limit": sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID}
         self.queue = build_queue(
             self,
             "Queue",
             visibility_timeout=Duration.seconds(visibility_timeout_s),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
+            **ordering,
         )
 
 

@@ -44,6 +44,9 @@ CONSUMERS = {
     # One column out of a Sigmoid: a binary classifier, labels 0 and 1 from the samples.
     "sc-blobs-binary": ["--model", FIXTURES / "blobs-sigmoid.onnx", "--event", "ScBlobChecked",
                         "--samples", FIXTURES / "blobs-binary-holdout.npz"],
+    # Ordered per key: a fifo channel (arrivals queue, pipe, FIFO queue) grouped by the events' source.
+    "sc-ordered": ["--model", FIXTURES / "iris-tensor.onnx", "--event", "ScOrderedSubmitted",
+                   "--channel", "fifo", "--group-by", "$.detail.source"],
 }
 WORKFLOWS = {
     "sc-orders": [],
@@ -212,7 +215,11 @@ def test_a_command_that_fails_writes_nothing(project):
                  ["consumer", "sc-iris-again", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScIrisSubmitted",
                   "--result", "ScIrisClassified"],
                  ["consumer", "sc-iris", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScIrisTwo"],
-                 ["workflow", "sc-orders"]):
+                 ["workflow", "sc-orders"],
+                 ["consumer", "sc-kafka", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScKafkaSubmitted",
+                  "--channel", "kafka"],
+                 ["consumer", "sc-keyless", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScKeylessSubmitted",
+                  "--channel", "fifo", "--group-by", "$.detail.data.features"]):  # a list: no message group
         finished = run(project, "-m", "inferbus.cli", "new", *argv)
         assert finished.returncode == 2 and finished.stdout == ""
         assert finished.stderr.count("\n") == 1 and "Traceback" not in finished.stderr

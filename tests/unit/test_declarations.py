@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from inferbus.model.declarations import (
+    DEFAULT_GROUP_BY,
+    Channel,
     Consumer,
     DeclarationError,
     EventFilter,
@@ -50,10 +52,25 @@ def test_every_name_derives_from_the_components_name():
      "^w: emits must name at least one result type"),
     (lambda: consumer(emits=("A", "B")), r"^iris-classifier: a consumer emits one result type"),
     (lambda: Route(name="offers", accepts="TransactionApproved"), "^offers: accepts must be an EventFilter"),
+    (lambda: consumer(channel="kafka"), r"^iris-classifier: channel 'kafka' is not available yet \(available: sqs, fifo\)"),
+    (lambda: consumer(channel="rabbitmq"), "'rabbitmq' is not available yet"),
+    (lambda: consumer(channel="pigeon"), r"unknown channel 'pigeon' \(available: sqs, fifo\)"),
+    (lambda: consumer(group_by="$.detail.data.customer_id"), "group_by orders a 'fifo' channel"),
+    (lambda: consumer(channel="fifo", group_by="$.data.customer_id"), "starting '\\$.detail.'"),
+    (lambda: consumer(channel="fifo", group_by="$.detail.data[0]"), "group_by must be a path of fields"),
+    (lambda: consumer(channel="fifo", settings=ConsumerSettings(batch_size=11)), r"batches of at most 10 .*batch_size=11"),
 ])
 def test_a_declaration_that_cannot_work_fails_at_once_naming_it_and_why(make, message):
     with pytest.raises(DeclarationError, match=message):
         make()
+
+
+def test_a_consumers_channel_is_sqs_unless_declared_and_fifo_is_ordered_by_a_key():
+    assert (consumer().channel, consumer().ordered, consumer().group_by) == (Channel.SQS, False, None)
+    by_source = consumer(channel="fifo", settings=ConsumerSettings(batch_size=10))
+    assert (by_source.channel, by_source.ordered, by_source.group_by) == (Channel.FIFO, True, DEFAULT_GROUP_BY)
+    by_customer = consumer(channel=Channel.FIFO, group_by="$.detail.data.customer-id", settings=ConsumerSettings(batch_size=1))
+    assert by_customer.group_by == "$.detail.data.customer-id"
 
 
 def test_patterns_resolve_settings_and_producers():

@@ -4,6 +4,7 @@ import doctest
 
 import event_patterns
 import inferbus_lambda.claims.memory
+import inferbus_lambda.consumer
 import inferbus_lambda.contracts.core
 import inferbus_lambda.entities
 import inferbus_lambda.environment
@@ -21,6 +22,7 @@ import inferbus.model.demo
 import inferbus.model.names
 import inferbus.model.settings
 import inferbus.runtime.bridge
+import inferbus.runtime.pipes
 import infra.configuration
 import pipeline
 
@@ -28,7 +30,7 @@ MODULES = [inferbus_lambda.contracts.core, inferbus_lambda.entities, inferbus_la
            inferbus_lambda.claims.memory, event_patterns, inferbus_lambda.publishing, inferbus_lambda.text,
            inferbus_lambda.vision, infra.configuration, inferbus.model, inferbus.model.declarations, inferbus.model.demo,
            inferbus.model.names, inferbus.model.settings, pipeline, inferbus.runtime.bridge, inferbus.chaos.rates,
-           inferbus_lambda.sources.base]
+           inferbus_lambda.sources.base, inferbus_lambda.consumer, inferbus.runtime.pipes]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])

@@ -8,7 +8,7 @@ queue); a :class:`RecordSource` is that channel as the consumer sees it, as Powe
 method                 what a source does
 =====================  ======================================================================
 ``records``            the Lambda event -> the batch's records (:class:`SourceRecord`: id,
-                       body, attempt, attributes), in delivery order
+                       body, attempt, attributes, ordering group), in delivery order
 ``batch_response``     the failed records' ids -> what the handler returns, so that only they
                        come back (SQS: ``batchItemFailures``)
 ``is_last_attempt``    will the channel give up on this record if it fails now?
@@ -55,12 +55,17 @@ class SourceRecord:
         Which delivery this is, from 1 (SQS: ``ApproximateReceiveCount``).
     attributes
         The channel's own attributes, as strings.
+    group
+        Its ordering key (SQS FIFO: the message group; Kafka: the partition): the records of one
+        group are processed in delivery order, and one that fails holds back the group's later
+        records until it is retried. ``None``: unordered.
     """
 
     record_id: str
     body: str
     attempt: int = 1
     attributes: Mapping[str, str] = field(default_factory=dict)
+    group: str | None = None
 
 
 class RecordSource(abc.ABC):

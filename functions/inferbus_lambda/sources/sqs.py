@@ -1,6 +1,7 @@
 """SQS as a record source: Lambda's SQS event source mapping with ``ReportBatchItemFailures``.
 
-A record is a message: its ``messageId``, ``body``, ``attributes.ApproximateReceiveCount``.
+A record is a message: its ``messageId``, ``body``, ``attributes.ApproximateReceiveCount``, and
+on a FIFO queue ``attributes.MessageGroupId`` (its ordering group).
 The answer names the failed messages (``batchItemFailures``); SQS deletes the rest. A message
 failing on its last receive (``ApproximateReceiveCount >= maxReceiveCount``) is sent to the
 DLQ by the consumer itself, unchanged, with its reason as message attributes
@@ -50,7 +51,8 @@ class SqsRecordSource(RecordSource):
 
     def records(self, event: Mapping[str, Any]) -> list[SourceRecord]:
         return [SourceRecord(record["messageId"], record["body"], _receive_count(record),
-                             {str(k): str(v) for k, v in record.get("attributes", {}).items()})
+                             {str(k): str(v) for k, v in record.get("attributes", {}).items()},
+                             record.get("attributes", {}).get("MessageGroupId"))
                 for record in event["Records"]]
 
     def batch_response(self, failed: Sequence[str]) -> dict[str, Any]:
