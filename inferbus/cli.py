@@ -431,19 +431,25 @@ See docs/extending.md.
 """
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _template(argument: str | None) -> dict[str, Any] | None:
+    """``--template``: a synthesized template file (a root stack read with its nested stacks), or its JSON inline;
+    ``None`` when not given (the command synthesizes the app)."""
     from .runtime.nested_stacks import read_flattened
+
+    if argument is None:
+        return None
+    try:
+        path = Path(argument.removeprefix("@"))
+        return read_flattened(path) if path.is_file() else json.loads(_text_or_file(argument))
+    except (OSError, ValueError) as error:
+        raise CommandError(f"cannot read the template {argument}: {error}") from None
+
+
+def _serve(args: argparse.Namespace) -> int:
     from .serve import ServeError, serve
 
-    template = None
-    if args.template is not None:
-        try:
-            path = Path(args.template.removeprefix("@"))
-            template = read_flattened(path) if path.is_file() else json.loads(_text_or_file(args.template))
-        except (OSError, ValueError) as error:
-            raise CommandError(f"cannot read the template {args.template}: {error}") from None
     try:
-        serve(port=args.port, host=args.host, template=template, as_json=args.json)
+        serve(port=args.port, host=args.host, template=_template(args.template), as_json=args.json)
     except ServeError as error:
         raise CommandError(str(error)) from None
     return 0
@@ -451,21 +457,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _invoke(args: argparse.Namespace) -> int:
     from .invoke import InvokeError, invoke_function
-    from .runtime.nested_stacks import read_flattened
 
     text = sys.stdin.read() if args.event == "-" else _text_or_file(args.event)
     try:
         event = json.loads(text)
     except ValueError as error:
         raise CommandError(f"--event {args.event}: not JSON ({error})") from None
-    template = None
-    if args.template is not None:
-        path = Path(args.template)
-        if not path.is_file():
-            raise CommandError(f"--template {path}: no such file (run `npx cdk synth`, or leave --template out)")
-        template = read_flattened(path)
     try:
-        invoked = invoke_function(args.function, event, template=template)
+        invoked = invoke_function(args.function, event, template=_template(args.template))
     except InvokeError as error:
         raise CommandError(str(error)) from None
     invocation = invoked.invocation

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from http import HTTPStatus
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -105,10 +106,7 @@ class TwinRoutes:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         status, answer_headers, payload = self.ingest(relative, headers, body)
-        reason = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-                  405: "Method Not Allowed", 413: "Payload Too Large", 415: "Unsupported Media Type",
-                  502: "Bad Gateway", 503: "Service Unavailable"}.get(status, "Status")
-        start_response(f"{status} {reason}", [*answer_headers.items(), ("Content-Length", str(len(payload)))])
+        start_response(f"{status} {HTTPStatus(status).phrase}", [*answer_headers.items(), ("Content-Length", str(len(payload)))])
         return [payload]
 
 
