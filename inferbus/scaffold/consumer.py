@@ -246,7 +246,9 @@ def _map_existing(model: type, inputs: list[GraphInput],
         width = fields[chosen][1]  # type: ignore[index]
         if graph_input.record_shape == (None,) and width is not None:
             widths[graph_input.name] = width
-        mapped.append(replace(graph_input, field=chosen))
+        # The event carries the field as its contract types it (a float graph input may take an int field: the
+        # feed is cast to the graph's dtype at inference), so samples are read and written in the contract's kind.
+        mapped.append(replace(graph_input, field=chosen, kind=fields[chosen][0]))  # type: ignore[index]
     unfilled = [name for name, info in model.model_fields.items()  # type: ignore[attr-defined]
                 if info.is_required() and name not in used]
     return mapped, widths, unfilled

@@ -143,3 +143,20 @@ def test_samples_that_do_not_fit_the_model_are_refused(tmp_path):
         read_samples(other, inputs)
 
 
+
+
+def test_an_existing_event_type_s_field_is_read_in_its_contract_s_kind():
+    """A float model input carried by an existing int field (digit pixels) is read and written as ints, so the
+    demo samples validate against the contract; the feed is cast to the graph's dtype at inference."""
+    from inferbus_lambda.contracts import data_model
+
+    from inferbus.scaffold.consumer import _map_existing
+
+    models = Path(__file__).resolve().parents[2] / "models"
+    inputs = read_inputs(open_session(models / "digits-mlp.onnx"))
+    assert {graph_input.kind for graph_input in inputs} == {"float"}
+    mapped, widths, _ = _map_existing(data_model("ImageSubmitted"), inputs, "ImageSubmitted")
+    assert [(graph_input.field, graph_input.kind) for graph_input in mapped] == [("pixels", "int")]
+    held_out = read_samples(models / "digits-holdout.npz", with_widths(mapped, widths))
+    pixels = held_out.inputs[mapped[0].name][0]
+    assert data_model("ImageSubmitted").model_validate({"pixels": [int(v) for v in pixels]}).pixels
