@@ -81,12 +81,19 @@ def test_text_pipeline_analyses_sentiment_and_entities(pipeline):
     assert analyzed.id == result_event_id(submitted.id, f"{analyzed.source}:TextAnalyzed", input_source=submitted.source)
     assert (analyzed.correlationid, analyzed.subject, analyzed.data.input_id) == ("req-text-1", submitted.id, submitted.id)
     assert analyzed.data.sentiment.label == "positive"
-    assert {(e.type, e.text) for e in analyzed.data.entities} >= {("NAME", "Ada Lovelace"), ("MONEY", "$499"),
+    # People, organisations and places from the trained recogniser; the rest from the documented patterns.
+    assert {(e.type, e.text) for e in analyzed.data.entities} >= {("PER", "Ada Lovelace"), ("MONEY", "$499"),
                                                                    ("DATE", "2 December 2026")}
+    assert all(text[e.start:e.end] == e.text for e in analyzed.data.entities)
+    words = analyzed.data.words
+    assert all(text[w.start:w.end] == w.text for w in words) and [w.text for w in words][:3] == ["Ada", "Lovelace", "loved"]
+    assert [(w.upos, w.ner) for w in words[:3]] == [("PROPN", "B-PER"), ("PROPN", "I-PER"), ("VERB", "O")]
+    assert (analyzed.data.tagger.name, analyzed.data.recogniser.name) == ("text-upos", "text-ner")
     assert analyzed.data.encoder.name == "minilm-l6-int8" and analyzed.data.tokens > 10 and not analyzed.data.truncated
     (execution,) = executions(pipeline, "text-pipeline")
     assert execution.status == "SUCCEEDED"
-    assert list(execution.states)[:6] == ["Accept", "Route", "Tokenize", "Embed", "Classify", "ExtractEntities"]
+    assert list(execution.states)[:7] == ["Accept", "Route", "Tokenize", "TagPartsOfSpeech", "RecogniseEntities",
+                                          "Embed", "Classify"]
 
 
 def test_text_pipeline_runs_a_redelivered_event_once(pipeline):

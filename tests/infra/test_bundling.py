@@ -38,3 +38,22 @@ def test_a_package_nothing_imported_is_left_out(tmp_path):
     assert not imported_file(tmp_path, "lib/unused/tools.py", imported)
     assert not imported_file(tmp_path, "lib/unused/deep/x.py", imported)
     assert not imported_file(tmp_path, "lib/used/core.pyi", imported)
+
+
+MODEL_TASKS = [(workflow.name, stem, task) for workflow in PIPELINE.workflows for stem, task in workflow.tasks.items()
+               if task.models]
+
+
+@pytest.mark.parametrize(("workflow", "stem", "task"), MODEL_TASKS, ids=[f"{w}.{s}" for w, s, _ in MODEL_TASKS])
+def test_a_workflow_task_ships_its_own_model_files_and_no_build_tool(workflow, stem, task):
+    import json
+    from pathlib import Path
+
+    traced = trace_imports(task.handler, BASE | {"INFERBUS_MODELS": ",".join(task.models)})
+    distributions = {name.lower().replace("_", "-") for name in traced["distributions"]}
+    # torch, scikit-learn and onnx build the models; a function only runs them.
+    assert not {"torch", "scikit-learn", "skl2onnx", "onnx"} & distributions
+    manifest = json.loads((Path(__file__).resolve().parents[2] / "models" / "manifest.json").read_text())["models"]
+    shipped = {Path(f).name for f in traced["files"]}
+    assert {manifest[name]["file"] for name in task.models} <= shipped
+    assert {f for f in shipped if f.endswith(".onnx")} == {manifest[name]["file"] for name in task.models}

@@ -98,3 +98,29 @@ def test_many_errors_give_a_bounded_reason():
         parse_event(detail)
     assert raised.value.reason.count("Input should be a valid integer") == 5
     assert raised.value.reason.endswith("and 59 more")
+
+
+def analyzed_data(**words_override):
+    word = {"text": "Paris", "start": 0, "end": 5, "upos": "PROPN", "ner": "B-LOC"} | words_override
+    ref = {"name": "m", "version": "1"}
+    return {"input_id": "evt-1", "sentiment": {"label": "positive", "confidence": 0.9, "model": ref},
+            "entities": [{"text": "Paris", "type": "LOC", "start": 0, "end": 5}], "words": [word],
+            "tagger": ref, "recogniser": ref, "tokens": 3, "truncated": False, "encoder": ref}
+
+
+def test_text_analyzed_carries_tagged_words_and_trained_entity_types():
+    from inferbus_lambda.contracts import ENTITY_TYPES, UPOS_TAGS, TextAnalyzed
+
+    analyzed = TextAnalyzed.model_validate(analyzed_data())
+    assert (analyzed.words[0].upos, analyzed.words[0].ner, analyzed.entities[0].type) == ("PROPN", "B-LOC", "LOC")
+    assert {"PER", "ORG", "LOC"} <= set(ENTITY_TYPES) and len(UPOS_TAGS) == 17
+
+
+@pytest.mark.parametrize(("override", "field"), [({"upos": "NN"}, "upos"), ({"ner": "B-MISC"}, "ner"),
+                                                  ({"ner": "PER"}, "ner"), ({"start": -1}, "start")])
+def test_a_tagged_word_outside_its_tag_sets_is_refused(override, field):
+    from inferbus_lambda.contracts import TextAnalyzed
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=rf"words\.0\.{field}"):
+        TextAnalyzed.model_validate(analyzed_data(**override))

@@ -54,15 +54,26 @@ from .risk import (
     TransactionApproved,
     TransactionSubmitted,
 )
-from .text import MAX_ENTITIES, TEXT_MAX_CHARS, Entity, Sentiment, TextAnalysisFailed, TextAnalyzed, TextSubmitted
+from .text import (
+    ENTITY_TYPES,
+    MAX_ENTITIES,
+    TEXT_MAX_CHARS,
+    UPOS_TAGS,
+    Entity,
+    Sentiment,
+    TaggedWord,
+    TextAnalysisFailed,
+    TextAnalyzed,
+    TextSubmitted,
+)
 
 __all__ = [
-    "ApprovalFailed", "CAUSE_MAX_CHARS", "CloudEvent", "Customer", "DIGIT_CLASSES", "EVENT_DATA_MODELS", "Entity",
+    "ApprovalFailed", "CAUSE_MAX_CHARS", "CloudEvent", "Customer", "DIGIT_CLASSES", "ENTITY_TYPES", "EVENT_DATA_MODELS", "Entity",
     "EventData", "FEATURE_LIMIT", "IDENTIFIER_PATTERN", "IMAGE_PIXELS", "Identifier", "ImageAnalysisFailed",
     "ImageAnalyzed", "ImageClassified", "ImageSubmitted", "InvalidEventError", "MAX_ENTITIES", "ModelRef", "ModelScore",
     "PIXEL_MAX", "Probability", "RISK_FEATURES", "ReviewCase", "ReviewCompleted", "ReviewFailed", "ReviewRequest",
-    "RiskScored", "Sentiment", "ShortText", "TEXT_MAX_CHARS", "TextAnalysisFailed", "TextAnalyzed", "TextSubmitted",
-    "TransactionApproved", "TransactionSubmitted", "WorkflowFailure", "check_distribution", "check_strict_json", "data_model",
+    "RiskScored", "Sentiment", "ShortText", "TEXT_MAX_CHARS", "TaggedWord", "TextAnalysisFailed", "TextAnalyzed", "TextSubmitted",
+    "TransactionApproved", "TransactionSubmitted", "UPOS_TAGS", "WorkflowFailure", "check_distribution", "check_strict_json", "data_model",
     "envelope_model", "from_eventbridge_event", "from_put_events_entry", "is_identifier", "known_event_types",
     "loads_strict", "new_event", "parse_event", "to_put_events_entry",
 ]
