@@ -45,7 +45,7 @@ MODEL_TASKS = [(workflow.name, stem, task) for workflow in PIPELINE.workflows fo
 
 
 @pytest.mark.parametrize(("workflow", "stem", "task"), MODEL_TASKS, ids=[f"{w}.{s}" for w, s, _ in MODEL_TASKS])
-def test_a_workflow_task_ships_its_own_model_files_and_no_build_tool(workflow, stem, task):
+def test_a_workflow_task_ships_no_model_but_its_own_and_no_build_tool(workflow, stem, task):
     import json
     from pathlib import Path
 
@@ -54,6 +54,6 @@ def test_a_workflow_task_ships_its_own_model_files_and_no_build_tool(workflow, s
     # torch, scikit-learn and onnx build the models; a function only runs them.
     assert not {"torch", "scikit-learn", "skl2onnx", "onnx"} & distributions
     manifest = json.loads((Path(__file__).resolve().parents[2] / "models" / "manifest.json").read_text())["models"]
-    shipped = {Path(f).name for f in traced["files"]}
-    assert {manifest[name]["file"] for name in task.models} <= shipped
-    assert {f for f in shipped if f.endswith(".onnx")} == {manifest[name]["file"] for name in task.models}
+    # Only its own models (a tokenizer step declares the encoder and reads only its tokenizer file).
+    shipped = {Path(f).name for f in traced["files"] if f.endswith(".onnx")}
+    assert shipped <= {manifest[name]["file"] for name in task.models}
