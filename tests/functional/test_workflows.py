@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from inferbus_lambda.consumer import result_event_id
 from inferbus_lambda.contracts import (
+    TEXT_MAX_CHARS,
     Customer,
     ImageSubmitted,
     TextSubmitted,
@@ -24,6 +25,7 @@ from inferbus_lambda.contracts import (
     new_event,
     to_put_events_entry,
 )
+from inferbus_lambda.tagging import split_words
 
 from inferbus.chaos import FaultRates, inject_faults
 from inferbus.local import LocalPipeline
@@ -94,6 +96,24 @@ def test_text_pipeline_analyses_sentiment_and_entities(pipeline):
     assert execution.status == "SUCCEEDED"
     assert list(execution.states)[:7] == ["Accept", "Route", "Tokenize", "TagPartsOfSpeech", "RecogniseEntities",
                                           "Embed", "Classify"]
+
+
+@pytest.mark.parametrize("text", ["!" * TEXT_MAX_CHARS, "a " * (TEXT_MAX_CHARS // 2), "Ann " * (TEXT_MAX_CHARS // 4)],
+                         ids=["2000 one-character words", "1000 words", "500 names"])
+def test_text_pipeline_carries_every_word_of_the_longest_texts(pipeline, text):
+    # The most words a text can hold: every word, with its tags, fits the state and the result event.
+    submitted = new_event(TextSubmitted(text=text), source="inferbus.test")
+    send(pipeline, submitted)
+    (analyzed,) = published(pipeline, "TextAnalyzed")
+    assert [(w.start, w.end) for w in analyzed.data.words] == [(w.start, w.end) for w in split_words(text)]
+    assert all(text[e.start:e.end] == e.text for e in analyzed.data.entities)
+    # The twin does not enforce Step Functions' 256 KiB state limit: bound the state here. At its fullest it
+    # holds the event, the words twice (as tokenized, then tagged in the result) and the token ids and embedding.
+    words = [{"text": w.text, "start": w.start, "end": w.end} for w in analyzed.data.words]
+    ids_and_embedding = 256 * 7 + 384 * 12
+    state = (len(submitted.model_dump_json()) + len(analyzed.data.model_dump_json()) + len(json.dumps(words))
+             + ids_and_embedding)
+    assert state < 256 * 1024
 
 
 def test_text_pipeline_runs_a_redelivered_event_once(pipeline):
