@@ -13,8 +13,8 @@ What it builds, in ``models/``:
   so tests of the shipped models run where the data is absent (CC BY-SA 4.0, credited below).
 - ``models/manifest.json``  only this script's entries are replaced.
 
-The data (not committed): ``../shared/data/ud-english-ewt/`` beside the project, or
-``--data``: UD English-EWT (Universal Dependencies English Web Treebank) for UPOS and
+The data (not committed): ``../shared/data/ud-english-ewt/`` beside the project,
+``INFERBUS_TAGGING_DATA`` or ``--data``: UD English-EWT (Universal Dependencies English Web Treebank) for UPOS and
 Universal NER over the same sentences (Mayhew et al., NAACL 2024) for entities, both
 CC BY-SA 4.0; the models are shared under the same terms. The NER train file is the first
 annotation round (see the data's README); dev and test are the published release. Scores are
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import sys
@@ -53,7 +54,7 @@ sys.path.insert(0, str(MODELS_DIR.parent / "functions"))  # the features the fun
 from inferbus_lambda.tagging import (  # noqa: E402
     MAX_CHARS, SHAPE_FEATURES, SUFFIX_BUCKETS, SequenceTagger, bio_spans, normalise, word_features)
 
-DEFAULT_DATA = MODELS_DIR.parent.parent / "shared" / "data" / "ud-english-ewt"
+DEFAULT_DATA = Path(os.environ.get("INFERBUS_TAGGING_DATA", MODELS_DIR.parent.parent / "shared" / "data" / "ud-english-ewt"))
 ENTITY_TYPES = ("PER", "ORG", "LOC")
 NER_LABELS = ["O"] + [f"{p}-{t}" for t in ENTITY_TYPES for p in ("B", "I")]
 SAMPLE_FILE = "tagging-holdout.jsonl"
