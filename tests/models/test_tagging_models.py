@@ -137,3 +137,11 @@ def test_the_recogniser_scores_what_the_manifest_says_on_the_test_split_and_beat
     f1 = scripts.entity_scores([t for _, t in test], predicted)["f1"]
     assert round(f1, 4) == metrics["holdout_entity_f1"]
     assert f1 > metrics["holdout_entity_f1_most_frequent_tag_baseline"]
+
+
+@pytest.mark.parametrize(("name", "metric"), [("text-upos", "holdout_upos_accuracy"), ("text-ner", "holdout_entity_f1")])
+def test_each_model_beats_every_baseline_recorded_beside_it(name, metric):
+    metrics = MANIFEST["models"][name]["metrics"]
+    baselines = {key: value for key, value in metrics.items() if key.startswith(metric) and key.endswith("_baseline")}
+    assert baselines, f"{name} records no baseline for {metric}"
+    assert all(metrics[metric] > value for value in baselines.values()), baselines
