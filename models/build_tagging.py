@@ -52,8 +52,15 @@ from manifest_io import sha256_of, update_manifest
 MODELS_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(MODELS_DIR.parent / "functions"))  # the features the functions compute
 
-from inferbus_lambda.tagging import (  # noqa: E402
-    MAX_CHARS, SHAPE_FEATURES, SUFFIX_BUCKETS, SequenceTagger, bio_spans, normalise, word_features)
+from inferbus_lambda.tagging import (
+    MAX_CHARS,
+    SHAPE_FEATURES,
+    SUFFIX_BUCKETS,
+    SequenceTagger,
+    bio_spans,
+    normalise,
+    word_features,
+)
 
 DEFAULT_DATA = Path(os.environ.get("INFERBUS_TAGGING_DATA", MODELS_DIR.parent.parent / "shared" / "data" / "ud-english-ewt"))
 ENTITY_TYPES = ("PER", "ORG", "LOC")

@@ -89,7 +89,7 @@ def read_words(text: str, raw: Any) -> list[Word]:
         When ``raw`` is not such a list or a word is not ``text[start:end]``.
     """
     if not isinstance(raw, list):
-        raise ValueError("words must be a list of {text, start, end}")
+        raise ValueError("words must be a list of {text, start, end}")  # noqa: TRY004 - bad input, as every step says it
     words = []
     for i, item in enumerate(raw):
         if not (isinstance(item, dict) and isinstance(item.get("text"), str) and isinstance(item.get("start"), int)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-
 from inferbus_lambda.contracts import TextSubmitted
 from inferbus_lambda.handlers import StepRuntime, step_handler
 from inferbus_lambda.tagging import SequenceTagger, read_words

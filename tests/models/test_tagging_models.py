@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from inferbus.model.scores import model_scores
 from inferbus_lambda.manifest import ModelInfo
 from inferbus_lambda.tagging import SequenceTagger, bio_spans
+
+from inferbus.model.scores import model_scores
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"

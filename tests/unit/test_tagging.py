@@ -3,11 +3,21 @@ BIO decoding never yields a tag BIO forbids, sentences split where they end, ste
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
-
-from inferbus_lambda.tagging import (MAX_CHARS, SHAPE_FEATURES, Span, bio_spans, decode_bio, read_words,
-                                     sentence_bounds, split_words, word_features)
+from inferbus_lambda.tagging import (
+    MAX_CHARS,
+    SHAPE_FEATURES,
+    Span,
+    bio_spans,
+    decode_bio,
+    read_words,
+    sentence_bounds,
+    split_words,
+    word_features,
+)
 
 TEXTS = [
     "Ada Lovelace loved the new phone and paid $499 for it on 2 December 2026. Brilliant!",
@@ -23,7 +33,7 @@ BIO = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 def test_words_are_the_text_at_their_offsets_and_cover_every_non_space(text):
     words = split_words(text)
     assert all(text[w.start:w.end] == w.text for w in words)
-    assert all(a.end <= b.start for a, b in zip(words, words[1:]))  # in order, never overlapping
+    assert all(a.end <= b.start for a, b in itertools.pairwise(words))  # in order, never overlapping
     covered = {i for w in words for i in range(w.start, w.end)}
     assert covered == {i for i, c in enumerate(text) if not c.isspace()}
 
