@@ -44,14 +44,14 @@ PAD, UNKNOWN = 0, 1
 SHAPE_FEATURES = ("initial_capital", "all_capitals", "has_digit", "all_digits", "has_hyphen", "punctuation",
                   "mixed_case", "sentence_start")
 
-# Words as UD English-EWT tokenizes them: clitics ('s, n't, 're, ...) and punctuation apart,
+# Words as UD English-EWT tokenizes them: clitics ('s, n't, 're, ...), hyphens and punctuation apart,
 # URLs, e-mail addresses, numbers with separators and abbreviations with dots kept whole.
 _WORD = re.compile(
     r"""https?://\S+|www\.\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"""   # URLs and e-mail addresses
     r"""|\d+(?:[.,:/-]\d+)+"""                                   # 3.5, 1,000, 10:30, 12/05
     r"""|(?:[A-Za-z]\.){2,}|(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Inc|Ltd|Co|Corp|vs|etc|e\.g|i\.e)\.(?=\s|$)"""
     r"""|\w+(?=n['’]t\b)|n['’]t\b|\w+(?=['’](?:s|re|ve|ll|d|m)\b)|['’](?:s|re|ve|ll|d|m)\b"""  # do|n't, it|'s
-    r"""|\w+(?:[-'’]\w+)*"""                                     # words, well-known, O'Brien
+    r"""|\w+(?:['’]\w+)*"""   # words, O'Brien; a hyphen stands apart (well - known), as mostly in the treebank
     r"""|\.{2,}|[-–—]{2,}|\S""",                                 # ..., --, any other character
     re.IGNORECASE,
 )

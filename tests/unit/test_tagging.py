@@ -43,6 +43,9 @@ def test_words_split_as_the_treebank_does():
         ["They", "do", "n't", "know", "it", "'s", "Smith", "'s", "car", "."]
     assert [w.text for w in split_words("Pay $1,000.50 at 10:30 to me@x.io.")] == \
         ["Pay", "$", "1,000.50", "at", "10:30", "to", "me@x.io", "."]
+    # The treebank mostly splits hyphenated words (764 "-" tokens without a space after, in train).
+    assert [w.text for w in split_words("A well-known Al-Zaman reporter, O'Brien.")] == \
+        ["A", "well", "-", "known", "Al", "-", "Zaman", "reporter", ",", "O'Brien", "."]
 
 
 def test_sentences_end_after_their_final_punctuation():
