@@ -99,7 +99,8 @@ class KafkaChannel(LocalChannel):
         self.given_up = 0
         self._consumer = Consumer({
             "bootstrap.servers": bootstrap_servers, "group.id": group_id, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest" if starting_position == "TRIM_HORIZON" else "latest", "log_level": 3})
+            "auto.offset.reset": "earliest" if starting_position == "TRIM_HORIZON" else "latest", "log_level": 3,
+            "fetch.wait.max.ms": 10})  # short fetches: a broker query (backlog) does not queue behind a long poll
         count = partitions or self._partition_count()
         start = OFFSET_BEGINNING if starting_position == "TRIM_HORIZON" else OFFSET_END
         committed = self._consumer.committed([TopicPartition(topic, p) for p in range(count)], timeout=10)
@@ -252,14 +253,17 @@ class KafkaChannel(LocalChannel):
 
     def backlog(self) -> int:
         """Records not yet done: the topic's end offsets past the group's committed ones, and copies waiting."""
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import KafkaException, TopicPartition
 
         with self._lock:
             self._fetch()
             behind = 0
             for partition in self.partitions:
                 # asked of the broker: the offsets cached from the last fetch miss what was produced since
-                low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
+                try:
+                    low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
+                except KafkaException:  # a partition the topic does not have (yet): nothing in it
+                    continue
                 behind += max(0, high - max(self._committed.get(partition, low), low))
             copies = sum(1 for messages in self._pending.values() for message in messages if message.get(COPY))
             return behind + copies
