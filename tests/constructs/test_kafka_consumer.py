@@ -88,3 +88,26 @@ def test_kafka_consumers_and_a_bridge_pass_the_cdk_nag_gate(tmp_path):
                             capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / "Kafka.template.json").exists()
+
+
+def test_the_diagram_draws_the_topic_into_its_consumer_and_the_bridge_onto_the_bus(synth):
+    from inferbus.diagram import mermaid, topology
+
+    def build(stack):
+        add_consumer(stack, MSK)
+        add_consumer(stack, SELF_MANAGED)
+        add_bridge(stack)
+
+    graph = topology(template=synth(build).to_json())
+    labels = {data["label"].replace("\n", " ") for _, data in graph.nodes(data=True)}
+    for declaration in (MSK, SELF_MANAGED):
+        topic = declaration.broker
+        (node,) = [n for n, data in graph.nodes(data=True) if data["label"].startswith(f"Kafka topic {topic.topic}")
+                   and topic.consumer_group_id in data["label"].replace("\n", " ")]
+        (function,) = graph.successors(node)
+        assert graph.edges[node, function]["label"] == "batches, in order per partition"
+        retries = [d["label"] for _, _, d in graph.out_edges(function, data=True) if d["label"].startswith("on failure")]
+        assert retries == [f"on failure, after {declaration.settings.max_receive_count - 1} retries"]
+    bridged = [n for n, data in graph.nodes(data=True) if data["kind"] == "producer" and "payments" in data["label"]]
+    assert [data["label"] for _, _, data in graph.out_edges(bridged, data=True)] == ["EventBridge Pipe"]
+    assert "Kafka topic payments" in mermaid(graph) and any("self-managed Kafka" in label for label in labels)
