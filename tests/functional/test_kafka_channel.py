@@ -187,3 +187,39 @@ def test_the_function_gets_the_event_shape_aws_documents():
     assert group == f"{target.topic}-{records[0]['partition']}" and [r["offset"] for r in records] == [0, 1]
     assert json.loads(base64.b64decode(records[0]["value"]))["id"] == "customer-a-000"
     assert {name for header in records[1]["headers"] for name in header} >= {"ce_id", "ce_type", "ce_source"}
+
+
+def kafka_template(**mapping: Any) -> dict:
+    """A function fed by a Kafka mapping as ``KafkaConsumer`` synthesizes it (self-managed), with its on-failure queue."""
+    from tests.runtime_fixtures import templates as t
+
+    template = t.template(Failures=t.queue(), Consumer=t.function("kafka_consumer"))
+    template["Resources"]["Mapping"] = {"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
+        "FunctionName": {"Ref": "Consumer"}, "Topics": ["payments"], "StartingPosition": "TRIM_HORIZON",
+        "BatchSize": 50, "MaximumBatchingWindowInSeconds": 0, "MaximumRetryAttempts": 1,
+        "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        "SelfManagedEventSource": {"Endpoints": {"KafkaBootstrapServers": ["b-1.example.com:9096"]}},
+        "SelfManagedKafkaEventSourceConfig": {"ConsumerGroupId": "payment-scorer"},
+        "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": ["Failures", "Arn"]}}}, **mapping}}
+    return template
+
+
+def test_the_embedded_runtime_reads_a_templates_kafka_mapping_into_its_function():
+    from tests.runtime_fixtures import runtime
+
+    uninstall_routing()  # the pipeline routes invocations itself
+    try:
+        with runtime(kafka_template(), tap=False) as pipeline:
+            (source,) = pipeline.event_sources
+            produce(source.channel, [("customer-a", "customer-a-000", 1), ("customer-a", "customer-a-001", POISON),
+                                     ("customer-b", "customer-b-000", 2)])
+            pipeline.drain(timeout_s=60)
+            failures = pipeline.sqs.receive_message(QueueUrl=pipeline.deployment.queues["Failures"].url).get("Messages", [])
+            published = ledger(source)
+            events = {line["event_source"] for line in source.function.logs if line.get("message") == "received"}
+    finally:
+        install_routing()
+    assert sorted(published) == ["customer-a-000", "customer-b-000"] and events == {"SelfManagedKafka"}
+    [failure] = [json.loads(message["Body"]) for message in failures]
+    assert failure["requestContext"]["approximateInvokeCount"] == 2  # MaximumRetryAttempts 1: two deliveries
+    assert failure["KafkaBatchInfo"]["topic"] == "payments"
