@@ -217,9 +217,12 @@ def test_the_embedded_runtime_reads_a_templates_kafka_mapping_into_its_function(
             failures = pipeline.sqs.receive_message(QueueUrl=pipeline.deployment.queues["Failures"].url).get("Messages", [])
             published = ledger(source)
             events = {line["event_source"] for line in source.function.logs if line.get("message") == "received"}
+            received = [i for ids in ledger(source, "received", "record_ids") for i in ids]
+            counted = sum(invocation.records for invocation in source.function.invocations)
     finally:
         install_routing()
     assert sorted(published) == ["customer-a-000", "customer-b-000"] and events == {"SelfManagedKafka"}
+    assert counted == len(received)  # an invocation counts a Kafka event's records (grouped by partition)
     [failure] = [json.loads(message["Body"]) for message in failures]
     assert failure["requestContext"]["approximateInvokeCount"] == 2  # MaximumRetryAttempts 1: two deliveries
     assert failure["KafkaBatchInfo"]["topic"] == "payments"
