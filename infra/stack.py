@@ -73,8 +73,8 @@ from .constructs.dashboard_pages import DashboardPages
 from .constructs.event_bus import SOURCE_TAG
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec, add_function
-from .constructs.kafka_consumer import KafkaConsumer
 from .constructs.ingest_api import IngestApi
+from .constructs.kafka_consumer import KafkaConsumer
 from .constructs.results_archive import ResultsArchive
 from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue

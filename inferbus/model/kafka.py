@@ -28,7 +28,7 @@ from typing import Literal
 from .declarations import DeclarationError
 from .names import MAX_NAME, NAME
 
-__all__ = ["KafkaBridge", "KafkaTopic", "MAX_POLL_RECORDS"]
+__all__ = ["MAX_POLL_RECORDS", "KafkaBridge", "KafkaTopic"]
 
 MAX_POLL_RECORDS = 500  # the article's max.poll.records: the default batch
 CLUSTER_ARN = re.compile(r"arn:aws[a-z-]*:kafka:[a-z0-9-]+:\d{12}:cluster/[A-Za-z0-9-]+/[A-Za-z0-9-]+")
@@ -81,7 +81,7 @@ class KafkaTopic:
         if problem:
             raise DeclarationError(f"KafkaTopic({self.topic!r})", problem)
 
-    def _problem(self) -> str | None:  # noqa: PLR0911 - one early answer per field
+    def _problem(self) -> str | None:  # one early answer per field
         if not (isinstance(self.topic, str) and TOPIC.fullmatch(self.topic)):
             return "topic must be 1-249 letters, digits, '.', '_' or '-'"
         if (self.cluster_arn is None) == (not self.bootstrap_servers):

@@ -34,7 +34,7 @@ from typing import Any
 
 from .channels import LocalChannel
 
-__all__ = ["KafkaChannel", "MOCK_PARTITIONS", "mock_cluster"]
+__all__ = ["MOCK_PARTITIONS", "KafkaChannel", "mock_cluster"]
 
 Message = dict[str, Any]
 MOCK_PARTITIONS = 4  # librdkafka's mock cluster creates a topic with 4 partitions on first use

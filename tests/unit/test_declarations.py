@@ -23,7 +23,6 @@ from inferbus.reference import update_readme
 from infra.configuration import parse_context
 from tests.declared import PIPELINE
 
-
 CLUSTER = "arn:aws:kafka:us-east-1:123456789012:cluster/payments/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-1"
 SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka-scram-AbCdEf"
 TOPIC = KafkaTopic(topic="orders", cluster_arn=CLUSTER)
