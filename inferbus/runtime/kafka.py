@@ -253,7 +253,7 @@ class KafkaChannel(LocalChannel):
 
     def backlog(self) -> int:
         """Records not yet done: the topic's end offsets past the group's committed ones, and copies waiting."""
-        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
         with self._lock:
             self._fetch()
@@ -262,7 +262,10 @@ class KafkaChannel(LocalChannel):
                 # asked of the broker: the offsets cached from the last fetch miss what was produced since
                 try:
                     low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
-                except KafkaException:  # a partition the topic does not have (yet): nothing in it
+                except KafkaException as error:
+                    if error.args[0].code() == KafkaError._UNKNOWN_PARTITION:  # the topic does not have it: empty
+                        continue
+                    behind += 1  # the broker did not answer (a busy machine): not known to be drained
                     continue
                 behind += max(0, high - max(self._committed.get(partition, low), low))
             copies = sum(1 for messages in self._pending.values() for message in messages if message.get(COPY))

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from inferbus_lambda.contracts import ImageSubmitted, new_event
+from inferbus_lambda.sources.kafka import binary_mode
 
 from inferbus.chaos.faults import inject_faults
 from inferbus.chaos.rates import FaultRates
@@ -53,11 +54,8 @@ def produce(target: KafkaChannel, events: list[tuple[str, str, int]]) -> None:
     for n, (key, event_id, pixel) in enumerate(events):
         event = new_event(ImageSubmitted(pixels=[pixel] * 64), source="test", event_id=event_id)
         if n % 2:
-            attributes = event.model_dump(mode="json", exclude_none=True)
-            data = attributes.pop("data")
-            attributes.pop("datacontenttype", None)
-            producer.produce(target.topic, key=key, value=json.dumps(data),
-                             headers=[(f"ce_{name}", str(value).encode()) for name, value in attributes.items()])
+            headers, value = binary_mode(event)
+            producer.produce(target.topic, key=key, value=value, headers=headers)
         else:
             producer.produce(target.topic, key=key, value=event.model_dump_json(exclude_none=True))
     assert producer.flush(10) == 0

@@ -10,6 +10,7 @@ import json
 
 import pytest
 from inferbus_lambda.contracts import ImageSubmitted, new_event
+from inferbus_lambda.sources.kafka import binary_mode
 
 from inferbus.local import LocalPipeline
 from inferbus.model.declarations import Pipeline
@@ -36,11 +37,8 @@ def test_a_kafka_fed_consumer_scores_what_a_producer_writes_and_publishes_on_the
         events = [new_event(ImageSubmitted(pixels=[n % 16] * 64), source="camera", event_id=f"img-{n}") for n in range(6)]
         for n, event in enumerate(events):
             if n % 2:  # binary mode: attributes in ce_* headers, the data as the value
-                attributes = event.model_dump(mode="json", exclude_none=True)
-                data = attributes.pop("data")
-                attributes.pop("datacontenttype", None)
-                producer.produce("images", key=str(n), value=json.dumps(data),
-                                 headers=[(f"ce_{k}", str(v).encode()) for k, v in attributes.items()])
+                headers, value = binary_mode(event)
+                producer.produce("images", key=str(n), value=value, headers=headers)
             else:
                 producer.produce("images", key=str(n), value=event.model_dump_json(exclude_none=True))
         producer.produce("images", key="bad", value=b"not a cloudevent")

@@ -14,7 +14,7 @@ from inferbus_lambda.consumer import InferenceConsumer, RecordStatus, expect_typ
 from inferbus_lambda.contracts import ImageSubmitted, from_put_events_entry, new_event
 from inferbus_lambda.environment import ConsumerEnvironment
 from inferbus_lambda.sources import RECORD_SOURCES, KafkaRecordSource
-from inferbus_lambda.sources.kafka import kafka_body
+from inferbus_lambda.sources.kafka import binary_mode, kafka_body
 
 # AWS's sample MSK event (Lambda developer guide, "Using Lambda with Amazon MSK"), as published.
 AWS_SAMPLE = {
@@ -48,11 +48,8 @@ def structured(event_id: str, pixels: int = 1) -> dict[str, Any]:
 
 
 def binary(event_id: str, pixels: int = 1) -> dict[str, Any]:
-    attributes = image(event_id, pixels).model_dump(mode="json", exclude_none=True)
-    data = attributes.pop("data")
-    attributes.pop("datacontenttype", None)
-    headers = [{f"ce_{name}": list(str(value).encode())} for name, value in attributes.items()]
-    return {"value": b64(json.dumps(data)), "headers": [*headers, {"content-type": list(b"application/json")}]}
+    headers, value = binary_mode(image(event_id, pixels))
+    return {"value": base64.b64encode(value).decode(), "headers": [{name: list(data)} for name, data in headers]}
 
 
 def kafka_event(*partitions: tuple[int, list[dict[str, Any]]], topic: str = "images") -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from .base import RecordSource, SourceRecord
 
-__all__ = ["BINARY_PREFIX", "KafkaRecordSource", "kafka_body", "record_id"]
+__all__ = ["BINARY_PREFIX", "KafkaRecordSource", "binary_mode", "kafka_body", "record_id"]
 
 BINARY_PREFIX = "ce_"  # the CloudEvents Kafka binding's header prefix (binary mode)
 CONTENT_TYPE = "content-type"
@@ -64,6 +64,18 @@ def _value(record: Mapping[str, Any]) -> str | None:
         return base64.b64decode(value, validate=True).decode()
     except (binascii.Error, ValueError):
         return None
+
+
+def binary_mode(event: Any) -> tuple[list[tuple[str, bytes]], bytes]:
+    """A CloudEvent as a Kafka producer writes it in binary mode: ``ce_*`` headers and the data as the value.
+
+    (Structured mode is the CloudEvent's JSON as the value: ``event.model_dump_json(exclude_none=True)``.)
+    """
+    attributes = event.model_dump(mode="json", exclude_none=True)
+    data = attributes.pop("data")
+    content_type = attributes.pop("datacontenttype", "application/json")
+    headers = [(f"{BINARY_PREFIX}{name}", str(value).encode()) for name, value in attributes.items()]
+    return [*headers, (CONTENT_TYPE, content_type.encode())], json.dumps(data).encode()
 
 
 def kafka_body(record: Mapping[str, Any]) -> tuple[str, str | None]:
