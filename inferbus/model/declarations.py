@@ -26,7 +26,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .names import (
     ACCEPT_STEM,
@@ -39,6 +39,9 @@ from .names import (
     result_source,
 )
 from .settings import ConsumerSettings, FunctionSettings, QueueSettings, SettingsError
+
+if TYPE_CHECKING:  # its module imports DeclarationError from here
+    from .kafka import KafkaTopic
 
 __all__ = ["DEFAULT_GROUP_BY", "PLANNED_CHANNELS", "Channel", "Component", "Consumer", "DeclarationError", "EventFilter", "Pipeline", "Producer", "ResultProducer", "Route",
            "Setting", "Task", "Workflow"]
@@ -196,7 +199,7 @@ class Consumer(ResultProducer):
     settings: ConsumerSettings = ConsumerSettings()
     channel: Channel = Channel.SQS
     group_by: str | None = None
-    broker: Any = None
+    broker: KafkaTopic | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
