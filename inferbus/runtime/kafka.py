@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -77,8 +76,7 @@ class KafkaChannel(LocalChannel):
 
     def __init__(self, topic: str, group_id: str, *, bootstrap_servers: str | None = None,
                  starting_position: str = "TRIM_HORIZON", max_retry_attempts: int = 2,
-                 on_failure: Callable[[dict[str, Any]], None] | None = None, event_source_arn: str | None = None,
-                 partitions: int | None = None) -> None:
+                 on_failure: Callable[[dict[str, Any]], None] | None = None, event_source_arn: str | None = None) -> None:
         from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
 
         self.name = f"kafka-{topic}"
@@ -101,7 +99,7 @@ class KafkaChannel(LocalChannel):
             "bootstrap.servers": bootstrap_servers, "group.id": group_id, "enable.auto.commit": False,
             "auto.offset.reset": "earliest" if starting_position == "TRIM_HORIZON" else "latest", "log_level": 3,
             "fetch.wait.max.ms": 10})  # short fetches: a broker query (backlog) does not queue behind a long poll
-        count = partitions or self._partition_count()
+        count = self._partition_count()
         start = OFFSET_BEGINNING if starting_position == "TRIM_HORIZON" else OFFSET_END
         committed = self._consumer.committed([TopicPartition(topic, p) for p in range(count)], timeout=10)
         self._committed = {tp.partition: tp.offset for tp in committed if tp.offset >= 0}
@@ -271,9 +269,3 @@ class KafkaChannel(LocalChannel):
             copies = sum(1 for messages in self._pending.values() for message in messages if message.get(COPY))
             return behind + copies
 
-
-def wait_until_drained(channel: KafkaChannel, busy: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    """Wait while the channel has a backlog or ``busy()`` (a started poller's batches running)."""
-    deadline = time.monotonic() + timeout_s
-    while (channel.backlog() or busy()) and time.monotonic() < deadline:
-        time.sleep(0.05)
