@@ -145,6 +145,9 @@ class LocalPipeline(EmbeddedPipeline):
     def consumer(self, name: str) -> LocalConsumer:
         """The declared consumer ``name``, running."""
         declaration = self.declarations.component(name)
+        if getattr(declaration, "broker", None) is not None:
+            raise KeyError(f"{name} reads a {declaration.channel} topic, not a queue: its poller is among "  # type: ignore[attr-defined]
+                           "event_sources (source.spec.kafka), its function by name with function()")
         queue_url = self.outputs[declaration.output_key(QUEUE_URL)]
         return LocalConsumer(name, self.function(self.outputs[declaration.output_key(FUNCTION_NAME)]),
                              self.event_source(queue_url), queue_url, self.outputs[declaration.output_key(DEAD_LETTER_QUEUE_URL)])

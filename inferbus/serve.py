@@ -107,11 +107,13 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
     # The tap feeds the console's recent events; with ``retain`` it keeps a window when nobody reads it.
     with LocalPipeline(template, retain=RETAINED) as pipeline:
-        consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers}
+        consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers
+                     if c.broker is None}  # a broker-fed consumer has no queue: its batches are named by its channel
         consumers[pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"]] = UNROUTED_CHECK_NAME
 
         def batch_done(source: Any, invocation: Any) -> None:
-            lines.put(LogLine("batch", consumers.get(source.queue.url, source.queue.name), {
+            name = source.channel.name if source.spec.kafka else consumers.get(source.queue.url, source.queue.name)
+            lines.put(LogLine("batch", name, {
                 "records": invocation.records, "failed": len(invocation.failed_ids),
                 "ms": round(invocation.duration_ms, 1), "error": invocation.error}))
 

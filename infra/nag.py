@@ -42,6 +42,15 @@ def acknowledge_on_failure_queue(queue: object) -> None:
                  "(a workflow's net, by its execution log's subscription), which cdk-nag does not recognise as DLQ use.")
 
 
+def acknowledge_kafka_network_interfaces(role: iam.IRole) -> None:
+    """Reading an MSK cluster takes network interfaces in its VPC; the EC2 actions for them take no resource."""
+    _acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+                 "Lambda's Kafka poller and EventBridge Pipes reach an MSK cluster through network interfaces in its "
+                 "VPC: ec2:CreateNetworkInterface, DescribeNetworkInterfaces, DeleteNetworkInterface, DescribeVpcs, "
+                 "DescribeSubnets and DescribeSecurityGroups support no resource-level permissions, so '*' is the only "
+                 "form AWS accepts. The Kafka actions themselves are scoped to the cluster, topic and group ARNs.")
+
+
 def acknowledge_review_queue(queue: object) -> None:
     """The manual-review queue has no redrive policy, on purpose."""
     _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",

@@ -35,7 +35,7 @@ from inferbus_lambda.environment import (
 from inferbus_lambda.errors import REJECTION_ERRORS
 from inferbus_lambda.execution_failures import ENDED, LOGGED_ENDS, STATUS_CHANGE
 
-from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Route
+from inferbus.model.declarations import Channel, Consumer, EventFilter, Pipeline, Route
 from inferbus.model.declarations import Workflow as WorkflowDeclaration
 from inferbus.model.names import (
     ACCEPT_STEM,
@@ -74,6 +74,7 @@ from .constructs.event_bus import SOURCE_TAG
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec, add_function
 from .constructs.ingest_api import IngestApi
+from .constructs.kafka_consumer import KafkaConsumer
 from .constructs.results_archive import ResultsArchive
 from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
@@ -163,6 +164,7 @@ class InferbusStack(Stack):
         self.dashboard = DashboardPages(self, "Dashboard", dashboard_name=f"{self.stack_name}-pipeline")
         self.invalid_events = self._invalid_events_queue()
         self.consumers: dict[str, QueueConsumer] = {}
+        self.kafka_consumers: dict[str, KafkaConsumer] = {}
         self.workflows: dict[str, Workflow] = {}
         self.routes: dict[str, RoutedQueue] = {}
 
@@ -171,7 +173,10 @@ class InferbusStack(Stack):
         # count against its own template's limits.
         self.component_stacks: dict[str, NestedStack] = {}
         for consumer in pipeline.consumers:
-            self.consumers[consumer.name] = self._consumer(self._component_stack(consumer), consumer)
+            if consumer.channel is Channel.KAFKA:
+                self.kafka_consumers[consumer.name] = self._kafka_consumer(self._component_stack(consumer), consumer)
+            else:
+                self.consumers[consumer.name] = self._consumer(self._component_stack(consumer), consumer)
         if pipeline.workflows:
             accept = self._accept_function()
             for workflow in pipeline.workflows:
@@ -253,6 +258,27 @@ class InferbusStack(Stack):
                 "IDEMPOTENCY_TTL_SECONDS": self.settings.claim_lifetime_s(dlq_retention_days)}
 
     # -- components ----------------------------------------------------------------------------------
+
+    def _kafka_consumer(self, scope: Construct, declaration: Consumer) -> KafkaConsumer:
+        """A consumer fed by a Kafka topic (its event source mapping, not a rule): the same function and
+        claims; records it refuses go to the invalid-events queue, what the mapping gives up to its on-failure queue."""
+        environment = ConsumerEnvironment(
+            **self._common_environment(declaration.name, declaration.models),
+            **self._claims_environment(declaration.settings.dlq_retention_days),
+            EVENT_BUS_NAME=self.bus.event_bus_name, RESULT_SOURCE=declaration.result_source,
+            CONSUMES=declaration.accepts.type, PRODUCES=declaration.result_type,
+            INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url, RECORD_SOURCE="kafka",
+        )
+        consumer = KafkaConsumer(
+            scope, declaration.construct_id, topic=declaration.broker, settings=declaration.settings,
+            function=self._spec(declaration.handler, declaration.settings, declaration.description, environment,
+                                declaration.models),
+        )
+        self.bus.grant_put_events_to(consumer.function)
+        self.result_producers[declaration.result_source] = consumer.role
+        self.invalid_events.grant_send_messages(consumer.function)
+        self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
+        return consumer
 
     def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer:
         environment = ConsumerEnvironment(
@@ -555,6 +581,9 @@ class InferbusStack(Stack):
         for name, consumer in self.consumers.items():
             lost[f"dlq{len(lost)}"] = consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(
                 period=PERIOD, statistic="Maximum", label=f"{name}: DLQ depth")
+        for name, kafka in self.kafka_consumers.items():
+            lost[f"dlq{len(lost)}"] = kafka.failure_queue.metric_approximate_number_of_messages_visible(
+                period=PERIOD, statistic="Maximum", label=f"{name}: on-failure queue depth")
         for name, workflow in self.workflows.items():
             lost[f"failed{len(lost)}"] = workflow.state_machine.metric_failed(period=PERIOD, statistic="Sum",
                                                                               label=f"{name}: failed executions")

@@ -299,6 +299,9 @@ class InferenceConsumer:
             return
         parsed: list[tuple[str, CloudEvent[Any]]] = []
         for record in records:
+            if record.problem is not None:  # the channel could read no event out of it
+                report.add(RecordOutcome(record.record_id, RecordStatus.INVALID, f"body: {record.problem}"))
+                continue
             try:
                 parsed.append((record.record_id, self.parse(record.body)))
             except InvalidEventError as error:

@@ -26,7 +26,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .names import (
     ACCEPT_STEM,
@@ -39,6 +39,9 @@ from .names import (
     result_source,
 )
 from .settings import ConsumerSettings, FunctionSettings, QueueSettings, SettingsError
+
+if TYPE_CHECKING:  # its module imports DeclarationError from here
+    from .kafka import KafkaTopic
 
 __all__ = ["DEFAULT_GROUP_BY", "PLANNED_CHANNELS", "Channel", "Component", "Consumer", "DeclarationError", "EventFilter", "Pipeline", "Producer", "ResultProducer", "Route",
            "Setting", "Task", "Workflow"]
@@ -63,12 +66,13 @@ class Channel(str, enum.Enum):
 
     SQS = "sqs"  # a standard queue: at-least-once, unordered, nearly unlimited throughput
     FIFO = "fifo"  # a FIFO queue, one message group per key (``group_by``): in order per key
+    KAFKA = "kafka"  # a Kafka topic (``broker=KafkaTopic(...)``): in order per partition
 
     def __str__(self) -> str:
         return self.value
 
 
-PLANNED_CHANNELS = ("kafka", "rabbitmq")  # declared names that answer "not available yet"
+PLANNED_CHANNELS = ("rabbitmq",)  # declared names that answer "not available yet"
 FIFO_MAX_BATCH = 10  # Lambda reads a FIFO queue in batches of at most 10, with no batching window
 DEFAULT_GROUP_BY = "$.detail.source"  # the CloudEvent's source: always set, so every producer's events keep their order
 # A path into the EventBridge event (the CloudEvent is its ``detail``): fields only, as EventBridge Pipes resolves it.
@@ -184,6 +188,10 @@ class Consumer(ResultProducer):
         order they reached the queue. Default :data:`DEFAULT_GROUP_BY`, the CloudEvent's ``source``.
         A ``fifo`` consumer's ``batch_size`` is at most 10 and its ``max_batching_window_s`` is not
         used (Lambda's rules for FIFO queues).
+    broker
+        The connection of a broker channel: a ``kafka`` channel's :class:`~inferbus.model.kafka.KafkaTopic`
+        (its batch size and window are the topic's; ``settings.max_receive_count`` bounds the retries).
+        ``None`` for ``sqs`` and ``fifo``.
     """
 
     handler: str
@@ -191,6 +199,7 @@ class Consumer(ResultProducer):
     settings: ConsumerSettings = ConsumerSettings()
     channel: Channel = Channel.SQS
     group_by: str | None = None
+    broker: KafkaTopic | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -210,6 +219,23 @@ class Consumer(ResultProducer):
         elif self.group_by is not None:
             raise DeclarationError(self.name, f"group_by orders a 'fifo' channel; this consumer's channel is "
                                    f"{self.channel.value!r}")
+        if self.channel is Channel.KAFKA:
+            self._check_kafka()
+        elif self.channel in (Channel.SQS, Channel.FIFO) and self.broker is not None:
+            raise DeclarationError(self.name, f"broker connects a broker channel; this consumer's channel is "
+                                   f"{self.channel.value!r}")
+
+    def _check_kafka(self) -> None:
+        from .kafka import KafkaTopic  # its module imports DeclarationError from here
+
+        if not isinstance(self.broker, KafkaTopic):
+            raise DeclarationError(self.name, f"a 'kafka' channel needs broker=KafkaTopic(topic=..., cluster_arn=... or "
+                                   f"bootstrap_servers=...), got {self.broker!r}")
+        default = ConsumerSettings()
+        if (self.settings.batch_size, self.settings.max_batching_window_s) != (default.batch_size, default.max_batching_window_s):
+            raise DeclarationError(self.name, "a 'kafka' consumer's batch is its topic's: declare "
+                                   "KafkaTopic(batch_size=..., max_batching_window_s=...), not ConsumerSettings")
+        object.__setattr__(self, "broker", self.broker.with_group(self.name))
 
     @property
     def ordered(self) -> bool:

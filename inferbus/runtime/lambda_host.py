@@ -162,6 +162,15 @@ class Invocation:
     logs: list[dict[str, Any]] = field(default_factory=list)
 
 
+def batch_records(event: Any) -> list[Any]:
+    """The records of an event source mapping's event: SQS's ``Records``, or Kafka's ``records`` by topic-partition."""
+    if not isinstance(event, dict):
+        return []
+    if isinstance(event.get("records"), dict):
+        return [record for partition in event["records"].values() for record in partition]
+    return list(event.get("Records", []))
+
+
 class LocalFunction:
     """One function of the template: its execution environments, invocations, logs and metrics.
 
@@ -350,7 +359,7 @@ class LocalFunction:
                 # What the Lambda runtime logs for an unhandled error.
                 sink.lines.append({"level": "ERROR", "errorType": error_type, "errorMessage": error_message,
                                    "stackTrace": stack, "requestId": context.aws_request_id})
-        records = event.get("Records", []) if isinstance(event, dict) else []
+        records = batch_records(event)
         failures = response.get("batchItemFailures", []) if isinstance(response, dict) else []
         failed = [item["itemIdentifier"] for item in failures]
         invocation = Invocation(context.aws_request_id, len(records), failed, error, (time.perf_counter() - started) * 1000,

@@ -28,6 +28,7 @@ from .specs import (
     BridgeSpec,
     Deployment,
     EventSourceSpec,
+    KafkaMappingSpec,
     FunctionSpec,
     LogSubscriptionSpec,
 
@@ -423,15 +424,17 @@ def _specify_event_sources(resources: dict[str, Any], deployment: Deployment) ->
         function_logical_id = next(
             fid for fid, spec in deployment.functions.items() if function_name in (spec.name, spec.arn)
         )
+        kafka = _kafka_mapping(props, resolver) if "Topics" in props else None
         deployment.event_sources.append(
             EventSourceSpec(
                 logical_id,
                 function_logical_id,
-                resolver.resolve(props["EventSourceArn"]),
+                resolver.resolve(props["EventSourceArn"]) if "EventSourceArn" in props else "",
                 int(props.get("BatchSize", 10)),
                 int(props.get("MaximumBatchingWindowInSeconds", 0)),
                 "ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
                 props.get("ScalingConfig", {}).get("MaximumConcurrency"),
+                kafka,
             )
         )
 
@@ -482,3 +485,16 @@ def _list_what_is_not_local(resources: dict[str, Any], deployment: Deployment, n
             deployment.cloud_only.append((logical_id, resource_type, "not emulated by the embedded runtime"))
         for note in notes.get(logical_id, []):
             deployment.partly_local.append((logical_id, resource_type, note))
+
+
+def _kafka_mapping(props: dict[str, Any], resolver: Any) -> KafkaMappingSpec:
+    """A Kafka event source mapping's topic, group, start, retries and on-failure queue."""
+    group = props.get("AmazonManagedKafkaEventSourceConfig") or props.get("SelfManagedKafkaEventSourceConfig") or {}
+    endpoints = props.get("SelfManagedEventSource", {}).get("Endpoints", {}).get("KafkaBootstrapServers", [])
+    failure = props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+    return KafkaMappingSpec(
+        topic=props["Topics"][0], group_id=group.get("ConsumerGroupId") or props["Topics"][0],
+        starting_position=props.get("StartingPosition", "TRIM_HORIZON"),
+        max_retry_attempts=int(props.get("MaximumRetryAttempts", -1)),
+        cluster_arn=resolver.resolve(props["EventSourceArn"]) if "EventSourceArn" in props else None,
+        bootstrap_servers=tuple(endpoints), on_failure_arn=resolver.resolve(failure) if failure else None)

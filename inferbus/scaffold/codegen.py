@@ -8,6 +8,7 @@ batch, the contract doing all the validation.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import textwrap
@@ -17,6 +18,7 @@ from string import Template
 from typing import Any
 
 from inferbus.model.declarations import FIFO_MAX_BATCH
+from inferbus.model.kafka import KafkaTopic
 
 from .graph import GraphOutput, GraphSpec, Kind
 from .samples import HeldOut
@@ -95,9 +97,9 @@ class ConsumerPlan:
         Where the demo's samples come from.
     value_limit
         The largest magnitude a numeric input field accepts.
-    channel, group_by
-        How its events reach it (``sqs``, or ``fifo`` ordered by ``group_by``): see
-        :class:`~inferbus.model.declarations.Consumer`.
+    channel, group_by, broker
+        How its events reach it (``sqs``, ``fifo`` ordered by ``group_by``, or ``kafka`` from the
+        topic ``broker``): see :class:`~inferbus.model.declarations.Consumer`.
     """
 
     name: str
@@ -113,6 +115,7 @@ class ConsumerPlan:
     value_limit: int
     channel: str = "sqs"
     group_by: str | None = None
+    broker: KafkaTopic | None = None
 
     @property
     def contract_module(self) -> str:
@@ -764,9 +767,11 @@ def declaration_source(plan: ConsumerPlan) -> str:
         "",
     ]
     names = ["Corruption", "DemoInputs"] + ([] if reused else ["Sample"])
-    ordered = plan.channel != "sqs"
+    ordered = plan.channel == "fifo"
     body_imports = ([*imports, ""] if imports else []) + ["from inferbus.model.declarations import Consumer, EventFilter",
                                                          f"from inferbus.model.demo import {', '.join(names)}"]
+    if plan.broker is not None:
+        body_imports.append("from inferbus.model.kafka import KafkaTopic")
     if ordered:
         body_imports.append("from inferbus.model.settings import ConsumerSettings")
     if reused:
@@ -814,6 +819,7 @@ def declaration_source(plan: ConsumerPlan) -> str:
         *([f'        channel="{plan.channel}",', f"        group_by={json.dumps(plan.group_by)},",
            f"        settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH}),  # Lambda's most for a FIFO queue"]
           if ordered else []),
+        *(['        channel="kafka",', f"        broker={kafka_topic_source(plan.broker)},"] if plan.broker is not None else []),
         "    ),",
         "]",
         "",
@@ -826,11 +832,33 @@ def declaration_source(plan: ConsumerPlan) -> str:
 
 # -- the functional test ----------------------------------------------------------------------------
 
+# A kafka consumer's test writes to its topic on the embedded runtime's local Kafka cluster (a mock, or a real broker).
+KAFKA_PRODUCE = [
+    "def produce(pipeline, values: list[str]) -> None:",
+    '    """Write each value (a structured CloudEvent) to the consumer\'s topic on the local Kafka cluster."""',
+    '    producer = Producer({"bootstrap.servers": pipeline.kafka_bootstrap_servers})',
+    "    for value in values:",
+    "        producer.produce(CONSUMER.broker.topic, value=value)",
+    "    assert producer.flush(10) == 0",
+    "",
+    "",
+]
+
+
+def kafka_topic_source(topic: KafkaTopic) -> str:
+    """The declaration of ``topic`` as Python source (the fields that differ from their defaults)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(KafkaTopic)}
+    given = {f.name: getattr(topic, f.name) for f in dataclasses.fields(KafkaTopic)
+             if f.name == "topic" or getattr(topic, f.name) != defaults[f.name]}
+    return "KafkaTopic(" + ", ".join(f"{name}={value!r}" for name, value in given.items()) + ")"
+
+
 
 def functional_test_source(plan: ConsumerPlan) -> str:
     """``tests/functional/test_<module>.py``: the consumer embedded on moto, its samples and a malformed input."""
     why, change = _corruption(plan.fields[0])
     field = plan.fields[0].field
+    kafka = plan.broker is not None
     out = [
         *functional_test_head(
             f"{plan.name}, embedded on moto: its demo samples in, one valid {plan.result_type} per input out; a "
@@ -838,7 +866,8 @@ def functional_test_source(plan: ConsumerPlan) -> str:
             "Written by ``inferbus new consumer``. The stack is synthesized with this consumer alone, provisioned in "
             "moto and run in this process: no AWS account, no network.",
             type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type]),
-            ["from inferbus.local import LocalPipeline", "from inferbus.model.declarations import Consumer, Pipeline",
+            [*(["from confluent_kafka import Producer"] if kafka else []),
+             "from inferbus.local import LocalPipeline", "from inferbus.model.declarations import Consumer, Pipeline",
              f"from pipeline.{plan.module} import COMPONENTS, DEMO"]),
         "",
         f'(CONSUMER,) = [c for c in COMPONENTS if isinstance(c, Consumer) and c.name == "{plan.name}"]',
@@ -868,9 +897,11 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    return found",
         "",
         "",
+        *(KAFKA_PRODUCE if kafka else []),
         "def test_one_valid_result_per_input_from_one_inference_per_batch(pipeline):",
         "    events = submitted(SAMPLES)",
-        "    assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []",
+        ("    produce(pipeline, [event.model_dump_json(exclude_none=True) for event in events])" if kafka else
+         "    assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []"),
         "    pipeline.drain()",
         "",
         "    delivered = pipeline.tapped_events()  # every event the bus carried since the last look",
@@ -878,7 +909,8 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    assert sorted(result.data.input_id for result in published) == sorted(event.id for event in events)",
         f"    assert all(isinstance(result.data, {plan.result_type}) for result in published)",
         "    assert {result.source for result in published} == {CONSUMER.result_source}",
-        "    function = pipeline.consumer(CONSUMER.name).function",
+        ("    (function,) = [source.function for source in pipeline.event_sources if source.spec.kafka is not None]"
+         if kafka else "    function = pipeline.consumer(CONSUMER.name).function"),
         "    batches = [invocation for invocation in function.invocations if invocation.records]",
         *(['    assert len(function.metrics["InferenceMs"]) == len(batches)  # ONE session.run per batch']
           if plan.channel == "sqs" else
@@ -893,7 +925,8 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    d = json.loads(entry[\"Detail\"])",
         f'    d["id"] = "malformed-{plan.name}"',
         f"    {change}  # {why}",
-        '    assert pipeline.put_events([entry | {"Detail": json.dumps(d)}]) == []',
+        ('    produce(pipeline, [json.dumps(d)])' if kafka else
+         '    assert pipeline.put_events([entry | {"Detail": json.dumps(d)}]) == []'),
         "    pipeline.drain()",
         "",
         f'    (kept,) = [m for m in pipeline.invalid_events() if m.get("event_id") == "malformed-{plan.name}"]',

@@ -17,10 +17,15 @@ from inferbus.model.declarations import (
     Task,
     Workflow,
 )
+from inferbus.model.kafka import KafkaBridge, KafkaTopic
 from inferbus.model.settings import ConsumerSettings, InferbusSettings, SettingsError
 from inferbus.reference import update_readme
 from infra.configuration import parse_context
 from tests.declared import PIPELINE
+
+CLUSTER = "arn:aws:kafka:us-east-1:123456789012:cluster/payments/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-1"
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka-scram-AbCdEf"
+TOPIC = KafkaTopic(topic="orders", cluster_arn=CLUSTER)
 
 
 def consumer(name="iris-classifier", **changes):
@@ -52,9 +57,21 @@ def test_every_name_derives_from_the_components_name():
      "^w: emits must name at least one result type"),
     (lambda: consumer(emits=("A", "B")), r"^iris-classifier: a consumer emits one result type"),
     (lambda: Route(name="offers", accepts="TransactionApproved"), "^offers: accepts must be an EventFilter"),
-    (lambda: consumer(channel="kafka"), r"^iris-classifier: channel 'kafka' is not available yet \(available: sqs, fifo\)"),
+    (lambda: consumer(channel="kafka"), r"^iris-classifier: a 'kafka' channel needs broker=KafkaTopic\("),
+    (lambda: consumer(channel="kafka", broker=TOPIC, settings=ConsumerSettings(batch_size=50)),
+     r"batch is its topic's: declare KafkaTopic\(batch_size=..."),
+    (lambda: consumer(broker=TOPIC), "broker connects a broker channel; this consumer's channel is 'sqs'"),
+    (lambda: KafkaTopic(topic="orders"), r"^KafkaTopic\('orders'\): give exactly one of cluster_arn"),
+    (lambda: KafkaTopic(topic="orders", cluster_arn="arn:aws:kafka:us-east-1:123456789012:cluster/x"), "must be an MSK cluster ARN"),
+    (lambda: KafkaTopic(topic="orders", bootstrap_servers=("b-1:9092",)), "needs secret_arn"),
+    (lambda: KafkaTopic(topic="orders", bootstrap_servers=("b-1",), secret_arn=SECRET), "'host:port' each, got 'b-1'"),
+    (lambda: KafkaTopic(topic="or ders", cluster_arn=CLUSTER), "topic must be"),
+    (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, batch_size=10_001), "batch_size must be 1-10,000"),
+    (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, starting_position="AT_TIMESTAMP"), "starting_position must be"),
+    (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, consumer_group_id="a b"), "consumer_group_id must be"),
+    (lambda: KafkaBridge(name="Orders", broker=TOPIC), "kebab-case"),
     (lambda: consumer(channel="rabbitmq"), "'rabbitmq' is not available yet"),
-    (lambda: consumer(channel="pigeon"), r"unknown channel 'pigeon' \(available: sqs, fifo\)"),
+    (lambda: consumer(channel="pigeon"), r"unknown channel 'pigeon' \(available: sqs, fifo, kafka\)"),
     (lambda: consumer(group_by="$.detail.data.customer_id"), "group_by orders a 'fifo' channel"),
     (lambda: consumer(channel="fifo", group_by="$.data.customer_id"), "starting '\\$.detail.'"),
     (lambda: consumer(channel="fifo", group_by="$.detail.data[0]"), "group_by must be a path of fields"),
@@ -104,3 +121,15 @@ def test_overrides_reach_a_consumer_a_task_and_a_route_and_name_a_bad_key():
 
 def test_the_readme_event_table_is_generated_from_the_contracts_and_declarations():
     assert update_readme(PIPELINE, check=True), "README.md's event table is out of date: run `inferbus docs`"
+
+
+def test_a_kafka_consumer_reads_its_topic_as_its_own_group_unless_one_is_declared():
+    kafka = consumer(channel="kafka", broker=TOPIC)
+    assert (kafka.channel, kafka.broker.consumer_group_id, kafka.broker.batch_size) == (Channel.KAFKA, "iris-classifier", 500)
+    assert kafka.broker.topic_arn == CLUSTER.replace(":cluster/", ":topic/") + "/orders"
+    assert kafka.broker.group_arn("iris-classifier") == CLUSTER.replace(":cluster/", ":group/") + "/iris-classifier"
+    named = consumer(channel="kafka", broker=KafkaTopic(topic="orders", cluster_arn=CLUSTER, consumer_group_id="risk"))
+    assert named.broker.consumer_group_id == "risk"
+    self_managed = KafkaTopic(topic="orders", bootstrap_servers="b-1.example.com:9096", secret_arn=SECRET)
+    assert (self_managed.managed, self_managed.bootstrap_servers, self_managed.topic_arn) == (False, ("b-1.example.com:9096",), None)
+    assert KafkaBridge(name="orders-in", broker=TOPIC).broker.consumer_group_id == "orders-in"

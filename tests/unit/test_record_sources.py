@@ -74,5 +74,5 @@ def test_the_source_is_chosen_by_the_environment_and_an_unknown_one_is_named():
     source = record_source(ConsumerEnvironment.model_validate(ENVIRONMENT), lambda service: asked.append(service))
     assert isinstance(source, RecordSource) and source.name == "sqs"
     assert source.is_last_attempt(SourceRecord("m", "b", 4)) and asked == []  # the client is made on first use only
-    with pytest.raises(ConfigurationError, match="RECORD_SOURCE='kafka' names no record source; known: sqs"):
-        record_source(ConsumerEnvironment.model_validate(ENVIRONMENT | {"RECORD_SOURCE": "kafka"}), lambda s: None)
+    with pytest.raises(ConfigurationError, match="RECORD_SOURCE='pulsar' names no record source; known: kafka, sqs"):
+        record_source(ConsumerEnvironment.model_validate(ENVIRONMENT | {"RECORD_SOURCE": "pulsar"}), lambda s: None)

@@ -4,6 +4,7 @@
 name (``RECORD_SOURCE``)   implementation
 =========================  ====================================================================
 ``sqs`` (default)          :class:`SqsRecordSource`: the consumer's queue, its DLQ
+``kafka``                  :class:`KafkaRecordSource`: an MSK or self-managed Kafka topic
 =========================  ====================================================================
 
 A function gets its source from its environment (:func:`record_source`); a new channel is one
@@ -18,9 +19,10 @@ from typing import Any
 from ..environment import ConsumerEnvironment
 from ..errors import registered
 from .base import RecordSource, SourceRecord
+from .kafka import KafkaRecordSource
 from .sqs import SqsRecordSource
 
-__all__ = ["RECORD_SOURCES", "RecordSource", "SourceRecord", "SqsRecordSource", "record_source"]
+__all__ = ["RECORD_SOURCES", "KafkaRecordSource", "RecordSource", "SourceRecord", "SqsRecordSource", "record_source"]
 
 
 def _sqs(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
@@ -28,9 +30,14 @@ def _sqs(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> Rec
                            max_receive_count=environment.MAX_RECEIVE_COUNT, sqs=lambda: clients("sqs"))
 
 
+def _kafka(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
+    return KafkaRecordSource()  # the mapping's on-failure destination takes what it gives up on
+
+
 # RECORD_SOURCE name -> how to make the source from the consumer's environment and a client getter.
 RECORD_SOURCES: dict[str, Callable[[ConsumerEnvironment, Callable[[str], Any]], RecordSource]] = {
     SqsRecordSource.name: _sqs,
+    KafkaRecordSource.name: _kafka,
 }
 
 
