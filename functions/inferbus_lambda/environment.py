@@ -122,11 +122,19 @@ class ClaimsEnvironment(FunctionEnvironment):
         How long a completed claim suppresses duplicates.
     CLAIM_STORE
         Which claims store keeps them (``inferbus_lambda.claims.CLAIM_STORES``). Default ``dynamodb``.
+    REDIS_ENDPOINT
+        ``redis`` store: the server (``host:port``); TLS unless it is a loopback address.
+    REDIS_USER, REDIS_CACHE_NAME
+        ``redis`` store: the ElastiCache user and serverless cache that IAM authentication signs for
+        (both unset: no authentication, as a local server).
     """
 
     IDEMPOTENCY_TABLE_NAME: Annotated[str, Field(min_length=1)]
     IDEMPOTENCY_TTL_SECONDS: Annotated[int, Field(ge=1)]
     CLAIM_STORE: Annotated[str, Field(min_length=1)] = "dynamodb"
+    REDIS_ENDPOINT: str | None = None
+    REDIS_USER: str | None = None
+    REDIS_CACHE_NAME: str | None = None
 
 
 class AcceptEnvironment(ClaimsEnvironment):
