@@ -29,6 +29,7 @@ LOG_RETENTION_CHOICES = (7, 14, 30, 90, 365)
 PACKAGES = ("zip", "image")
 STAGE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 WORKFLOW_LOG_LEVELS = ("ALL", "ERROR", "FATAL", "OFF")
+CLAIMS_STORES = ("dynamodb", "redis")  # inferbus_lambda.claims.CLAIM_STORES that a stack can make
 MAX_QUEUE_RETENTION_S = 14 * 86_400
 
 
@@ -253,6 +254,10 @@ class InferbusSettings:
         with the FIS Lambda extension layer, its configuration bucket and an experiment role.
         Default False: the template then has none of them. Templates only: an experiment runs
         when someone starts it, and stops when work is lost (see ``constructs/fault_injection.py``).
+    claims_store
+        Where consumers and workflows keep their exactly-once claims: ``dynamodb`` (default: the
+        idempotency table, no fixed cost) or ``redis`` (ElastiCache Serverless Valkey in a VPC the
+        claiming functions join; locally a redis-server, see docs/channels.md).
     """
 
     stage: str = ""
@@ -289,6 +294,7 @@ class InferbusSettings:
     results_glacier_after_days: int = 90
     results_retention_days: int = 365
     fault_injection_experiments: bool = False
+    claims_store: Literal["dynamodb", "redis"] = "dynamodb"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -312,6 +318,8 @@ class InferbusSettings:
         for switch in ("fault_injection_experiments", "schema_registry", "ingest_api", "results_archive"):
             if not isinstance(getattr(self, switch), bool):
                 raise SettingsError(f"{owner}.{switch} must be True or False, got {getattr(self, switch)!r}")
+        if self.claims_store not in CLAIMS_STORES:
+            raise SettingsError(f"{owner}.claims_store must be one of {', '.join(CLAIMS_STORES)}, got {self.claims_store!r}")
         if self.lambda_insights not in (None, True, False):
             raise SettingsError(f"{owner}.lambda_insights must be True, False or None (on in prod), got {self.lambda_insights!r}")
         for percent in ("error_rate_alarm_percent", "concurrency_alarm_percent", "memory_alarm_percent"):

@@ -124,3 +124,18 @@ def test_iam_auth_signs_a_connect_request_for_the_cache_and_reuses_it():
     assert password.startswith("my-cache/?Action=connect&User=inferbus-claims&ResourceType=ServerlessCache")
     assert "X-Amz-Signature=" in password and "X-Amz-Expires=900" in password
     assert token.get_credentials()[1] == password  # reused until it is 10 minutes old
+
+
+def test_a_dropped_connection_is_retried_and_only_the_last_failure_fails_the_records(redis_client):
+    """The chaos fault (a connection lost mid-request) on the claim script: retried like a DynamoDB throttle."""
+    from inferbus.chaos.faults import UnreachableRedis
+
+    drops = iter([True, False, True, True, True])  # first claim: dropped once; second: dropped every time
+    store = RedisClaimStore(redis_client, scope="image-classifier", expires_after_seconds=3600, sleep=lambda _: None)
+    store.client = UnreachableRedis(redis_client, claim_sha=store._claim.sha, claim_rate=lambda: 1.0,
+                                    complete_rate=lambda: 0.0, draws=lambda rate: next(drops))
+    first, second = images(2)
+    assert values(store.claim([first], remaining_ms=30_000)) == ["claimed"]
+    assert store.requests == {"evalsha": 2}
+    assert values(store.claim([second], remaining_ms=30_000)) == ["unavailable"]
+    assert store.requests == {"evalsha": 5}  # three attempts, then its record is redelivered later

@@ -11,7 +11,7 @@ expired.
 
 Requests per batch: ONE ``EVALSHA`` claims a whole batch (any size), ONE pipeline of ``SET`` completes
 a group of results and ONE ``DEL`` releases a batch; a workflow's accept is one ``EVALSHA``.
-:attr:`RedisClaimStore.requests` counts them (the round trips) and the commands they carry.
+:attr:`RedisClaimStore.requests` counts them (the round trips), :attr:`RedisClaimStore.ecpus` what they cost.
 
 Keys: ``inferbus:{<scope>}:<claim key>``. The braces are a Redis Cluster hash tag: every key of one
 scope (one consumer, one workflow) lives in one hash slot, which a multi-key script needs on a
@@ -33,14 +33,17 @@ Example
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .base import ClaimRecord, ClaimState, ClaimStatus, ClaimStore, PutAnswer
 
 __all__ = ["KEY_PREFIX", "RedisClaimStore"]
 
 KEY_PREFIX = "inferbus"
+T = TypeVar("T")
 
 # claims.base.claimable, in Lua, for every key of a batch at once (a script runs atomically). ARGV[1] is
 # now in ms; ARGV[1 + i] the i-th record's JSON, whose "expires_at_s" is also its key's expiry. Answers
@@ -93,7 +96,13 @@ class RedisClaimStore(ClaimStore):
     Parameters
     ----------
     client
-        A ``redis.Redis`` (or ``redis.RedisCluster``) client; reuse the function's one.
+        A ``redis.Redis`` (or ``redis.RedisCluster``) client; reuse the function's one. Read at each call:
+        assigning another (a wrapper that injects faults) takes effect at once.
+    max_attempts, base_delay_s, sleep
+        Tries per request when the connection fails (after the client's own retries), the first backoff
+        ceiling (doubling, full jitter) and how to wait: as :class:`~.dynamodb.DynamoDBClaimStore`'s. Every
+        request is safe to repeat: a claim script whose answer was lost finds its own claims and answers
+        them held (redelivered later), a completion or a release writes the same again.
     scope, expires_after_seconds
         See :class:`~.base.ClaimStore`.
 
@@ -101,16 +110,20 @@ class RedisClaimStore(ClaimStore):
     ----------
     requests
         Round trips made, by kind (``evalsha``, ``pipeline``, ``del``): what a batch cost.
-    commands
-        Redis commands those carried (a script's own ``GET``/``SET`` not counted): ElastiCache
-        Serverless bills per command (ECPU), not per round trip.
+    ecpus
+        ElastiCache Serverless's unit of billing, estimated: one per key read or written (a claim's
+        value is far under 1 KB; a script's ``GET`` and ``SET`` are two), not one per round trip.
     """
 
-    def __init__(self, client: Any, *, scope: str, expires_after_seconds: int) -> None:
+    def __init__(self, client: Any, *, scope: str, expires_after_seconds: int, max_attempts: int = 3,
+                 base_delay_s: float = 0.025, sleep: Callable[[float], None] = time.sleep) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be 1 or more, got {max_attempts}")
         super().__init__(scope=scope, expires_after_seconds=expires_after_seconds)
         self.client = client
+        self.max_attempts, self.base_delay_s, self.sleep = max_attempts, base_delay_s, sleep
         self.requests: dict[str, int] = {}
-        self.commands = 0
+        self.ecpus = 0
         self._claim = client.register_script(CLAIM_SCRIPT)
         self._accept = client.register_script(ACCEPT_SCRIPT)
         self._end_hold = client.register_script(END_HOLD_SCRIPT)
@@ -142,9 +155,24 @@ class RedisClaimStore(ClaimStore):
                            held_until_ms=_number(fields.get("held_until_ms")),
                            claimed_at_ms=_number(fields.get("claimed_at_ms")), result=fields.get("result"))
 
-    def _count(self, kind: str, commands: int) -> None:
+    def _count(self, kind: str, ecpus: int) -> None:
         self.requests[kind] = self.requests.get(kind, 0) + 1
-        self.commands += commands
+        self.ecpus += ecpus
+
+    def _attempts(self, kind: str, ecpus: int, request: Callable[[], T]) -> T:
+        """``request()``, tried up to :attr:`max_attempts` times while the connection fails; the last failure raises."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        for attempt in range(1, self.max_attempts + 1):
+            self._count(kind, ecpus)
+            try:
+                return request()
+            except (RedisConnectionError, RedisTimeoutError):
+                if attempt == self.max_attempts:
+                    raise
+                self.sleep(random.uniform(0, self.base_delay_s * 2 ** (attempt - 1)))  # noqa: S311 - jitter
+        raise AssertionError("unreachable")
 
     # -- the primitives --------------------------------------------------------------------------
 
@@ -152,9 +180,10 @@ class RedisClaimStore(ClaimStore):
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
-        self._count("evalsha", len(records))
+        keys, values = [self.key(r.key) for r in records], [now_ms, *map(self.value, records)]
         try:
-            held = self._claim(keys=[self.key(r.key) for r in records], args=[now_ms, *map(self.value, records)])
+            held = self._attempts("evalsha", 2 * len(records),
+                                  lambda: self._claim(keys=keys, args=values, client=self.client))
         except (RedisConnectionError, RedisTimeoutError):
             return [ClaimStatus.UNAVAILABLE] * len(records)  # nothing written (a script runs whole or not at all)
         return [ClaimStatus.CLAIMED if not value else self.record(record.key, value)
@@ -166,12 +195,15 @@ class RedisClaimStore(ClaimStore):
 
         if not records:
             return []
-        self._count("pipeline", len(records))
-        pipeline = self.client.pipeline(transaction=False)
-        for record in records:
-            pipeline.set(self.key(record.key), self.value(record), exat=record.expires_at_s)
+
+        def write() -> list[Any]:
+            pipeline = self.client.pipeline(transaction=False)
+            for record in records:
+                pipeline.set(self.key(record.key), self.value(record), exat=record.expires_at_s)
+            return list(pipeline.execute(raise_on_error=False))
+
         try:
-            answers = pipeline.execute(raise_on_error=False)
+            answers = self._attempts("pipeline", len(records), write)
         except (RedisConnectionError, RedisTimeoutError):
             return [record.key for record in records]
         return [record.key for record, answer in zip(records, answers, strict=True) if isinstance(answer, Exception)]
@@ -182,21 +214,21 @@ class RedisClaimStore(ClaimStore):
 
         if not keys:
             return []
-        self._count("del", 1)
-        try:
-            self.client.delete(*map(self.key, keys))  # one slot: one command for the batch, even on a cluster
+        names = [self.key(key) for key in keys]
+        try:  # one slot: one command for the batch, even on a cluster
+            self._attempts("del", len(keys), lambda: self.client.delete(*names))
         except (RedisConnectionError, RedisTimeoutError):
             return list(keys)
         return []
 
     def put_accepted(self, record: ClaimRecord, *, now_ms: int) -> tuple[bool, ClaimRecord | None]:
-        self._count("evalsha", 1)
-        held = self._accept(keys=[self.key(record.key)], args=[now_ms, self.value(record)])
+        self._count("evalsha", 2)
+        held = self._accept(keys=[self.key(record.key)], args=[now_ms, self.value(record)], client=self.client)
         return (True, None) if not held else (False, self.record(record.key, held))
 
     def end_hold(self, key: str, *, claimed_before_ms: int, now_ms: int) -> bool:
-        self._count("evalsha", 1)
-        return bool(self._end_hold(keys=[self.key(key)], args=[claimed_before_ms, now_ms]))
+        self._count("evalsha", 2)
+        return bool(self._end_hold(keys=[self.key(key)], args=[claimed_before_ms, now_ms], client=self.client))
 
 
 def _number(value: Any) -> int | None:
@@ -222,7 +254,6 @@ class IamAuthToken:
         self._token: tuple[float, str] | None = None
 
     def get_credentials(self) -> tuple[str, str]:  # redis.CredentialProvider's one method
-        import time
 
         if self._token is None or time.monotonic() - self._token[0] > IAM_TOKEN_LIFETIME_S * 2 / 3:
             self._token = (time.monotonic(), self.token())
