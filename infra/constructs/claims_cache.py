@@ -37,9 +37,9 @@ from ..nag import acknowledge_vpc_access_policy
 
 REDIS_PORT = 6379
 ENGINE = "valkey"
-# What RedisClaimStore sends (scripts' GET/SET, pipelined SET, DEL) and what a cluster client asks on connect.
-ACCESS_STRING = ("on ~inferbus:* resetchannels -@all +@read +@write +@scripting +@connection -@dangerous "
-                 "+cluster|slots +cluster|shards +cluster|nodes +command +info")
+# What RedisClaimStore sends: scripts (EVALSHA, SCRIPT LOAD) whose GET/SET touch inferbus:* keys, pipelined SET, DEL,
+# and the client's connection commands (AUTH, HELLO, CLIENT SETINFO, PING).
+ACCESS_STRING = "on ~inferbus:* resetchannels -@all +@read +@write +@scripting +@connection -@dangerous"
 # AWS APIs a claiming function calls from inside the VPC.
 ENDPOINT_SERVICES = {"Events": ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
                      "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,

@@ -15,7 +15,7 @@ a group of results and ONE ``DEL`` releases a batch; a workflow's accept is one 
 
 Keys: ``inferbus:{<scope>}:<claim key>``. The braces are a Redis Cluster hash tag: every key of one
 scope (one consumer, one workflow) lives in one hash slot, which a multi-key script needs on a
-cluster (ElastiCache Serverless is one). The price is that one consumer's claims are served by one
+cluster (ElastiCache Serverless shards by slot behind its one endpoint). The price is that one consumer's claims are served by one
 shard; a shard takes far more requests per second than one consumer's batches make.
 
 Connection errors and timeouts are answered per record as DynamoDB's throttling is: a claim that
@@ -241,6 +241,7 @@ LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 IAM_TOKEN_LIFETIME_S = 900  # ElastiCache takes an IAM auth token for 15 minutes; a connection made with it lasts 12 hours
 CONNECT_TIMEOUT_S = 2.0
 RETRIES = 2
+DEFAULT_PORT = 6379
 
 
 class IamAuthToken:
@@ -277,14 +278,22 @@ class IamAuthToken:
 
 
 def connect(endpoint: str, *, user_id: str | None = None, cache_name: str | None = None, region: str | None = None) -> Any:
-    """A client for ``endpoint`` (``host:port``): plain to a loopback server (a local redis-server, the embedded
-    runtime's), else TLS to a cluster (ElastiCache Serverless speaks only TLS and is one), with IAM auth when
-    ``user_id`` and ``cache_name`` are given."""
+    """A client for ``endpoint`` (``host:port``, or ``host`` on port 6379): plain to a loopback server (a local redis-server, the embedded
+    runtime's), else TLS (ElastiCache Serverless speaks only TLS), with IAM auth when ``user_id`` and ``cache_name``
+    are given. It connects on its first command, not here: a function's import (and a synth that imports it) makes
+    no connection.
+
+    A standalone client, not a cluster one, even for ElastiCache Serverless: its single endpoint routes each
+    command by hash slot itself, and every key the store sends in one command shares one slot (the ``{scope}``
+    hash tag), so no command is cross-slot and no cluster topology has to be read at a cold start.
+    """
     import redis
     from redis.backoff import ExponentialWithJitterBackoff
     from redis.retry import Retry
 
     host, _, port = endpoint.rpartition(":")
+    if not (host and port.isdigit()):
+        host, port = endpoint, str(DEFAULT_PORT)
     # A few quick retries, then the records are answered as unavailable (redelivered later): a Lambda's time is short.
     options: dict[str, Any] = {"socket_timeout": CONNECT_TIMEOUT_S, "socket_connect_timeout": CONNECT_TIMEOUT_S,
                                "retry": Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), RETRIES)}
@@ -292,4 +301,4 @@ def connect(endpoint: str, *, user_id: str | None = None, cache_name: str | None
         return redis.Redis(host=host, port=int(port), **options)
     if user_id and cache_name:
         options["credential_provider"] = IamAuthToken(user_id=user_id, cache_name=cache_name, region=region or "")
-    return redis.RedisCluster(host=host, port=int(port), ssl=True, **options)
+    return redis.Redis(host=host, port=int(port), ssl=True, **options)
