@@ -290,6 +290,7 @@ class InferbusStack(Stack):
             CONSUMES=declaration.accepts.type,
             PRODUCES=declaration.result_type,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+            MAX_EVENTS_PER_SECOND=declaration.settings.max_events_per_second,
         )
         consumer = QueueConsumer(
             scope,
@@ -310,7 +311,9 @@ class InferbusStack(Stack):
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
-        self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
+        # A rate-limited consumer's token bucket is an item of the claims table (read, then a conditional Put).
+        rate_actions = ("dynamodb:GetItem",) if declaration.settings.max_events_per_second is not None else ()
+        self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS + rate_actions)
         ConsumerMonitoring(
             scope,
             f"{declaration.construct_id}Monitoring",

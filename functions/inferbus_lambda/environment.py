@@ -161,6 +161,8 @@ class ConsumerEnvironment(ClaimsEnvironment):
         (SQS's own redrive would move it without one). Unset: SQS moves it, reason unknown.
     RECORD_SOURCE
         The channel its records come from (``inferbus_lambda.sources.RECORD_SOURCES``). Default ``sqs``.
+    MAX_EVENTS_PER_SECOND
+        Events per second all its invocations take together (``inferbus_lambda.rate_limit``); unset: no rate.
     """
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
@@ -171,6 +173,7 @@ class ConsumerEnvironment(ClaimsEnvironment):
     DEAD_LETTER_QUEUE_URL: str | None = None
     MAX_RECEIVE_COUNT: Annotated[int, Field(ge=1)] | None = None
     RECORD_SOURCE: Annotated[str, Field(min_length=1)] = "sqs"
+    MAX_EVENTS_PER_SECOND: Annotated[float, Field(gt=0)] | None = None
 
 
 class IngestEnvironment(FunctionEnvironment):

@@ -80,15 +80,15 @@ def print_claims_bills(report: ChaosReport, console: Console) -> None:
     table.add_column("")
     for name, _ in runs:
         table.add_column(name, justify="right")
-    bills = [flow.claims_bill for _, flow in runs]
+    bills = [(bill, flow.events) for _, flow in runs if (bill := flow.claims_bill) is not None]
     rows = {
-        "store": [bill.store for bill in bills],
-        "requests": [str(sum(bill.requests.values())) for bill in bills],
-        "requests per input": [f"{sum(bill.requests.values()) / max(flow.events, 1):.2f}" for _, flow in runs],
-        "by kind": [", ".join(f"{kind} {count}" for kind, count in sorted(bill.requests.items())) for bill in bills],
-        "billed units": [", ".join(f"{unit} {amount:g}" for unit, amount in sorted(bill.units.items())) for bill in bills],
-        "$ per million inputs": [f"{bill.per_million(flow.events):.4f}" for bill, (_, flow) in zip(bills, runs, strict=True)],
-        "fixed $ a month": [f"{FIXED_MONTHLY_USD.get(bill.store, 0.0):.2f}" for bill in bills],
+        "store": [bill.store for bill, _ in bills],
+        "requests": [str(sum(bill.requests.values())) for bill, _ in bills],
+        "requests per input": [f"{sum(bill.requests.values()) / max(events, 1):.2f}" for bill, events in bills],
+        "by kind": [", ".join(f"{kind} {count}" for kind, count in sorted(bill.requests.items())) for bill, _ in bills],
+        "billed units": [", ".join(f"{unit} {amount:g}" for unit, amount in sorted(bill.units.items())) for bill, _ in bills],
+        "$ per million inputs": [f"{bill.per_million(events):.4f}" for bill, events in bills],
+        "fixed $ a month": [f"{FIXED_MONTHLY_USD.get(bill.store, 0.0):.2f}" for bill, _ in bills],
     }
     for label, cells in rows.items():
         table.add_row(label, *cells)

@@ -73,6 +73,11 @@ class ConsumerSettings:
         ``zip`` (default: the shared code bundle) or ``image``: a container image built at
         deploy from ``functions/Dockerfile`` (Docker where you deploy), for models too big
         for a zip (250 MB unzipped; an image may hold 10 GB).
+    max_events_per_second
+        The most events per second all the consumer's invocations take together, (0, 100,000]: a
+        token bucket in the claims store (``inferbus_lambda.rate_limit``); records over it go back
+        to their queue with a backoff, never to the DLQ (see docs/channels.md). Default None: no rate,
+        only ``max_concurrency``.
     """
 
     batch_size: int = 100
@@ -83,10 +88,14 @@ class ConsumerSettings:
     timeout_s: int = 30
     dlq_retention_days: int = 14
     package: Literal["zip", "image"] = "zip"
+    max_events_per_second: float | None = None
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
         _check_package(owner, self.package)
+        if self.max_events_per_second is not None and not 0 < self.max_events_per_second <= 100_000:
+            raise SettingsError(f"{owner}.max_events_per_second must be in (0, 100000] or None (no rate), "
+                                f"got {self.max_events_per_second}")
         _check_range(owner, "batch_size", self.batch_size, 1, 10_000)
         _check_range(owner, "max_batching_window_s", self.max_batching_window_s, 0, 300)
         _check_range(owner, "max_concurrency", self.max_concurrency, 2, 1000)
