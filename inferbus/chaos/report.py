@@ -71,27 +71,21 @@ def print_flow(flow: FlowReport, console: Console) -> None:
 
 
 def print_claims_bills(report: ChaosReport, console: Console) -> None:
-    """Each run's claims traffic, side by side: requests, billed units, dollars per million inputs, fixed cost."""
-    runs = [(name, flow) for name, flow in report.flows.items() if flow.claims_bill is not None]
+    """Each run's consumers' claims traffic, one row per run: requests, billed units, dollars per million inputs and
+    the store's fixed monthly cost, so two stores read side by side. (A workflow's ``Accept`` is not metered.)"""
+    runs = [(name, flow.events, bill) for name, flow in report.flows.items()
+            if (bill := flow.claims_bill) is not None and bill.requests]
     if not runs:
         return
     table = Table(title="what the consumers' claims cost (us-east-1 list prices: inferbus/chaos/store_costs.py)",
                   title_justify="left")
-    table.add_column("")
-    for name, _ in runs:
-        table.add_column(name, justify="right")
-    bills = [(bill, flow.events) for _, flow in runs if (bill := flow.claims_bill) is not None]
-    rows = {
-        "store": [bill.store for bill, _ in bills],
-        "requests": [str(sum(bill.requests.values())) for bill, _ in bills],
-        "requests per input": [f"{sum(bill.requests.values()) / max(events, 1):.2f}" for bill, events in bills],
-        "by kind": [", ".join(f"{kind} {count}" for kind, count in sorted(bill.requests.items())) for bill, _ in bills],
-        "billed units": [", ".join(f"{unit} {amount:g}" for unit, amount in sorted(bill.units.items())) for bill, _ in bills],
-        "$ per million inputs": [f"{bill.per_million(events):.4f}" for bill, events in bills],
-        "fixed $ a month": [f"{FIXED_MONTHLY_USD.get(bill.store, 0.0):.2f}" for bill, _ in bills],
-    }
-    for label, cells in rows.items():
-        table.add_row(label, *cells)
+    for column in ("run", "requests", "per input", "billed units", "$ / M inputs", "fixed $ / month"):
+        table.add_column(column, justify="left" if column in ("run", "billed units") else "right")
+    for name, events, bill in runs:
+        requests = sum(bill.requests.values())
+        table.add_row(name, str(requests), f"{requests / max(events, 1):.2f}",
+                      ", ".join(f"{unit} {amount:g}" for unit, amount in sorted(bill.units.items())),
+                      f"{bill.per_million(events):.4f}", f"{FIXED_MONTHLY_USD.get(bill.store, 0.0):.2f}")
     console.print(table)
 
 
