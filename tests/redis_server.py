@@ -20,7 +20,7 @@ START = "apt-get install redis-server (then the tests start one), or: redis-serv
         "&& export INFERBUS_REDIS_URL=redis://localhost:6379"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -50,7 +50,7 @@ def redis_endpoint() -> Iterator[str]:
     server = shutil.which("redis-server") or shutil.which("valkey-server")
     if server is None:
         _missing("no redis-server on PATH")
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = redis.Redis(port=port)

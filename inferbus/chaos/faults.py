@@ -213,7 +213,7 @@ class UnreachableRedis:
     client
         The real client.
     claim_sha
-        The SHA-1 of the claim script (``RedisClaimStore._claim.sha``): its ``EVALSHA`` is a claim.
+        The SHA-1 of the claim script (``RedisClaimStore.claim_sha``): its ``EVALSHA`` is a claim.
     claim_rate, complete_rate, draws
         As :class:`ThrottledDynamoDB`'s.
     """
@@ -415,7 +415,7 @@ class FaultInjector:
             store.client = ThrottledDynamoDB(metered, claim_rate=claim_rate, complete_rate=complete_rate, draws=self.draws)
         elif isinstance(store, RedisClaimStore) and not isinstance(store.client, UnreachableRedis):
             self.stores.append((store, None))
-            store.client = UnreachableRedis(store.client, claim_sha=store._claim.sha, claim_rate=claim_rate,
+            store.client = UnreachableRedis(store.client, claim_sha=store.claim_sha, claim_rate=claim_rate,
                                             complete_rate=complete_rate, draws=self.draws)
         consumer.claims = FaultyClaimStore(store, armed, self.counts, self._lock)
         runtime.events = ThrottledEvents(runtime.events, functools.partial(self._rate, "put_events_throttle_rate"),

@@ -37,9 +37,9 @@ from ..nag import acknowledge_vpc_access_policy
 
 REDIS_PORT = 6379
 ENGINE = "valkey"
-# What RedisClaimStore sends: scripts (EVALSHA, SCRIPT LOAD) whose GET/SET touch inferbus:* keys, pipelined SET, DEL,
-# and the client's connection commands (AUTH, HELLO, CLIENT SETINFO, PING).
-ACCESS_STRING = "on ~inferbus:* resetchannels -@all +@read +@write +@scripting +@connection -@dangerous"
+# What RedisClaimStore and RedisTokenBucket send: scripts (EVALSHA, SCRIPT LOAD) whose GET/SET/HMGET/HSET/EXPIRE touch
+# inferbus:* keys and read the server's TIME, pipelined SET, DEL, and the client's connection commands (AUTH, HELLO, PING).
+ACCESS_STRING = "on ~inferbus:* resetchannels -@all +@read +@write +@scripting +@connection -@dangerous +time"
 # AWS APIs a claiming function calls from inside the VPC.
 ENDPOINT_SERVICES = {"Events": ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
                      "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,

@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from infra.constructs.claims_cache import ENDPOINT_SERVICES, REDIS_PORT
+import pytest
+
+from infra.constructs.claims_cache import ACCESS_STRING, ENDPOINT_SERVICES, REDIS_PORT
 from tests.constructs.claims_cache_stack import add_claims_cache
+from tests.redis_server import redis_endpoint  # noqa: F401 - the server fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,3 +62,32 @@ def test_cdk_nag_finds_nothing_unaccepted(tmp_path):
                             capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / "ClaimsCache.template.json").exists()
+
+
+def test_the_users_access_string_allows_what_the_store_sends_and_nothing_dangerous(redis_endpoint):
+    """The cache user's ACL (ElastiCache's access strings are Redis ACL rules), on a real server: claims, completions,
+    releases, accepts and a token bucket work as that user; another key, FLUSHALL and CONFIG are refused."""
+    import redis
+    from inferbus_lambda.claims import RedisClaimStore
+    from inferbus_lambda.claims.redis import connect
+    from inferbus_lambda.contracts import ImageSubmitted, new_event
+    from inferbus_lambda.rate_limit import RedisTokenBucket
+
+    admin = connect(redis_endpoint)
+    admin.execute_command("ACL", "SETUSER", "claims-test", "reset", ">secret", *ACCESS_STRING.split())
+    host, port = redis_endpoint.rsplit(":", 1)
+    client = redis.Redis(host=host, port=int(port), username="claims-test", password="secret")
+    try:
+        store = RedisClaimStore(client, scope="acl", expires_after_seconds=60)
+        events = [new_event(ImageSubmitted(pixels=[i] * 64), source="acl.test", event_id=f"e{i}") for i in range(3)]
+        assert [s.value for s in store.claim(events, remaining_ms=5_000)] == ["claimed"] * 3
+        assert store.complete([(events[0], {"result_id": "r"})]) == [] and store.release(events[1:]) == []
+        assert store.accept_once(events[1], owner="x").value == "claimed"
+        assert RedisTokenBucket(client, scope="acl", rate=5).take(3) == 3
+        for refused in (lambda: client.set("other:key", "1"), client.flushall, lambda: client.config_get("*")):
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                refused()
+    finally:
+        admin.execute_command("ACL", "DELUSER", "claims-test")
+        for key in admin.scan_iter(match="inferbus:{acl}*"):
+            admin.delete(key)

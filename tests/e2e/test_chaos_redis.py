@@ -9,7 +9,7 @@ import pytest
 from inferbus.chaos import ChaosError, FaultRates, run_chaos
 from inferbus.model.declarations import Consumer
 from tests.declared import PIPELINE
-from tests.redis_server import _free_port, redis_endpoint  # noqa: F401 - the server fixture
+from tests.redis_server import free_port, redis_endpoint  # noqa: F401 - the server fixture
 
 CONSUMER = next(c for c in PIPELINE.consumers if not c.ordered)
 
@@ -39,7 +39,7 @@ def test_both_stores_run_side_by_side_and_an_unknown_store_or_a_missing_server_i
     assert {flow.claims_bill.store for flow in report.flows.values()} == {"dynamodb", "redis"}
     with pytest.raises(ChaosError, match="claims store memcached: choose from dynamodb, redis"):
         run_chaos(events=1, flow=CONSUMER.name, claims_stores=("memcached",))
-    monkeypatch.setenv("INFERBUS_REDIS_URL", f"redis://127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("INFERBUS_REDIS_URL", f"redis://127.0.0.1:{free_port()}")
     with pytest.raises(ChaosError, match="no Redis answers at .* start one \\(redis-server --daemonize yes"):
         run_chaos(events=1, flow=CONSUMER.name, claims_stores=("redis",))
     assert isinstance(CONSUMER, Consumer)

@@ -13,7 +13,7 @@ from inferbus_lambda.contracts import ImageSubmitted, new_event
 from inferbus_lambda.environment import ClaimsEnvironment
 
 from tests.functional.test_claims import dynamodb, make_claims  # noqa: F401 - the moto table fixture
-from tests.redis_server import _free_port, redis_client, redis_endpoint  # noqa: F401 - fixtures
+from tests.redis_server import free_port, redis_client, redis_endpoint  # noqa: F401 - fixtures
 
 
 def images(count: int, start: int = 0):
@@ -93,7 +93,7 @@ def test_concurrent_invocations_claim_each_event_exactly_once(redis_endpoint):
 
 
 def test_an_unreachable_server_fails_the_records_not_the_batch():
-    store = redis_store(connect(f"127.0.0.1:{_free_port()}"))  # nothing listens there
+    store = redis_store(connect(f"127.0.0.1:{free_port()}"))  # nothing listens there
     events = images(3)
     assert values(store.claim(events, remaining_ms=30_000)) == ["unavailable"] * 3
     assert store.complete([(events[0], {"result_id": "r"})]) == [claim_key(events[0].source, events[0].id)]
@@ -132,7 +132,7 @@ def test_a_dropped_connection_is_retried_and_only_the_last_failure_fails_the_rec
 
     drops = iter([True, False, True, True, True])  # first claim: dropped once; second: dropped every time
     store = RedisClaimStore(redis_client, scope="image-classifier", expires_after_seconds=3600, sleep=lambda _: None)
-    store.client = UnreachableRedis(redis_client, claim_sha=store._claim.sha, claim_rate=lambda: 1.0,
+    store.client = UnreachableRedis(redis_client, claim_sha=store.claim_sha, claim_rate=lambda: 1.0,
                                     complete_rate=lambda: 0.0, draws=lambda rate: next(drops))
     first, second = images(2)
     assert values(store.claim([first], remaining_ms=30_000)) == ["claimed"]

@@ -155,6 +155,11 @@ class RedisClaimStore(ClaimStore):
                            held_until_ms=_number(fields.get("held_until_ms")),
                            claimed_at_ms=_number(fields.get("claimed_at_ms")), result=fields.get("result"))
 
+    @property
+    def claim_sha(self) -> str:
+        """The SHA-1 of the claim script: an ``EVALSHA`` of it is a claim (what a fault injector tells apart)."""
+        return str(self._claim.sha)
+
     def _count(self, kind: str, ecpus: int) -> None:
         self.requests[kind] = self.requests.get(kind, 0) + 1
         self.ecpus += ecpus
