@@ -235,8 +235,9 @@ def _chaos(args: argparse.Namespace) -> int:
     from .chaos.report import print_chaos_report
 
     rates = FaultRates(**{rate.name: getattr(args, rate.name) for rate in fields(FaultRates)})  # a flag per rate
+    stores = ("dynamodb", "redis") if args.claims_store == "both" else (args.claims_store,)
     options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
-                   batch_size=args.batch_size)
+                   batch_size=args.batch_size, claims_stores=stores)
     report = _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
     return 0 if report.balanced else 1
 
@@ -725,6 +726,10 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
+    chaos.add_argument("--claims-store", choices=("dynamodb", "redis", "both"), default="dynamodb",
+                       help="where the claims are kept (default dynamodb); redis: the local redis-server at "
+                       "INFERBUS_REDIS_URL (default redis://127.0.0.1:6379); both: each flow once per store, their "
+                       "requests and cost side by side")
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     chaos.set_defaults(run=_chaos)
     serve = command("serve", "run the pipeline embedded behind a local AWS endpoint (AWS CLI, boto3, inferbus send)",

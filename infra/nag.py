@@ -141,3 +141,12 @@ def acknowledge_rule_listing(role: iam.IRole, bus: object) -> None:
                  "unrouted-events check counts "
                  "every enabled rule with a target, including rules other stacks and users add to the bus later, whose "
                  "names it cannot know at deploy time; a rule ARN names its bus, so no other bus's rules are readable.")
+
+
+def acknowledge_vpc_access_policy(role: iam.IRole) -> None:
+    """A function in a VPC needs the AWS managed policy for its network interfaces."""
+    _acknowledge(role, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                 "AWSLambdaVPCAccessExecutionRole]",
+                 "A function in a VPC (here: to reach the Redis claims cache) needs AWSLambdaVPCAccessExecutionRole, the "
+                 "policy AWS documents for it: it lets Lambda create, describe and delete the function's network "
+                 "interfaces (ec2:CreateNetworkInterface and friends support no narrower resource) and write its logs.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,7 @@ from inferbus.model.settings import (
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
 from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
+from .constructs.claims_cache import ClaimsCache
 from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring, UnroutedCheckMonitoring
 from .constructs.dashboard_pages import DashboardPages
 from .constructs.event_bus import SOURCE_TAG
@@ -108,6 +110,11 @@ LOG_RETENTION = dict(
         strict=True,
     )
 )
+
+
+def _cache_name(name: str) -> str:
+    """An ElastiCache name from a bus name: lowercase letters, digits and hyphens, at most 33 (its user adds "-claims")."""
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:33]
 
 
 def _add_environment(function: lambda_.Function, model: type[FunctionEnvironment], **values: Any) -> None:
@@ -154,6 +161,10 @@ class InferbusStack(Stack):
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             removal_policy=RemovalPolicy.DESTROY,  # it holds only short-lived claims
         )
+        # claims_store=redis: the claims in a serverless Valkey cache, and the functions that claim in its VPC.
+        self.claims_cache = (ClaimsCache(self, "ClaimsCache", cache_name=_cache_name(settings.staged(settings.bus_name)),
+                                         log_retention=self.log_retention)
+                             if settings.claims_store == "redis" else None)
         self.alarm_topic = sns.Topic(
             self,
             "AlarmTopic",
@@ -254,8 +265,24 @@ class InferbusStack(Stack):
 
     def _claims_environment(self, dlq_retention_days: int) -> dict[str, Any]:
         """A claim outlives every way its event can come back (see ``InferbusSettings.claim_lifetime_s``)."""
-        return {"IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
-                "IDEMPOTENCY_TTL_SECONDS": self.settings.claim_lifetime_s(dlq_retention_days)}
+        environment: dict[str, Any] = {"IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
+                                       "IDEMPOTENCY_TTL_SECONDS": self.settings.claim_lifetime_s(dlq_retention_days),
+                                       "CLAIM_STORE": self.settings.claims_store}
+        if self.claims_cache is not None:
+            environment |= {"REDIS_ENDPOINT": self.claims_cache.endpoint, "REDIS_USER": self.claims_cache.user_id,
+                            "REDIS_CACHE_NAME": self.claims_cache.cache_name}
+        return environment
+
+    def _claiming(self, spec: FunctionSpec) -> FunctionSpec:
+        """``spec`` in the claims cache's network, when the claims are there."""
+        return spec if self.claims_cache is None else dataclasses.replace(spec, network=self.claims_cache.network_of())
+
+    def _grant_claims(self, function: lambda_.Function, actions: tuple[str, ...]) -> None:
+        """Let ``function`` keep claims in the stage's store (``actions``: what it does to the DynamoDB table)."""
+        if self.claims_cache is None:
+            self.idempotency_table.grant(function, *actions)
+        else:
+            self.claims_cache.connect(function)
 
     # -- components ----------------------------------------------------------------------------------
 
@@ -289,6 +316,7 @@ class InferbusStack(Stack):
             CONSUMES=declaration.accepts.type,
             PRODUCES=declaration.result_type,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+            MAX_EVENTS_PER_SECOND=declaration.settings.max_events_per_second,
         )
         consumer = QueueConsumer(
             scope,
@@ -296,8 +324,8 @@ class InferbusStack(Stack):
             bus=self.bus,
             event_pattern=self._pattern(declaration.accepts),
             settings=declaration.settings,
-            function=self._spec(declaration.handler, declaration.settings, declaration.description, environment,
-                                declaration.models),
+            function=self._claiming(self._spec(declaration.handler, declaration.settings, declaration.description,
+                                               environment, declaration.models)),
             target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s,
             group_by=declaration.group_by,
@@ -309,7 +337,9 @@ class InferbusStack(Stack):
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
-        self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
+        # A rate-limited consumer's token bucket is an item of the claims table (read, then a conditional Put).
+        rate_actions = ("dynamodb:GetItem",) if declaration.settings.max_events_per_second is not None else ()
+        self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS + rate_actions)
         ConsumerMonitoring(
             scope,
             f"{declaration.construct_id}Monitoring",
@@ -339,8 +369,8 @@ class InferbusStack(Stack):
                                         **self._claims_environment(self.settings.target_dlq_retention_days))
         spec = self._spec("accept_event.handler.lambda_handler", self.settings.accept_step,
                           "Every workflow's first step: validate the event, claim its id once", environment)
-        accept = WorkflowFunction(self, "AcceptEvent", spec=spec).function
-        self.idempotency_table.grant(accept, *ACCEPT_CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
+        accept = WorkflowFunction(self, "AcceptEvent", spec=self._claiming(spec)).function
+        self._grant_claims(accept, ACCEPT_CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
         return accept
 
     def _workflow(self, scope: Construct, declaration: WorkflowDeclaration, accept: lambda_.IFunction) -> Workflow:

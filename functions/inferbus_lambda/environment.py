@@ -122,11 +122,19 @@ class ClaimsEnvironment(FunctionEnvironment):
         How long a completed claim suppresses duplicates.
     CLAIM_STORE
         Which claims store keeps them (``inferbus_lambda.claims.CLAIM_STORES``). Default ``dynamodb``.
+    REDIS_ENDPOINT
+        ``redis`` store: the server (``host:port``); TLS unless it is a loopback address.
+    REDIS_USER, REDIS_CACHE_NAME
+        ``redis`` store: the ElastiCache user and serverless cache that IAM authentication signs for
+        (both unset: no authentication, as a local server).
     """
 
     IDEMPOTENCY_TABLE_NAME: Annotated[str, Field(min_length=1)]
     IDEMPOTENCY_TTL_SECONDS: Annotated[int, Field(ge=1)]
     CLAIM_STORE: Annotated[str, Field(min_length=1)] = "dynamodb"
+    REDIS_ENDPOINT: str | None = None
+    REDIS_USER: str | None = None
+    REDIS_CACHE_NAME: str | None = None
 
 
 class AcceptEnvironment(ClaimsEnvironment):
@@ -153,6 +161,8 @@ class ConsumerEnvironment(ClaimsEnvironment):
         (SQS's own redrive would move it without one). Unset: SQS moves it, reason unknown.
     RECORD_SOURCE
         The channel its records come from (``inferbus_lambda.sources.RECORD_SOURCES``). Default ``sqs``.
+    MAX_EVENTS_PER_SECOND
+        Events per second all its invocations take together (``inferbus_lambda.rate_limit``); unset: no rate.
     """
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
@@ -163,6 +173,7 @@ class ConsumerEnvironment(ClaimsEnvironment):
     DEAD_LETTER_QUEUE_URL: str | None = None
     MAX_RECEIVE_COUNT: Annotated[int, Field(ge=1)] | None = None
     RECORD_SOURCE: Annotated[str, Field(min_length=1)] = "sqs"
+    MAX_EVENTS_PER_SECOND: Annotated[float, Field(gt=0)] | None = None
 
 
 class IngestEnvironment(FunctionEnvironment):

@@ -104,3 +104,8 @@ class RecordSource(abc.ABC):
         """Send ``letters`` aside with their reasons; return the ids not sent (they fail, and the
         channel's own give-up takes them). Default: none sent."""
         return {letter.message_id for letter in letters}
+
+    def return_later(self, records: Sequence[SourceRecord], *, delay_s: int) -> None:
+        """Ask the channel to deliver ``records`` (which the consumer then reports failed) no sooner than
+        ``delay_s`` from now: the backoff of records over the consumer's rate. Default: nothing more than the
+        failure (the channel's own retry delay applies)."""

@@ -1,0 +1,38 @@
+"""The ``channels`` stage (``-c stage=channels``): every channel a consumer can be fed by, in one template to
+inspect and test without a broker. Nothing here is deployed by any other stage.
+
+Today: the claims in Redis (ElastiCache Serverless Valkey, its VPC, IAM auth) and one FIFO consumer (the
+risk scorer, in order per customer). The Kafka-fed and RabbitMQ-fed consumers join ``COMPONENTS`` below
+against the placeholder brokers (see docs/channels.md): an ARN in the account's partition that no one owns,
+so the template synthesizes, passes cdk-nag and can be read, and a deploy of it fails at the event source
+mapping, never by reaching someone else's broker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from inferbus.model.declarations import Channel
+from pipeline.risk_scorer import COMPONENTS as RISK_SCORER
+
+__all__ = ["COMPONENTS", "PLACEHOLDER_KAFKA_BOOTSTRAP_SERVERS", "PLACEHOLDER_MQ_BROKER_ARN", "PLACEHOLDER_MSK_CLUSTER_ARN",
+           "SETTINGS"]
+
+# Setting defaults for this stage; `-c key=value` still overrides each.
+SETTINGS = {"claims_store": "redis"}
+
+# Placeholder brokers for the Kafka- and RabbitMQ-fed consumers (reserved example account 123456789012).
+PLACEHOLDER_MSK_CLUSTER_ARN = "arn:aws:kafka:us-east-1:123456789012:cluster/inferbus-channels/00000000-0000-0000-0000-000000000000-1"
+PLACEHOLDER_KAFKA_BOOTSTRAP_SERVERS = ("b-1.inferbus-channels.example.internal:9096",)
+PLACEHOLDER_MQ_BROKER_ARN = "arn:aws:mq:us-east-1:123456789012:broker:inferbus-channels:b-00000000-0000-0000-0000-000000000000"
+
+_SCORER = next(iter(RISK_SCORER))
+
+COMPONENTS = (
+    # In order per customer: one FIFO message group per customer id.
+    dataclasses.replace(_SCORER, channel=Channel.FIFO, group_by="$.detail.data.customer.id",
+                        settings=dataclasses.replace(_SCORER.settings, batch_size=10, max_batching_window_s=0)),
+    # The lead adds here: one Consumer(channel="kafka", ...) against PLACEHOLDER_MSK_CLUSTER_ARN (or the
+    # self-managed PLACEHOLDER_KAFKA_BOOTSTRAP_SERVERS), and one Consumer(channel="rabbitmq", ...) against
+    # PLACEHOLDER_MQ_BROKER_ARN, each under a name of its own.
+)
