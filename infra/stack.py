@@ -298,13 +298,13 @@ class InferbusStack(Stack):
         )
         consumer = KafkaConsumer(
             scope, declaration.construct_id, topic=declaration.broker, settings=declaration.settings,
-            function=self._spec(declaration.handler, declaration.settings, declaration.description, environment,
-                                declaration.models),
+            function=self._claiming(self._spec(declaration.handler, declaration.settings, declaration.description,
+                                               environment, declaration.models)),
         )
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
-        self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
+        self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
         return consumer
 
     def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer:

@@ -13,6 +13,9 @@ from __future__ import annotations
 import dataclasses
 
 from inferbus.model.declarations import Channel
+from inferbus.model.kafka import KafkaTopic
+from inferbus.model.settings import ConsumerSettings
+from pipeline.image_classifier import COMPONENTS as IMAGE_CLASSIFIER
 from pipeline.risk_scorer import COMPONENTS as RISK_SCORER
 
 __all__ = ["COMPONENTS", "PLACEHOLDER_KAFKA_BOOTSTRAP_SERVERS", "PLACEHOLDER_MQ_BROKER_ARN", "PLACEHOLDER_MSK_CLUSTER_ARN",
@@ -27,12 +30,15 @@ PLACEHOLDER_KAFKA_BOOTSTRAP_SERVERS = ("b-1.inferbus-channels.example.internal:9
 PLACEHOLDER_MQ_BROKER_ARN = "arn:aws:mq:us-east-1:123456789012:broker:inferbus-channels:b-00000000-0000-0000-0000-000000000000"
 
 _SCORER = next(iter(RISK_SCORER))
+_CLASSIFIER = next(iter(IMAGE_CLASSIFIER))
 
 COMPONENTS = (
     # In order per customer: one FIFO message group per customer id.
     dataclasses.replace(_SCORER, channel=Channel.FIFO, group_by="$.detail.data.customer.id",
                         settings=dataclasses.replace(_SCORER.settings, batch_size=10, max_batching_window_s=0)),
-    # The lead adds here: one Consumer(channel="kafka", ...) against PLACEHOLDER_MSK_CLUSTER_ARN (or the
-    # self-managed PLACEHOLDER_KAFKA_BOOTSTRAP_SERVERS), and one Consumer(channel="rabbitmq", ...) against
-    # PLACEHOLDER_MQ_BROKER_ARN, each under a name of its own.
+    # ImageSubmitted from an MSK topic, in order per partition (the topic holds the batch settings).
+    dataclasses.replace(_CLASSIFIER, name="image-classifier-kafka",
+                        description="ImageSubmitted from a Kafka topic (MSK), in order per partition",
+                        channel=Channel.KAFKA, broker=KafkaTopic(topic="images", cluster_arn=PLACEHOLDER_MSK_CLUSTER_ARN),
+                        settings=ConsumerSettings(max_concurrency=4, max_receive_count=3)),
 )
