@@ -7,8 +7,8 @@ from typing import Any
 
 from inferbus_lambda.contracts import TextSubmitted
 from inferbus_lambda.handlers import StepRuntime, step_handler
-from inferbus_lambda.tagging import split_words
 from inferbus_lambda.text import TextTokenizer
+from inferbus_lambda.words import split_words
 
 
 def tokenize(event: dict[str, Any], runtime: StepRuntime) -> dict[str, Any]:

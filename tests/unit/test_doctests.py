@@ -14,6 +14,7 @@ import inferbus_lambda.sources.base
 import inferbus_lambda.tagging
 import inferbus_lambda.text
 import inferbus_lambda.vision
+import inferbus_lambda.words
 import pytest
 
 import inferbus.chaos.rates
@@ -31,7 +32,7 @@ MODULES = [inferbus_lambda.contracts.core, inferbus_lambda.entities, inferbus_la
            inferbus_lambda.claims.memory, event_patterns, inferbus_lambda.publishing, inferbus_lambda.text,
            inferbus_lambda.vision, infra.configuration, inferbus.model, inferbus.model.declarations, inferbus.model.demo,
            inferbus.model.names, inferbus.model.settings, pipeline, inferbus.runtime.bridge, inferbus.chaos.rates,
-           inferbus_lambda.sources.base, inferbus_lambda.consumer, inferbus.runtime.pipes, inferbus_lambda.tagging]
+           inferbus_lambda.sources.base, inferbus_lambda.consumer, inferbus.runtime.pipes, inferbus_lambda.tagging, inferbus_lambda.words]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])
