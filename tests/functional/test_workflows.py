@@ -159,11 +159,15 @@ def test_vision_fanout_detects_objects_and_labels_the_scene_in_one_event(pipelin
     count = int(SCENES["counts"][index])
     assert data.scene == MANIFEST["scene-classifier"]["labels"][int(SCENES["scene"][index])]
     assert (data.detector.name, data.scene_classifier.name) == ("scene-detector", "scene-classifier")
-    # Every true digit is found, with its class, by a box overlapping it by at least half.
-    overlaps = box_iou(np.array(data.boxes), SCENES["boxes"][index, :count])
-    assert sorted(data.classes) == sorted(SCENES["classes"][index, :count].tolist())
-    assert (overlaps.max(axis=0) >= 0.5).all()
+    # Every true digit is found, with its class, by a box overlapping it by at least half; the best-scored
+    # boxes are the digits (a low-scored alternative may follow: the detector's threshold is its manifest's).
+    true_boxes, true_classes = SCENES["boxes"][index, :count], SCENES["classes"][index, :count]
+    overlaps = box_iou(np.array(data.boxes), true_boxes)
+    same_class = np.array(data.classes)[:, None] == true_classes[None, :]
+    assert ((overlaps >= 0.5) & same_class).any(axis=0).all()
+    assert sorted(data.classes[:count]) == sorted(true_classes.tolist())
     assert data.scores == sorted(data.scores, reverse=True)
+    assert min(data.scores) >= MANIFEST["scene-detector"]["detection"]["score_threshold"]
     assert analyzed.correlationid == f"req-scene-{index}" and analyzed.data.input_id == submitted.id
     assert len(pipeline.consumer("image-classifier").function.invocations) == 0
 
