@@ -11,17 +11,14 @@ from __future__ import annotations
 import ast
 import json
 import os
-import random
 import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
-from inferbus_lambda.vision import combine_scores
 
 from tests.declared import PIPELINE
 
@@ -136,31 +133,3 @@ def test_a_function_builds_its_own_environment_model_only(name):
     found = probe(name)
     built = [model for model in found["built"] if model.startswith("inferbus_lambda.environment.")]
     assert built == [found["environment"]]
-
-
-def test_the_combined_scores_are_numpys_mean_and_argmax_to_the_last_bit():
-    """The merge step's mean in plain Python gives exactly numpy's floats (rows summed in order, divided once)."""
-    generator = random.Random(21)
-    for branches in range(2, 6):
-        for _ in range(50):
-            rows = []
-            for _ in range(branches):
-                weights = [generator.random() ** 3 for _ in range(10)]
-                rows.append([w / sum(weights) for w in weights])
-            scores = [{"model": {"name": f"m{i}", "version": "1"}, "label": int(np.argmax(row)),
-                       "confidence": max(row), "probabilities": row, "inference_ms": 0.1} for i, row in enumerate(rows)]
-            combined = combine_scores(scores)
-            mean = np.mean(rows, axis=0)
-            assert combined["label"] == int(mean.argmax())
-            assert combined["confidence"] == round(float(mean[int(mean.argmax())]), 6)
-            assert combined["probabilities"] == [round(float(p), 6) for p in mean]
-
-
-def test_equal_maxima_take_the_first_label_as_argmax_does():
-    row = [0.0] * 10
-    a, b = row.copy(), row.copy()
-    a[2], a[7] = 0.5, 0.5
-    b[2], b[7] = 0.5, 0.5
-    scores = [{"model": {"name": name, "version": "1"}, "label": 2, "confidence": 0.5, "probabilities": p,
-               "inference_ms": 0.1} for name, p in (("a", a), ("b", b))]
-    assert combine_scores(scores)["label"] == int(np.argmax(np.mean([a, b], axis=0))) == 2

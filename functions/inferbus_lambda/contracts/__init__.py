@@ -34,12 +34,15 @@ from .core import (
 from .images import (
     DIGIT_CLASSES,
     IMAGE_PIXELS,
+    MAX_DETECTIONS,
     PIXEL_MAX,
+    SCENE_MAX_SIDE,
+    SCENE_MIN_SIDE,
     ImageAnalysisFailed,
     ImageAnalyzed,
     ImageClassified,
     ImageSubmitted,
-    ModelScore,
+    SceneSubmitted,
 )
 from .risk import (
     FEATURE_LIMIT,
@@ -70,8 +73,8 @@ from .text import (
 __all__ = [
     "ApprovalFailed", "CAUSE_MAX_CHARS", "CloudEvent", "Customer", "DIGIT_CLASSES", "ENTITY_TYPES", "EVENT_DATA_MODELS", "Entity",
     "EventData", "FEATURE_LIMIT", "IDENTIFIER_PATTERN", "IMAGE_PIXELS", "Identifier", "ImageAnalysisFailed",
-    "ImageAnalyzed", "ImageClassified", "ImageSubmitted", "InvalidEventError", "MAX_ENTITIES", "ModelRef", "ModelScore",
-    "PIXEL_MAX", "Probability", "RISK_FEATURES", "ReviewCase", "ReviewCompleted", "ReviewFailed", "ReviewRequest",
+    "ImageAnalyzed", "ImageClassified", "ImageSubmitted", "InvalidEventError", "MAX_DETECTIONS", "MAX_ENTITIES", "ModelRef",
+    "PIXEL_MAX", "Probability", "RISK_FEATURES", "SCENE_MAX_SIDE", "SCENE_MIN_SIDE", "SceneSubmitted", "ReviewCase", "ReviewCompleted", "ReviewFailed", "ReviewRequest",
     "RiskScored", "Sentiment", "ShortText", "TEXT_MAX_CHARS", "TaggedWord", "TextAnalysisFailed", "TextAnalyzed", "TextSubmitted",
     "TransactionApproved", "TransactionSubmitted", "UPOS_TAGS", "WorkflowFailure", "check_distribution", "check_strict_json", "data_model",
     "envelope_model", "from_eventbridge_event", "from_put_events_entry", "is_identifier", "known_event_types",
