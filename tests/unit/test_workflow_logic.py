@@ -56,7 +56,8 @@ def test_the_branches_answers_join_into_one_valid_result():
     # Any contract, any number of branches: the text flow's answer from three.
     text = merge_branches(TextAnalyzed, [
         {"sentiment": {"label": "positive", "confidence": 0.9, "model": {"name": "s", "version": "1"}}},
-        {"entities": []}, {"tokens": 3, "truncated": False, "encoder": {"name": "e", "version": "1"}}], input_id="t-1")
+        {"entities": []}, {"tokens": 3, "truncated": False, "encoder": {"name": "e", "version": "1"}},
+        {"words": [], "tagger": {"name": "p", "version": "1"}, "recogniser": {"name": "n", "version": "1"}}], input_id="t-1")
     assert set(text) == set(TextAnalyzed.model_fields)
 
 
