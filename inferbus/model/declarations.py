@@ -63,12 +63,13 @@ class Channel(str, enum.Enum):
 
     SQS = "sqs"  # a standard queue: at-least-once, unordered, nearly unlimited throughput
     FIFO = "fifo"  # a FIFO queue, one message group per key (``group_by``): in order per key
+    RABBITMQ = "rabbitmq"  # a queue on Amazon MQ for RabbitMQ (``broker=RabbitMqQueue(...)``), not the bus's rules
 
     def __str__(self) -> str:
         return self.value
 
 
-PLANNED_CHANNELS = ("kafka", "rabbitmq")  # declared names that answer "not available yet"
+PLANNED_CHANNELS = ("kafka",)  # declared names that answer "not available yet"
 FIFO_MAX_BATCH = 10  # Lambda reads a FIFO queue in batches of at most 10, with no batching window
 DEFAULT_GROUP_BY = "$.detail.source"  # the CloudEvent's source: always set, so every producer's events keep their order
 # A path into the EventBridge event (the CloudEvent is its ``detail``): fields only, as EventBridge Pipes resolves it.
@@ -184,6 +185,9 @@ class Consumer(ResultProducer):
         order they reached the queue. Default :data:`DEFAULT_GROUP_BY`, the CloudEvent's ``source``.
         A ``fifo`` consumer's ``batch_size`` is at most 10 and its ``max_batching_window_s`` is not
         used (Lambda's rules for FIFO queues).
+    broker
+        The channel's connection, for a channel fed by a broker: a ``rabbitmq`` channel's
+        :class:`~inferbus.model.rabbitmq.RabbitMqQueue`. ``None`` for ``sqs`` and ``fifo``.
     """
 
     handler: str
@@ -191,12 +195,14 @@ class Consumer(ResultProducer):
     settings: ConsumerSettings = ConsumerSettings()
     channel: Channel = Channel.SQS
     group_by: str | None = None
+    broker: Any = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if len(self.emits) != 1:
             raise DeclarationError(self.name, f"a consumer emits one result type, got {list(self.emits)}")
         object.__setattr__(self, "channel", channel_named(self.name, self.channel))
+        _check_rabbitmq_broker(self)
         if self.channel is Channel.FIFO:
             if self.group_by is None:
                 object.__setattr__(self, "group_by", DEFAULT_GROUP_BY)
@@ -222,13 +228,25 @@ class Consumer(ResultProducer):
         return self.emits[0]
 
 
+def _check_rabbitmq_broker(consumer: Consumer) -> None:
+    """A ``rabbitmq`` channel names its queue (``broker=RabbitMqQueue(...)``); no other channel takes one."""
+    from .rabbitmq import RabbitMqQueue  # it imports DeclarationError from here
+
+    if consumer.channel is Channel.RABBITMQ and not isinstance(consumer.broker, RabbitMqQueue):
+        raise DeclarationError(consumer.name, f"a 'rabbitmq' channel reads a queue: declare "
+                               f"broker=RabbitMqQueue(queue=...), got broker={consumer.broker!r}")
+    if isinstance(consumer.broker, RabbitMqQueue) and consumer.channel is not Channel.RABBITMQ:
+        raise DeclarationError(consumer.name, f"broker=RabbitMqQueue(...) is a 'rabbitmq' channel's queue; this "
+                               f"consumer's channel is {consumer.channel.value!r}: declare channel='rabbitmq'")
+
+
 def channel_named(declaration: str, name: Channel | str) -> Channel:
     """The :class:`Channel` called ``name``.
 
     Raises
     ------
     DeclarationError
-        For a channel not available yet (``kafka``, ``rabbitmq``) or unknown, naming those there are.
+        For a channel not available yet (``kafka``) or unknown, naming those there are.
 
     >>> channel_named("x", "fifo")
     <Channel.FIFO: 'fifo'>

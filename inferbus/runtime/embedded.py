@@ -40,7 +40,7 @@ from typing import Any
 from . import moto_patches, resource_policy
 from .activity import Activity
 from .bridge import StateMachineBridge
-from .channels import SqsChannel
+from .channels import LocalChannel, SqsChannel
 from .event_source import AfterFailure, LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
@@ -50,7 +50,7 @@ from .pipes import LocalPipe
 from .provision import FIFO_SUFFIX, provision
 from .queue_ops import peek_messages
 from .resources import ACCOUNT, REGION
-from .specs import BridgeSpec, Deployment, QueueInfo, StateMachineInfo
+from .specs import BridgeSpec, Deployment, EventSourceSpec, QueueInfo, StateMachineInfo
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -193,8 +193,7 @@ class EmbeddedPipeline:
         for logical_id, spec in self.deployment.functions.items():
             self.functions[logical_id] = LocalFunction(spec, self.host, retain=self.retain)
         for source in self.deployment.event_sources:
-            queue = self.deployment.queue_by_arn(source.queue_arn)
-            self.event_sources.append(LocalEventSource(source, SqsChannel(queue, self.sqs),
+            self.event_sources.append(LocalEventSource(source, self._channel(source),
                                                        self.functions[source.function_logical_id], self.after_failure,
                                                        self.activity))
         for bridge in self.deployment.bridges:
@@ -219,6 +218,16 @@ class EmbeddedPipeline:
             function.load()
         if self.tap:
             self._add_tap()
+
+    def _channel(self, source: EventSourceSpec) -> LocalChannel:
+        """The channel a mapping reads: its SQS queue on moto, or an Amazon MQ queue on the local RabbitMQ."""
+        assert self.deployment is not None
+        if source.amazon_mq:
+            from .rabbitmq import RabbitMqChannel  # pika only for a template that reads a broker
+
+            (queue,) = source.queues
+            return RabbitMqChannel(queue, source.virtual_host, source.queue_arn)
+        return SqsChannel(self.deployment.queue_by_arn(source.queue_arn), self.sqs)
 
     def _add_bridge(self, spec: BridgeSpec) -> StateMachineBridge:
         assert self.deployment is not None
@@ -264,6 +273,8 @@ class EmbeddedPipeline:
     def __exit__(self, *exc: object) -> None:
         try:
             self.stop()
+            for source in self.event_sources:
+                source.channel.close()  # a broker's connection; what it still held goes back to its queue
             if self._tracker is not None:
                 self._tracker.stop_running()  # no worker thread may call AWS once the mock is gone
         finally:
@@ -406,7 +417,8 @@ class EmbeddedPipeline:
         handing = (sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
                    + sum(pipe.waiting for pipe in self.pipes))
         handing += self.status_changes.waiting if self.status_changes is not None else 0
-        backlog = {source.queue.logical_id: n for source in self.event_sources if (n := source.backlog())}
+        backlog = {(source.queue.logical_id if isinstance(source.channel, SqsChannel) else source.channel.name): n
+                   for source in self.event_sources if (n := source.backlog())}
         return self._tracker.unsettled(), backlog, handing
 
     def drain(self, *, timeout_s: float = DRAIN_TIMEOUT_S) -> None:

@@ -4,6 +4,8 @@
 name (``RECORD_SOURCE``)   implementation
 =========================  ====================================================================
 ``sqs`` (default)          :class:`SqsRecordSource`: the consumer's queue, its DLQ
+``amazon-mq``              :class:`AmazonMqRecordSource`: a RabbitMQ queue on Amazon MQ; the
+                           consumer's SQS DLQ
 =========================  ====================================================================
 
 A function gets its source from its environment (:func:`record_source`); a new channel is one
@@ -17,10 +19,11 @@ from typing import Any
 
 from ..environment import ConsumerEnvironment
 from ..errors import registered
+from .amazon_mq import AmazonMqRecordSource
 from .base import RecordSource, SourceRecord
 from .sqs import SqsRecordSource
 
-__all__ = ["RECORD_SOURCES", "RecordSource", "SourceRecord", "SqsRecordSource", "record_source"]
+__all__ = ["RECORD_SOURCES", "AmazonMqRecordSource", "RecordSource", "SourceRecord", "SqsRecordSource", "record_source"]
 
 
 def _sqs(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
@@ -28,9 +31,15 @@ def _sqs(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> Rec
                            max_receive_count=environment.MAX_RECEIVE_COUNT, sqs=lambda: clients("sqs"))
 
 
+def _amazon_mq(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
+    return AmazonMqRecordSource(consumer=environment.RESULT_SOURCE, dead_letter_queue_url=environment.DEAD_LETTER_QUEUE_URL,
+                                max_receive_count=environment.MAX_RECEIVE_COUNT, sqs=lambda: clients("sqs"))
+
+
 # RECORD_SOURCE name -> how to make the source from the consumer's environment and a client getter.
 RECORD_SOURCES: dict[str, Callable[[ConsumerEnvironment, Callable[[str], Any]], RecordSource]] = {
     SqsRecordSource.name: _sqs,
+    AmazonMqRecordSource.name: _amazon_mq,
 }
 
 
