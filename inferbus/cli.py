@@ -330,7 +330,7 @@ def _new(args: argparse.Namespace) -> int:
         if args.kind == "consumer":
             written = new_consumer(args.name, Path(args.model), args.event, args.result,
                                    Path(args.samples) if args.samples else None, task=args.task, labels=args.labels,
-                                   channel=args.channel, group_by=args.group_by)
+                                   channel=args.channel, group_by=args.group_by, queue=args.queue)
         else:
             written = new_workflow(args.name, args.event, args.result, steps=tuple(args.steps.split(",")))
     except ScaffoldError as error:
@@ -786,9 +786,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "that could be either (logits or K targets); default: from the graph and the samples")
     consumer.add_argument("--labels", metavar="A,B,C", help="the classes of a model that ends in logits or scores, "
                           "in the order of its scores (binary: negative first); implies --task classifier")
-    consumer.add_argument("--channel", default="sqs", metavar="sqs|fifo",
-                          help="how its events reach it: sqs (default: unordered) or fifo (in order per --group-by key); "
-                          "kafka and rabbitmq are not available yet. See docs/channels.md")
+    consumer.add_argument("--channel", default="sqs", metavar="sqs|fifo|rabbitmq",
+                          help="how its events reach it: sqs (default: unordered), fifo (in order per --group-by key) or "
+                          "rabbitmq (a RabbitMQ queue on Amazon MQ, --queue); kafka is not available yet. See docs/channels.md")
+    consumer.add_argument("--queue", metavar="NAME", help="a rabbitmq consumer's RabbitMQ queue (default: its name)")
     consumer.add_argument("--group-by", metavar="PATH", help="a fifo consumer's key, a path into the event: "
                           "$.detail.data.<field> or a CloudEvent attribute (default $.detail.source)")
     consumer.set_defaults(run=_new)

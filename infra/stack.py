@@ -313,8 +313,6 @@ class InferbusStack(Stack):
         consumer = RabbitMqConsumer(scope, declaration.construct_id, queue=declaration.broker, settings=declaration.settings,
                                     function=self._spec(declaration.handler, declaration.settings, declaration.description,
                                                         environment, declaration.models))
-        _add_environment(consumer.function, ConsumerEnvironment, DEAD_LETTER_QUEUE_URL=consumer.dead_letter_queue.queue_url,
-                         MAX_RECEIVE_COUNT=declaration.settings.max_receive_count)
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)

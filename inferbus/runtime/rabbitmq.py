@@ -30,7 +30,7 @@ from inferbus_lambda.sources.amazon_mq import envelope
 from .channels import DUPLICATE_MARK, LocalChannel
 
 __all__ = ["BROKER_URL_VARIABLE", "DEFAULT_BROKER_URL", "START_COMMAND", "BrokerUnavailable", "RabbitMqChannel",
-           "broker_url", "queue_key"]
+           "broker_url", "publish_cloudevents", "queue_key"]
 
 BROKER_URL_VARIABLE = "INFERBUS_RABBITMQ_URL"
 DEFAULT_BROKER_URL = "amqp://guest:guest@localhost:5672/"
@@ -200,3 +200,32 @@ class RabbitMqChannel(LocalChannel):
                 self._connection.close()
 
 
+
+
+def publish_cloudevents(queue: str, cloudevents: list[str], virtual_host: str = "/", url: str | None = None) -> None:
+    """Publish CloudEvents (JSON, structured mode) to ``queue`` on the local broker, as a producer would.
+
+    The queue is declared a quorum queue first if it does not exist (as :class:`RabbitMqChannel` does).
+
+    Raises
+    ------
+    BrokerUnavailable
+        When nothing answers: the message names the command that starts a broker.
+    """
+    import pika
+
+    parameters = pika.URLParameters(url or broker_url())
+    parameters.virtual_host = virtual_host
+    try:
+        connection = pika.BlockingConnection(parameters)
+    except pika.exceptions.AMQPError as error:
+        raise BrokerUnavailable(f"no RabbitMQ broker at {parameters.host}:{parameters.port}: start one with "
+                                f"`{START_COMMAND}` or set {BROKER_URL_VARIABLE} ({type(error).__name__})") from None
+    try:
+        channel = connection.channel()
+        channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
+        properties = pika.BasicProperties(content_type="application/cloudevents+json", delivery_mode=2)
+        for cloudevent in cloudevents:
+            channel.basic_publish("", queue, cloudevent.encode(), properties)
+    finally:
+        connection.close()

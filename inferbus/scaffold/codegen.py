@@ -96,7 +96,7 @@ class ConsumerPlan:
     value_limit
         The largest magnitude a numeric input field accepts.
     channel, group_by
-        How its events reach it (``sqs``, or ``fifo`` ordered by ``group_by``): see
+        How its events reach it (``sqs``, ``fifo`` ordered by ``group_by``, or ``rabbitmq`` from ``queue``): see
         :class:`~inferbus.model.declarations.Consumer`.
     """
 
@@ -113,6 +113,7 @@ class ConsumerPlan:
     value_limit: int
     channel: str = "sqs"
     group_by: str | None = None
+    queue: str | None = None  # a rabbitmq consumer's RabbitMQ queue
 
     @property
     def contract_module(self) -> str:
@@ -764,11 +765,14 @@ def declaration_source(plan: ConsumerPlan) -> str:
         "",
     ]
     names = ["Corruption", "DemoInputs"] + ([] if reused else ["Sample"])
-    ordered = plan.channel != "sqs"
+    ordered = plan.channel == "fifo"
     body_imports = ([*imports, ""] if imports else []) + ["from inferbus.model.declarations import Consumer, EventFilter",
                                                          f"from inferbus.model.demo import {', '.join(names)}"]
     if ordered:
         body_imports.append("from inferbus.model.settings import ConsumerSettings")
+    if plan.channel == "rabbitmq":
+        body_imports.insert(body_imports.index("from inferbus.model.declarations import Consumer, EventFilter") + 2,
+                            "from inferbus.model.rabbitmq import RabbitMqQueue")
     if reused:
         body_imports += ["", (f"from .{plan.samples.component_module} import DEMO as "
                          f"{plan.samples.component_module.upper()}_DEMO")]
@@ -814,6 +818,8 @@ def declaration_source(plan: ConsumerPlan) -> str:
         *([f'        channel="{plan.channel}",', f"        group_by={json.dumps(plan.group_by)},",
            f"        settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH}),  # Lambda's most for a FIFO queue"]
           if ordered else []),
+        *([f'        channel="rabbitmq",', f"        broker=RabbitMqQueue(queue={json.dumps(plan.queue)}),  # docs/channels.md"]
+          if plan.channel == "rabbitmq" else []),
         "    ),",
         "]",
         "",
@@ -839,7 +845,9 @@ def functional_test_source(plan: ConsumerPlan) -> str:
             "moto and run in this process: no AWS account, no network.",
             type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type]),
             ["from inferbus.local import LocalPipeline", "from inferbus.model.declarations import Consumer, Pipeline",
-             f"from pipeline.{plan.module} import COMPONENTS, DEMO"]),
+             *(["from inferbus.runtime.rabbitmq import publish_cloudevents"] if plan.channel == "rabbitmq" else []),
+             f"from pipeline.{plan.module} import COMPONENTS, DEMO",
+             *(["from tests.rabbitmq_broker import rabbitmq_or_skip"] if plan.channel == "rabbitmq" else [])]),
         "",
         f'(CONSUMER,) = [c for c in COMPONENTS if isinstance(c, Consumer) and c.name == "{plan.name}"]',
         f'(INPUTS,) = [d for d in DEMO if d.component == "{plan.name}"]',
@@ -848,8 +856,17 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "",
         '@pytest.fixture(scope="module")',
         "def pipeline():",
+        *(["    rabbitmq_or_skip()  # its events come from a real RabbitMQ broker"] if plan.channel == "rabbitmq" else []),
         "    with LocalPipeline(pipeline=Pipeline(consumers=(CONSUMER,))) as running:",
         "        yield running",
+        "",
+        "",
+        "def send(pipeline, entries: list[dict]) -> None:",
+        *([f'    """Publish the CloudEvents to the consumer\'s RabbitMQ queue, structured (``application/cloudevents+json``)."""',
+           '    publish_cloudevents(CONSUMER.broker.queue, [entry["Detail"] for entry in entries], CONSUMER.broker.virtual_host)']
+          if plan.channel == "rabbitmq" else
+          ['    """Put the events on the bus: its rule routes them to the consumer."""',
+           "    assert pipeline.put_events(entries) == []"]),
         "",
         "",
         "def submitted(count: int) -> list:",
@@ -870,7 +887,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "",
         "def test_one_valid_result_per_input_from_one_inference_per_batch(pipeline):",
         "    events = submitted(SAMPLES)",
-        "    assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []",
+        "    send(pipeline, [to_put_events_entry(event, pipeline.bus_name) for event in events])",
         "    pipeline.drain()",
         "",
         "    delivered = pipeline.tapped_events()  # every event the bus carried since the last look",
@@ -881,7 +898,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    function = pipeline.consumer(CONSUMER.name).function",
         "    batches = [invocation for invocation in function.invocations if invocation.records]",
         *(['    assert len(function.metrics["InferenceMs"]) == len(batches)  # ONE session.run per batch']
-          if plan.channel == "sqs" else
+          if plan.channel != "fifo" else
           ['    # ordered: one session.run per round of a batch (the k-th event of every key), so one per batch at',
            '    # best and one per event when every event has the same key',
            '    assert len(batches) <= len(function.metrics["InferenceMs"]) <= sum(b.records for b in batches)']),
@@ -893,7 +910,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    d = json.loads(entry[\"Detail\"])",
         f'    d["id"] = "malformed-{plan.name}"',
         f"    {change}  # {why}",
-        '    assert pipeline.put_events([entry | {"Detail": json.dumps(d)}]) == []',
+        '    send(pipeline, [entry | {"Detail": json.dumps(d)}])',
         "    pipeline.drain()",
         "",
         f'    (kept,) = [m for m in pipeline.invalid_events() if m.get("event_id") == "malformed-{plan.name}"]',

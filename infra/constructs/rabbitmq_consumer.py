@@ -92,6 +92,9 @@ class RabbitMqConsumer(Construct):
                                              retention_period=Duration.days(settings.dlq_retention_days))
         acknowledge_mq_dead_letter_queue(self.dead_letter_queue)
         self.dead_letter_queue.grant_send_messages(self.function)
+        # The consumer reads where and when to dead-letter from its environment (ConsumerEnvironment).
+        self.function.add_environment("DEAD_LETTER_QUEUE_URL", self.dead_letter_queue.queue_url)
+        self.function.add_environment("MAX_RECEIVE_COUNT", str(settings.max_receive_count))
         self.broker: amazonmq.CfnBroker | None = None
         if queue.stack_broker:
             self.secret_arn = queue.credentials_secret_arn or self._credential().secret_arn

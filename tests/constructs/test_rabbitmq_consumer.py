@@ -85,3 +85,35 @@ def test_rabbitmq_consumers_pass_the_cdk_nag_gate(tmp_path):
                             capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / "OwnBroker.template.json").exists() and (tmp_path / "ExistingBroker.template.json").exists()
+
+
+def test_the_diagram_draws_each_rabbitmq_queue_fed_by_your_producers_into_its_consumer_and_its_dlq(synth):
+    from aws_cdk import aws_events as events
+
+    from inferbus.diagram import topology
+
+    def build(stack):
+        events.EventBus(stack, "Bus", event_bus_name="bus")
+        return [add_consumer(stack, declaration) for declaration in (OWN_BROKER, EXISTING_BROKER)]
+
+    template = synth(build).to_json()
+    graph = topology(template=template)
+    inboxes = {n: graph.nodes[n]["lines"] for n in graph if n.startswith("rabbitmq:")}
+    assert sorted(lines[0] for lines in inboxes.values()) == [f"RabbitMQ queue {d.broker.queue}"
+                                                             for d in (EXISTING_BROKER, OWN_BROKER)]
+    assert sorted(lines[1] for lines in inboxes.values()) == ["Amazon MQ broker in the stack", "Amazon MQ broker inferbus-rabbit"]
+    for inbox in inboxes:
+        (consumer,) = graph.successors(inbox)
+        assert graph.nodes[consumer]["kind"] == "function" and ("producers", inbox) in graph.edges
+        assert any(graph.nodes[n]["kind"] == "dlq" and graph.edges[consumer, n]["label"] == "last attempt + reason"
+                   for n in graph.successors(consumer))
+
+
+def test_the_consumer_is_told_its_dlq_and_its_last_attempt(synth):
+    template = synth(lambda stack: add_consumer(stack, OWN_BROKER))
+    (function,) = [f for f in template.find_resources("AWS::Lambda::Function").values()
+                   if f["Properties"].get("Handler") == OWN_BROKER.handler]
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["MAX_RECEIVE_COUNT"] == str(OWN_BROKER.settings.max_receive_count)
+    (dlq,) = template.find_resources("AWS::SQS::Queue")
+    assert variables["DEAD_LETTER_QUEUE_URL"] == {"Ref": dlq}
