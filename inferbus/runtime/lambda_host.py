@@ -350,10 +350,10 @@ class LocalFunction:
                 # What the Lambda runtime logs for an unhandled error.
                 sink.lines.append({"level": "ERROR", "errorType": error_type, "errorMessage": error_message,
                                    "stackTrace": stack, "requestId": context.aws_request_id})
-        records = event.get("Records", []) if isinstance(event, dict) else []
+        records = _records_of(event)
         failures = response.get("batchItemFailures", []) if isinstance(response, dict) else []
         failed = [item["itemIdentifier"] for item in failures]
-        invocation = Invocation(context.aws_request_id, len(records), failed, error, (time.perf_counter() - started) * 1000,
+        invocation = Invocation(context.aws_request_id, records, failed, error, (time.perf_counter() - started) * 1000,
                                 trigger, error_type, error_message, stack, waited_ms, sink.lines)
         with self._changed:
             self._lines.append(sink.lines)
@@ -490,3 +490,12 @@ class invocation_context:  # noqa: N801 - used as a context manager
 
     def __exit__(self, *exc: object) -> None:
         _SANDBOX.reset(self._token)
+
+
+def _records_of(event: Any) -> int:
+    """How many records an event source's batch holds: SQS's ``Records``, Amazon MQ's ``rmqMessagesByQueue``."""
+    if not isinstance(event, dict):
+        return 0
+    if isinstance(event.get("rmqMessagesByQueue"), dict):
+        return sum(len(messages) for messages in event["rmqMessagesByQueue"].values())
+    return len(event.get("Records", []))

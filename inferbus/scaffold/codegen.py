@@ -755,7 +755,7 @@ def declaration_source(plan: ConsumerPlan) -> str:
     kinds = {"classifier": "classifier", "regressor": "regressor", "generic": "model"}
     header = [
         *paragraph(f'"""{plan.name}: {plan.event_type} -> {plan.model_name} (ONNX {kinds[plan.graph.task]}) -> '
-                   f"{plan.result_type}, ONE inference per SQS batch."),
+                   f"{plan.result_type}, ONE inference per {'RabbitMQ' if plan.channel == 'rabbitmq' else 'SQS'} batch."),
         "",
         *paragraph(f"Written by ``inferbus new consumer``: the handler is ``functions/{plan.module}/handler.py``, the "
                    f"contract ``{plan.contract_module}``."),
@@ -818,7 +818,7 @@ def declaration_source(plan: ConsumerPlan) -> str:
         *([f'        channel="{plan.channel}",', f"        group_by={json.dumps(plan.group_by)},",
            f"        settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH}),  # Lambda's most for a FIFO queue"]
           if ordered else []),
-        *([f'        channel="rabbitmq",', f"        broker=RabbitMqQueue(queue={json.dumps(plan.queue)}),  # docs/channels.md"]
+        *(['        channel="rabbitmq",', f"        broker=RabbitMqQueue(queue={json.dumps(plan.queue)}),  # docs/channels.md"]
           if plan.channel == "rabbitmq" else []),
         "    ),",
         "]",
@@ -862,7 +862,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "",
         "",
         "def send(pipeline, entries: list[dict]) -> None:",
-        *([f'    """Publish the CloudEvents to the consumer\'s RabbitMQ queue, structured (``application/cloudevents+json``)."""',
+        *(['    """Publish the CloudEvents to the consumer\'s RabbitMQ queue, structured (``application/cloudevents+json``)."""',
            '    publish_cloudevents(CONSUMER.broker.queue, [entry["Detail"] for entry in entries], CONSUMER.broker.virtual_host)']
           if plan.channel == "rabbitmq" else
           ['    """Put the events on the bus: its rule routes them to the consumer."""',

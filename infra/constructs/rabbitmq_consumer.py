@@ -127,7 +127,8 @@ class RabbitMqConsumer(Construct):
         return self.secret
 
     def _broker(self, existing_secret_arn: str | None) -> amazonmq.CfnBroker:
-        vpc = ec2.Vpc(self, "Vpc", max_azs=1, nat_gateways=0, restrict_default_security_group=True,
+        # restrict_default_security_group stays off: it is a custom-resource Lambda, and nothing here uses that group.
+        vpc = ec2.Vpc(self, "Vpc", max_azs=1, nat_gateways=0, restrict_default_security_group=False,
                       subnet_configuration=[ec2.SubnetConfiguration(name="Broker", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])
         vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(
             logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)))

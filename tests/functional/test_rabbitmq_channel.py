@@ -11,13 +11,16 @@ from collections import Counter
 from inferbus_lambda.contracts import ImageSubmitted, new_event
 
 from inferbus.chaos.faults import InjectedCrash, InjectedTimeout, inject_faults
-from inferbus.claims import expire_claims_of
 from inferbus.chaos.rates import FaultRates
+from inferbus.claims import expire_claims_of
 from inferbus.model.rabbitmq import PLACEHOLDER_BROKER_ARN, PLACEHOLDER_SECRET_ARN
-from tests.rabbitmq_broker import publish, rabbitmq_queue  # noqa: F401 - the fixture
 from inferbus.runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig
+from tests import rabbitmq_broker
+from tests.rabbitmq_broker import publish
 from tests.runtime_fixtures import REPO_ROOT
 from tests.runtime_fixtures import templates as t
+
+rabbitmq_queue = rabbitmq_broker.rabbitmq_queue  # the fixture: a fresh queue on the running broker
 
 
 def claims_table() -> dict:
