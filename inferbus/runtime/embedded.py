@@ -350,7 +350,8 @@ class EmbeddedPipeline:
 
     def event_source(self, queue_url: str) -> LocalEventSource:
         """The local event source that drains the queue with this URL."""
-        found = [source for source in self.event_sources if source.queue.url == queue_url]
+        found = [source for source in self.event_sources
+                 if isinstance(source.channel, SqsChannel) and source.queue.url == queue_url]
         if not found:
             raise KeyError(f"no event source mapping reads {queue_url}")
         return found[0]
