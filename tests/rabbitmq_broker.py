@@ -50,6 +50,7 @@ def publish(queue: str, bodies: list[tuple[bytes, dict]]) -> None:
 
     connection = pika.BlockingConnection(pika.URLParameters(broker_url()))
     channel = connection.channel()
+    channel.confirm_delivery()  # each publish returns once the broker has it: the runtime then sees it
     channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
     for body, properties in bodies:
         channel.basic_publish("", queue, body, pika.BasicProperties(**properties))

@@ -23,6 +23,7 @@ import base64
 import datetime
 import os
 import threading
+import time
 from typing import Any
 
 from inferbus_lambda.sources.amazon_mq import envelope
@@ -36,6 +37,9 @@ BROKER_URL_VARIABLE = "INFERBUS_RABBITMQ_URL"
 DEFAULT_BROKER_URL = "amqp://guest:guest@localhost:5672/"
 START_COMMAND = "rabbitmq-server -detached"  # Debian's rabbitmq-server package
 RECEIVE_LIMIT = 10_000  # an MQ mapping's largest batch
+# A quorum queue applies returned (nacked) messages asynchronously: its count shows them a moment later.
+# Until then the channel counts them as still to deliver, so a drain does not end while they are on their way.
+RETURN_SETTLE_S = 1.0
 Message = dict[str, Any]
 
 
@@ -110,7 +114,9 @@ class RabbitMqChannel(LocalChannel):
         self._lock = threading.Lock()
         self._channel = self._connection.channel()
         self._channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
+        self._channel.confirm_delivery()  # a copy put back (deliver_again) is on the queue before its original is acked
         self._held = 0
+        self._returning_until = 0.0
 
     def ready(self) -> bool:
         with self._lock:
@@ -143,6 +149,7 @@ class RabbitMqChannel(LocalChannel):
             for message in messages:
                 self._channel.basic_nack(message["tag"], requeue=True)
             self._held -= len(messages)
+            self._returning_until = time.monotonic() + RETURN_SETTLE_S
 
     def deliver_again(self, message: Message) -> None:
         import pika
@@ -191,7 +198,8 @@ class RabbitMqChannel(LocalChannel):
     def backlog(self) -> int:
         with self._lock:
             ready = self._channel.queue_declare(self.queue, passive=True).method.message_count
-            return ready + self._held
+            returning = ready == 0 and time.monotonic() < self._returning_until
+            return ready + self._held + returning
 
     def close(self) -> None:
         """Close the connection; messages still held go back to the queue (the broker requeues them)."""
@@ -223,6 +231,7 @@ def publish_cloudevents(queue: str, cloudevents: list[str], virtual_host: str = 
                                 f"`{START_COMMAND}` or set {BROKER_URL_VARIABLE} ({type(error).__name__})") from None
     try:
         channel = connection.channel()
+        channel.confirm_delivery()  # each publish returns once the broker has the message: then a reader sees it
         channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
         properties = pika.BasicProperties(content_type="application/cloudevents+json", delivery_mode=2)
         for cloudevent in cloudevents:
