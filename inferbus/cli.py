@@ -352,7 +352,8 @@ def _new(args: argparse.Namespace) -> int:
         if args.kind == "consumer":
             written = new_consumer(args.name, Path(args.model), args.event, args.result,
                                    Path(args.samples) if args.samples else None, task=args.task, labels=args.labels,
-                                   channel=args.channel, group_by=args.group_by, broker=_kafka_topic(args))
+                                   channel=args.channel, group_by=args.group_by, broker=_kafka_topic(args),
+                                   queue=args.queue)
         else:
             written = new_workflow(args.name, args.event, args.result, steps=tuple(args.steps.split(",")))
     except ScaffoldError as error:
@@ -812,15 +813,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "that could be either (logits or K targets); default: from the graph and the samples")
     consumer.add_argument("--labels", metavar="A,B,C", help="the classes of a model that ends in logits or scores, "
                           "in the order of its scores (binary: negative first); implies --task classifier")
-    consumer.add_argument("--channel", default="sqs", metavar="sqs|fifo|kafka",
-                          help="how its events reach it: sqs (default: unordered), fifo (in order per --group-by key) or "
-                          "kafka (a topic, in order per partition: --topic and its cluster); rabbitmq is not available "
-                          "yet. See docs/channels.md")
+    consumer.add_argument("--channel", default="sqs", metavar="sqs|fifo|kafka|rabbitmq",
+                          help="how its events reach it: sqs (default: unordered), fifo (in order per --group-by key), "
+                          "kafka (a topic, in order per partition: --topic and its cluster) or rabbitmq (a RabbitMQ "
+                          "queue on Amazon MQ, --queue). See docs/channels.md")
     consumer.add_argument("--topic", metavar="NAME", help="a kafka consumer's topic")
     consumer.add_argument("--cluster-arn", metavar="ARN", help="a kafka topic's Amazon MSK cluster (IAM authentication)")
     consumer.add_argument("--bootstrap-servers", metavar="HOST:PORT,...", help="a self-managed Kafka cluster's brokers "
                           "(with --secret-arn, its SASL/SCRAM-512 user in Secrets Manager)")
     consumer.add_argument("--secret-arn", metavar="ARN", help="a self-managed Kafka cluster's SASL/SCRAM secret")
+    consumer.add_argument("--queue", metavar="NAME", help="a rabbitmq consumer's RabbitMQ queue (default: its name)")
     consumer.add_argument("--group-by", metavar="PATH", help="a fifo consumer's key, a path into the event: "
                           "$.detail.data.<field> or a CloudEvent attribute (default $.detail.source)")
     consumer.set_defaults(run=_new)

@@ -246,6 +246,24 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
                 kind = target["Arn"]["Fn::GetAtt"][0] if "Fn::GetAtt" in target["Arn"] else target_id
                 edge(rule_node, node(target_id, QUEUES, "store", f"Firehose\n{HASH.sub('', kind)}"), label)
 
+    brokers = _of_type(template, "AWS::AmazonMQ::Broker")
+    for mapping_id, mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").items():
+        source = mapping["EventSourceArn"]
+        if "Queues" not in mapping or not (_target_id(source) in brokers or ":mq:" in str(source)):
+            continue
+        # A rabbitmq channel: your producers publish to the queue over AMQP; no rule feeds it.
+        broker = "in the stack" if _target_id(source) in brokers else str(source).split(":broker:")[-1].split(":")[0]
+        inbox = node(f"rabbitmq:{mapping_id}", QUEUES, "queue",
+                     f"RabbitMQ queue {', '.join(mapping['Queues'])}\nAmazon MQ broker {broker}")
+        edge("producers", inbox, "AMQP")
+        consumer = _target_id(mapping["FunctionName"])
+        edge(inbox, function(consumer), "batches")
+        dead_letters = queue_urls.get(json.dumps(functions[consumer].get("Environment", {}).get("Variables", {})
+                                                 .get("DEAD_LETTER_QUEUE_URL")))
+        if dead_letters:
+            edge(consumer, node(dead_letters, QUEUES, "dlq", _spaced(names.get(dead_letters, HASH.sub("", dead_letters)))),
+                 "last attempt + reason", "dashed")
+
     log_groups = {json.dumps({"Ref": _target_id(destination["CloudWatchLogsLogGroup"]["LogGroupArn"])}): machine_id
                   for machine_id, machine in machines.items()
                   for destination in machine.get("LoggingConfiguration", {}).get("Destinations", [])}

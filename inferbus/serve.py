@@ -107,13 +107,12 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
     # The tap feeds the console's recent events; with ``retain`` it keeps a window when nobody reads it.
     with LocalPipeline(template, retain=RETAINED) as pipeline:
-        consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers
-                     if c.broker is None}  # a broker-fed consumer has no queue: its batches are named by its channel
-        consumers[pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"]] = UNROUTED_CHECK_NAME
+        # By event source: a kafka or rabbitmq consumer's reads a broker, not an SQS queue.
+        named = {pipeline.consumer(c.name).source: c.name for c in pipeline.declarations.consumers}
+        named[pipeline.event_source(pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"])] = UNROUTED_CHECK_NAME
 
         def batch_done(source: Any, invocation: Any) -> None:
-            name = source.channel.name if source.spec.kafka else consumers.get(source.queue.url, source.queue.name)
-            lines.put(LogLine("batch", name, {
+            lines.put(LogLine("batch", named.get(source, source.channel.name), {
                 "records": invocation.records, "failed": len(invocation.failed_ids),
                 "ms": round(invocation.duration_ms, 1), "error": invocation.error}))
 

@@ -150,3 +150,27 @@ def acknowledge_vpc_access_policy(role: iam.IRole) -> None:
                  "A function in a VPC (here: to reach the Redis claims cache) needs AWSLambdaVPCAccessExecutionRole, the "
                  "policy AWS documents for it: it lets Lambda create, describe and delete the function's network "
                  "interfaces (ec2:CreateNetworkInterface and friends support no narrower resource) and write its logs.")
+
+def acknowledge_mq_dead_letter_queue(queue: object) -> None:
+    """A RabbitMQ consumer's DLQ is filled by the consumer itself: Lambda has no on-failure destination for Amazon MQ."""
+    _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",
+                 "This queue IS a dead-letter queue: a RabbitMQ-fed consumer sends a record failing on its last attempt "
+                 "here itself, with the reason (Lambda has no on-failure destination for Amazon MQ), which cdk-nag does "
+                 "not recognise as DLQ use.")
+
+
+def acknowledge_mq_network_interfaces(role: iam.IRole) -> None:
+    """Lambda's Amazon MQ mapping makes network interfaces in the broker's subnets, as the function's role."""
+    _acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+                 "Lambda's Amazon MQ event source mapping needs ec2:CreateNetworkInterface, DeleteNetworkInterface and "
+                 "Describe{NetworkInterfaces,SecurityGroups,Subnets,Vpcs} in its execution role (AWS's documented list): "
+                 "the Describe actions support no resource-level permissions, and the interfaces it creates get ids "
+                 "only when it creates them.")
+
+
+def acknowledge_mq_secret_rotation(secret: object) -> None:
+    """The broker user's password is not rotated by Secrets Manager."""
+    _acknowledge(secret, "AwsSolutions::AwsSolutions-SMG4",
+                 "Amazon MQ for RabbitMQ has no Secrets Manager rotation function: a broker user's password changes "
+                 "through the broker (UpdateUser), which a rotation of the secret alone would break. It is generated "
+                 "(32 characters), never in the template, and read only by this consumer's mapping.")

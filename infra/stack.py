@@ -77,6 +77,7 @@ from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec, add_function
 from .constructs.ingest_api import IngestApi
 from .constructs.kafka_consumer import KafkaConsumer
+from .constructs.rabbitmq_consumer import RabbitMqConsumer
 from .constructs.results_archive import ResultsArchive
 from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
@@ -174,7 +175,7 @@ class InferbusStack(Stack):
         )
         self.dashboard = DashboardPages(self, "Dashboard", dashboard_name=f"{self.stack_name}-pipeline")
         self.invalid_events = self._invalid_events_queue()
-        self.consumers: dict[str, QueueConsumer] = {}
+        self.consumers: dict[str, QueueConsumer | RabbitMqConsumer] = {}
         self.kafka_consumers: dict[str, KafkaConsumer] = {}
         self.workflows: dict[str, Workflow] = {}
         self.routes: dict[str, RoutedQueue] = {}
@@ -307,7 +308,9 @@ class InferbusStack(Stack):
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
         return consumer
 
-    def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer:
+    def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer | RabbitMqConsumer:
+        if declaration.channel is Channel.RABBITMQ:
+            return self._rabbitmq_consumer(scope, declaration)
         environment = ConsumerEnvironment(
             **self._common_environment(declaration.name, declaration.models),
             **self._claims_environment(declaration.settings.dlq_retention_days),
@@ -352,6 +355,35 @@ class InferbusStack(Stack):
             dashboard=self.dashboard,
         )
         self._queue_consumer_outputs(consumer)
+        return consumer
+
+    def _rabbitmq_consumer(self, scope: Construct, declaration: Consumer) -> RabbitMqConsumer:
+        """A consumer reading a RabbitMQ queue (Amazon MQ): no rule, its records come from the broker."""
+        environment = ConsumerEnvironment(
+            **self._common_environment(declaration.name, declaration.models),
+            **self._claims_environment(declaration.settings.dlq_retention_days),
+            EVENT_BUS_NAME=self.bus.event_bus_name, RESULT_SOURCE=declaration.result_source,
+            CONSUMES=declaration.accepts.type, PRODUCES=declaration.result_type,
+            INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url, RECORD_SOURCE="amazon-mq",
+        )
+        consumer = RabbitMqConsumer(scope, declaration.construct_id, queue=declaration.broker, settings=declaration.settings,
+                                    function=self._claiming(self._spec(declaration.handler, declaration.settings,
+                                                                       declaration.description, environment,
+                                                                       declaration.models)))
+        self.bus.grant_put_events_to(consumer.function)
+        self.result_producers[declaration.result_source] = consumer.role
+        self.invalid_events.grant_send_messages(consumer.function)
+        self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
+        add_alarm(scope, f"{declaration.construct_id}DeadLetters",
+                  consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+                  1, f"{declaration.name}: a record failed on its last attempt (the DLQ holds it with the reason)",
+                  self.alarm_topic)
+        add_alarm(scope, f"{declaration.construct_id}Errors", consumer.function.metric_errors(period=PERIOD, statistic="Sum"),
+                  1, f"{declaration.name}: invocations failed (their batches went back to the RabbitMQ queue)",
+                  self.alarm_topic)
+        for kind, value in ((DEAD_LETTER_QUEUE_URL, consumer.dead_letter_queue.queue_url),
+                            (FUNCTION_NAME, consumer.function.function_name)):
+            CfnOutput(Stack.of(consumer), f"{consumer.node.id}{kind}", value=value)
         return consumer
 
     @staticmethod

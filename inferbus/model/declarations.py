@@ -42,6 +42,7 @@ from .settings import ConsumerSettings, FunctionSettings, QueueSettings, Setting
 
 if TYPE_CHECKING:  # its module imports DeclarationError from here
     from .kafka import KafkaTopic
+    from .rabbitmq import RabbitMqQueue
 
 __all__ = ["DEFAULT_GROUP_BY", "PLANNED_CHANNELS", "Channel", "Component", "Consumer", "DeclarationError", "EventFilter", "Pipeline", "Producer", "ResultProducer", "Route",
            "Setting", "Task", "Workflow"]
@@ -67,12 +68,13 @@ class Channel(str, enum.Enum):
     SQS = "sqs"  # a standard queue: at-least-once, unordered, nearly unlimited throughput
     FIFO = "fifo"  # a FIFO queue, one message group per key (``group_by``): in order per key
     KAFKA = "kafka"  # a Kafka topic (``broker=KafkaTopic(...)``): in order per partition
+    RABBITMQ = "rabbitmq"  # a queue on Amazon MQ for RabbitMQ (``broker=RabbitMqQueue(...)``), not the bus's rules
 
     def __str__(self) -> str:
         return self.value
 
 
-PLANNED_CHANNELS = ("rabbitmq",)  # declared names that answer "not available yet"
+PLANNED_CHANNELS: tuple[str, ...] = ()  # declared names that answer "not available yet"
 FIFO_MAX_BATCH = 10  # Lambda reads a FIFO queue in batches of at most 10, with no batching window
 DEFAULT_GROUP_BY = "$.detail.source"  # the CloudEvent's source: always set, so every producer's events keep their order
 # A path into the EventBridge event (the CloudEvent is its ``detail``): fields only, as EventBridge Pipes resolves it.
@@ -190,8 +192,8 @@ class Consumer(ResultProducer):
         used (Lambda's rules for FIFO queues).
     broker
         The connection of a broker channel: a ``kafka`` channel's :class:`~inferbus.model.kafka.KafkaTopic`
-        (its batch size and window are the topic's; ``settings.max_receive_count`` bounds the retries).
-        ``None`` for ``sqs`` and ``fifo``.
+        (its batch size and window are the topic's; ``settings.max_receive_count`` bounds the retries), a
+        ``rabbitmq`` channel's :class:`~inferbus.model.rabbitmq.RabbitMqQueue`. ``None`` for ``sqs`` and ``fifo``.
     """
 
     handler: str
@@ -199,13 +201,14 @@ class Consumer(ResultProducer):
     settings: ConsumerSettings = ConsumerSettings()
     channel: Channel = Channel.SQS
     group_by: str | None = None
-    broker: KafkaTopic | None = None
+    broker: KafkaTopic | RabbitMqQueue | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if len(self.emits) != 1:
             raise DeclarationError(self.name, f"a consumer emits one result type, got {list(self.emits)}")
         object.__setattr__(self, "channel", channel_named(self.name, self.channel))
+        _check_rabbitmq_broker(self)
         if self.channel is Channel.FIFO:
             if self.group_by is None:
                 object.__setattr__(self, "group_by", DEFAULT_GROUP_BY)
@@ -248,13 +251,25 @@ class Consumer(ResultProducer):
         return self.emits[0]
 
 
+def _check_rabbitmq_broker(consumer: Consumer) -> None:
+    """A ``rabbitmq`` channel names its queue (``broker=RabbitMqQueue(...)``); no other channel takes one."""
+    from .rabbitmq import RabbitMqQueue  # it imports DeclarationError from here
+
+    if consumer.channel is Channel.RABBITMQ and not isinstance(consumer.broker, RabbitMqQueue):
+        raise DeclarationError(consumer.name, f"a 'rabbitmq' channel reads a queue: declare "
+                               f"broker=RabbitMqQueue(queue=...), got broker={consumer.broker!r}")
+    if isinstance(consumer.broker, RabbitMqQueue) and consumer.channel is not Channel.RABBITMQ:
+        raise DeclarationError(consumer.name, f"broker=RabbitMqQueue(...) is a 'rabbitmq' channel's queue; this "
+                               f"consumer's channel is {consumer.channel.value!r}: declare channel='rabbitmq'")
+
+
 def channel_named(declaration: str, name: Channel | str) -> Channel:
     """The :class:`Channel` called ``name``.
 
     Raises
     ------
     DeclarationError
-        For a channel not available yet (``kafka``, ``rabbitmq``) or unknown, naming those there are.
+        For a channel not available yet (``kafka``) or unknown, naming those there are.
 
     >>> channel_named("x", "fifo")
     <Channel.FIFO: 'fifo'>

@@ -50,7 +50,7 @@ from .pipes import LocalPipe
 from .provision import FIFO_SUFFIX, provision
 from .queue_ops import peek_messages
 from .resources import ACCOUNT, REGION
-from .specs import BridgeSpec, Deployment, KafkaMappingSpec, QueueInfo, StateMachineInfo
+from .specs import BridgeSpec, Deployment, EventSourceSpec, KafkaMappingSpec, QueueInfo, StateMachineInfo
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -198,10 +198,9 @@ class EmbeddedPipeline:
         for logical_id, spec in self.deployment.functions.items():
             self.functions[logical_id] = LocalFunction(spec, self.host, retain=self.retain)
         for source in self.deployment.event_sources:
-            channel = (self._kafka_channel(source.kafka) if source.kafka is not None
-                       else SqsChannel(self.deployment.queue_by_arn(source.queue_arn), self.sqs))
-            self.event_sources.append(LocalEventSource(source, channel, self.functions[source.function_logical_id],
-                                                       self.after_failure, self.activity))
+            self.event_sources.append(LocalEventSource(source, self._channel(source),
+                                                       self.functions[source.function_logical_id], self.after_failure,
+                                                       self.activity))
         for bridge in self.deployment.bridges:
             self._add_bridge(bridge)
         machines = self.deployment.state_machines.values()
@@ -224,6 +223,19 @@ class EmbeddedPipeline:
             function.load()
         if self.tap:
             self._add_tap()
+
+    def _channel(self, source: EventSourceSpec) -> LocalChannel:
+        """The channel a mapping reads: its SQS queue on moto, a Kafka topic on the local cluster, or an Amazon MQ
+        queue on the local RabbitMQ."""
+        assert self.deployment is not None
+        if source.kafka is not None:
+            return self._kafka_channel(source.kafka)
+        if source.amazon_mq:
+            from .rabbitmq import RabbitMqChannel  # pika only for a template that reads a broker
+
+            (queue,) = source.queues
+            return RabbitMqChannel(queue, source.virtual_host, source.queue_arn)
+        return SqsChannel(self.deployment.queue_by_arn(source.queue_arn), self.sqs)
 
     def _add_bridge(self, spec: BridgeSpec) -> StateMachineBridge:
         assert self.deployment is not None
@@ -288,6 +300,8 @@ class EmbeddedPipeline:
     def __exit__(self, *exc: object) -> None:
         try:
             self.stop()
+            for source in self.event_sources:
+                source.channel.close()  # a broker's connection; what it still held goes back to its queue
             if self._tracker is not None:
                 self._tracker.stop_running()  # no worker thread may call AWS once the mock is gone
         finally:
@@ -363,7 +377,8 @@ class EmbeddedPipeline:
 
     def event_source(self, queue_url: str) -> LocalEventSource:
         """The local event source that drains the queue with this URL."""
-        found = [source for source in self.event_sources if source.spec.kafka is None and source.queue.url == queue_url]
+        found = [source for source in self.event_sources
+                 if isinstance(source.channel, SqsChannel) and source.queue.url == queue_url]
         if not found:
             raise KeyError(f"no event source mapping reads {queue_url}")
         return found[0]
@@ -430,7 +445,7 @@ class EmbeddedPipeline:
         handing = (sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
                    + sum(pipe.waiting for pipe in self.pipes))
         handing += self.status_changes.waiting if self.status_changes is not None else 0
-        backlog = {source.spec.logical_id if source.spec.kafka else source.queue.logical_id: n
+        backlog = {(source.queue.logical_id if isinstance(source.channel, SqsChannel) else source.spec.logical_id): n
                    for source in self.event_sources if (n := source.backlog())}
         return self._tracker.unsettled(), backlog, handing
 

@@ -163,9 +163,12 @@ class Invocation:
 
 
 def batch_records(event: Any) -> list[Any]:
-    """The records of an event source mapping's event: SQS's ``Records``, or Kafka's ``records`` by topic-partition."""
+    """The records of an event source mapping's event: SQS's ``Records``, Kafka's ``records`` by topic-partition,
+    Amazon MQ's ``rmqMessagesByQueue`` by queue."""
     if not isinstance(event, dict):
         return []
+    if isinstance(event.get("rmqMessagesByQueue"), dict):
+        return [message for messages in event["rmqMessagesByQueue"].values() for message in messages]
     if isinstance(event.get("records"), dict):
         return [record for partition in event["records"].values() for record in partition]
     return list(event.get("Records", []))
@@ -362,7 +365,7 @@ class LocalFunction:
         records = batch_records(event)
         failures = response.get("batchItemFailures", []) if isinstance(response, dict) else []
         failed = [item["itemIdentifier"] for item in failures]
-        invocation = Invocation(context.aws_request_id, len(records), failed, error, (time.perf_counter() - started) * 1000,
+        invocation = Invocation(context.aws_request_id, records, failed, error, (time.perf_counter() - started) * 1000,
                                 trigger, error_type, error_message, stack, waited_ms, sink.lines)
         with self._changed:
             self._lines.append(sink.lines)

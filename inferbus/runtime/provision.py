@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import uuid
 from typing import Any
 
 from inferbus.model.asl import substitute
@@ -95,6 +96,7 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
     _provision_caches(resources, deployment)
     # Functions last: their environment refers to everything above.
     _specify_functions(resources, deployment, notes)
+    _name_brokers(resources, deployment)
     _specify_event_sources(resources, deployment)
     _specify_log_subscriptions(resources, deployment, notes)
 
@@ -474,9 +476,23 @@ def _specify_event_sources(resources: dict[str, Any], deployment: Deployment) ->
                 int(props.get("MaximumBatchingWindowInSeconds", 0)),
                 "ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
                 props.get("ScalingConfig", {}).get("MaximumConcurrency"),
-                kafka,
+                kafka=kafka,
+                queues=tuple(resolver.resolve(props.get("Queues", []))),
+                virtual_host=next((str(access["URI"]) for access in props.get("SourceAccessConfigurations", [])
+                                   if access.get("Type") == "VIRTUAL_HOST"), "/"),
             )
         )
+
+
+def _name_brokers(resources: dict[str, Any], deployment: Deployment) -> None:
+    """An Amazon MQ broker of the template gets its ARN (the broker itself is the local RabbitMQ, :mod:`.rabbitmq`)."""
+    resolver = deployment.resolver
+    for logical_id, props in _of_type(resources, "AWS::AmazonMQ::Broker"):
+        name = str(resolver.resolve(props.get("BrokerName", resolver.physical_name(logical_id, 50))))
+        broker_id = "b-" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"inferbus:{resolver.stack_name}:{logical_id}"))
+        resolver.refs[logical_id] = broker_id
+        resolver.attributes[(logical_id, "Arn")] = f"arn:{PARTITION}:mq:{REGION}:{ACCOUNT}:broker:{name}:{broker_id}"
+        resolver.attributes[(logical_id, "Id")] = broker_id
 
 
 def _specify_log_subscriptions(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:

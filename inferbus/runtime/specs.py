@@ -59,6 +59,13 @@ class EventSourceSpec:
     report_batch_item_failures: bool
     max_concurrency: int | None
     kafka: KafkaMappingSpec | None = None  # set for a Kafka mapping (queue_arn is then its cluster's ARN, or "")
+    queues: tuple[str, ...] = ()  # an Amazon MQ mapping's queue (its EventSourceArn is the broker)
+    virtual_host: str = "/"  # and the virtual host it is in (SourceAccessConfigurations VIRTUAL_HOST)
+
+    @property
+    def amazon_mq(self) -> bool:
+        """Whether it reads a queue of an Amazon MQ broker (a RabbitMQ queue locally), not an SQS queue."""
+        return ":mq:" in self.queue_arn
 
 
 @dataclass(frozen=True)

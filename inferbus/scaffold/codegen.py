@@ -97,9 +97,9 @@ class ConsumerPlan:
         Where the demo's samples come from.
     value_limit
         The largest magnitude a numeric input field accepts.
-    channel, group_by, broker
-        How its events reach it (``sqs``, ``fifo`` ordered by ``group_by``, or ``kafka`` from the
-        topic ``broker``): see :class:`~inferbus.model.declarations.Consumer`.
+    channel, group_by, broker, queue
+        How its events reach it (``sqs``, ``fifo`` ordered by ``group_by``, ``kafka`` from the topic
+        ``broker``, or ``rabbitmq`` from ``queue``): see :class:`~inferbus.model.declarations.Consumer`.
     """
 
     name: str
@@ -116,6 +116,7 @@ class ConsumerPlan:
     channel: str = "sqs"
     group_by: str | None = None
     broker: KafkaTopic | None = None
+    queue: str | None = None  # a rabbitmq consumer's RabbitMQ queue
 
     @property
     def contract_module(self) -> str:
@@ -757,7 +758,7 @@ def declaration_source(plan: ConsumerPlan) -> str:
     kinds = {"classifier": "classifier", "regressor": "regressor", "generic": "model"}
     header = [
         *paragraph(f'"""{plan.name}: {plan.event_type} -> {plan.model_name} (ONNX {kinds[plan.graph.task]}) -> '
-                   f"{plan.result_type}, ONE inference per SQS batch."),
+                   f"{plan.result_type}, ONE inference per {'RabbitMQ' if plan.channel == 'rabbitmq' else 'SQS'} batch."),
         "",
         *paragraph(f"Written by ``inferbus new consumer``: the handler is ``functions/{plan.module}/handler.py``, the "
                    f"contract ``{plan.contract_module}``."),
@@ -774,6 +775,9 @@ def declaration_source(plan: ConsumerPlan) -> str:
         body_imports.append("from inferbus.model.kafka import KafkaTopic")
     if ordered:
         body_imports.append("from inferbus.model.settings import ConsumerSettings")
+    if plan.channel == "rabbitmq":
+        body_imports.insert(body_imports.index("from inferbus.model.declarations import Consumer, EventFilter") + 2,
+                            "from inferbus.model.rabbitmq import RabbitMqQueue")
     if reused:
         body_imports += ["", (f"from .{plan.samples.component_module} import DEMO as "
                          f"{plan.samples.component_module.upper()}_DEMO")]
@@ -820,6 +824,8 @@ def declaration_source(plan: ConsumerPlan) -> str:
            f"        settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH}),  # Lambda's most for a FIFO queue"]
           if ordered else []),
         *(['        channel="kafka",', f"        broker={kafka_topic_source(plan.broker)},"] if plan.broker is not None else []),
+        *(['        channel="rabbitmq",', f"        broker=RabbitMqQueue(queue={json.dumps(plan.queue)}),  # docs/channels.md"]
+          if plan.channel == "rabbitmq" else []),
         "    ),",
         "]",
         "",
@@ -868,7 +874,9 @@ def functional_test_source(plan: ConsumerPlan) -> str:
             type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type]),
             [*(["from confluent_kafka import Producer"] if kafka else []),
              "from inferbus.local import LocalPipeline", "from inferbus.model.declarations import Consumer, Pipeline",
-             f"from pipeline.{plan.module} import COMPONENTS, DEMO"]),
+             *(["from inferbus.runtime.rabbitmq import publish_cloudevents"] if plan.channel == "rabbitmq" else []),
+             f"from pipeline.{plan.module} import COMPONENTS, DEMO",
+             *(["from tests.rabbitmq_broker import rabbitmq_or_skip"] if plan.channel == "rabbitmq" else [])]),
         "",
         f'(CONSUMER,) = [c for c in COMPONENTS if isinstance(c, Consumer) and c.name == "{plan.name}"]',
         f'(INPUTS,) = [d for d in DEMO if d.component == "{plan.name}"]',
@@ -877,8 +885,20 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "",
         '@pytest.fixture(scope="module")',
         "def pipeline():",
+        *(["    rabbitmq_or_skip()  # its events come from a real RabbitMQ broker"] if plan.channel == "rabbitmq" else []),
         "    with LocalPipeline(pipeline=Pipeline(consumers=(CONSUMER,))) as running:",
         "        yield running",
+        "",
+        "",
+        "def send(pipeline, entries: list[dict]) -> None:",
+        *(['    """Publish the CloudEvents to the consumer\'s RabbitMQ queue, structured (``application/cloudevents+json``)."""',
+           '    publish_cloudevents(CONSUMER.broker.queue, [entry["Detail"] for entry in entries], CONSUMER.broker.virtual_host)']
+          if plan.channel == "rabbitmq" else
+          ['    """Write the CloudEvents to the consumer\'s Kafka topic, structured (the value is the CloudEvent)."""',
+           '    produce(pipeline, [entry["Detail"] for entry in entries])']
+          if kafka else
+          ['    """Put the events on the bus: its rule routes them to the consumer."""',
+           "    assert pipeline.put_events(entries) == []"]),
         "",
         "",
         "def submitted(count: int) -> list:",
@@ -900,8 +920,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         *(KAFKA_PRODUCE if kafka else []),
         "def test_one_valid_result_per_input_from_one_inference_per_batch(pipeline):",
         "    events = submitted(SAMPLES)",
-        ("    produce(pipeline, [event.model_dump_json(exclude_none=True) for event in events])" if kafka else
-         "    assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []"),
+        "    send(pipeline, [to_put_events_entry(event, pipeline.bus_name) for event in events])",
         "    pipeline.drain()",
         "",
         "    delivered = pipeline.tapped_events()  # every event the bus carried since the last look",
@@ -913,7 +932,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
          if kafka else "    function = pipeline.consumer(CONSUMER.name).function"),
         "    batches = [invocation for invocation in function.invocations if invocation.records]",
         *(['    assert len(function.metrics["InferenceMs"]) == len(batches)  # ONE session.run per batch']
-          if plan.channel == "sqs" else
+          if plan.channel != "fifo" else
           ['    # ordered: one session.run per round of a batch (the k-th event of every key), so one per batch at',
            '    # best and one per event when every event has the same key',
            '    assert len(batches) <= len(function.metrics["InferenceMs"]) <= sum(b.records for b in batches)']),
@@ -925,8 +944,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    d = json.loads(entry[\"Detail\"])",
         f'    d["id"] = "malformed-{plan.name}"',
         f"    {change}  # {why}",
-        ('    produce(pipeline, [json.dumps(d)])' if kafka else
-         '    assert pipeline.put_events([entry | {"Detail": json.dumps(d)}]) == []'),
+        '    send(pipeline, [entry | {"Detail": json.dumps(d)}])',
         "    pipeline.drain()",
         "",
         f'    (kept,) = [m for m in pipeline.invalid_events() if m.get("event_id") == "malformed-{plan.name}"]',

@@ -18,6 +18,7 @@ from inferbus.model.declarations import (
     Workflow,
 )
 from inferbus.model.kafka import KafkaBridge, KafkaTopic
+from inferbus.model.rabbitmq import PLACEHOLDER_BROKER_ARN, PLACEHOLDER_SECRET_ARN, RabbitMqQueue
 from inferbus.model.settings import ConsumerSettings, InferbusSettings, SettingsError
 from inferbus.reference import update_readme
 from infra.configuration import parse_context
@@ -70,8 +71,22 @@ def test_every_name_derives_from_the_components_name():
     (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, starting_position="AT_TIMESTAMP"), "starting_position must be"),
     (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, consumer_group_id="a b"), "consumer_group_id must be"),
     (lambda: KafkaBridge(name="Orders", broker=TOPIC), "kebab-case"),
-    (lambda: consumer(channel="rabbitmq"), "'rabbitmq' is not available yet"),
-    (lambda: consumer(channel="pigeon"), r"unknown channel 'pigeon' \(available: sqs, fifo, kafka\)"),
+    (lambda: consumer(channel="pigeon"), r"unknown channel 'pigeon' \(available: sqs, fifo"),
+    (lambda: consumer(channel="rabbitmq"), r"^iris-classifier: a 'rabbitmq' channel reads a queue: declare "
+                                           r"broker=RabbitMqQueue\(queue=...\), got broker=None"),
+    (lambda: consumer(broker=RabbitMqQueue(queue="orders")), "is a 'rabbitmq' channel's queue; this consumer's channel "
+                                                            "is 'sqs': declare channel='rabbitmq'"),
+    (lambda: consumer(channel="rabbitmq", broker=RabbitMqQueue(queue="o"), group_by="$.detail.subject"),
+     "group_by orders a 'fifo' channel; this consumer's channel is 'rabbitmq'"),
+    (lambda: RabbitMqQueue(queue=""), "^RabbitMqQueue: queue must be a name of 1-255 bytes"),
+    (lambda: RabbitMqQueue(queue="q" * 256), "1-255 bytes"),
+    (lambda: RabbitMqQueue(queue="amq.gen-1"), "reserved to the broker"),
+    (lambda: RabbitMqQueue(queue="a::b"), "may not hold '::'"),
+    (lambda: RabbitMqQueue(queue="o", virtual_host=""), "virtual_host must be"),
+    (lambda: RabbitMqQueue(queue="o", broker_arn="arn:aws:sqs:us-east-1:111122223333:orders",
+                           credentials_secret_arn=PLACEHOLDER_SECRET_ARN), "broker_arn must be an Amazon MQ broker ARN"),
+    (lambda: RabbitMqQueue(queue="o", credentials_secret_arn="my-secret"), "credentials_secret_arn must be a Secrets"),
+    (lambda: RabbitMqQueue(queue="o", broker_arn=PLACEHOLDER_BROKER_ARN), "an existing broker .* needs credentials_secret_arn"),
     (lambda: consumer(group_by="$.detail.data.customer_id"), "group_by orders a 'fifo' channel"),
     (lambda: consumer(channel="fifo", group_by="$.data.customer_id"), "starting '\\$.detail.'"),
     (lambda: consumer(channel="fifo", group_by="$.detail.data[0]"), "group_by must be a path of fields"),
@@ -88,6 +103,23 @@ def test_a_consumers_channel_is_sqs_unless_declared_and_fifo_is_ordered_by_a_key
     assert (by_source.channel, by_source.ordered, by_source.group_by) == (Channel.FIFO, True, DEFAULT_GROUP_BY)
     by_customer = consumer(channel=Channel.FIFO, group_by="$.detail.data.customer-id", settings=ConsumerSettings(batch_size=1))
     assert by_customer.group_by == "$.detail.data.customer-id"
+
+
+def test_unknown_and_planned_channels_name_every_channel_there_is():
+    available = ", ".join(channel.value for channel in Channel)
+    for name in ("pigeon", "kafka"):
+        with pytest.raises(DeclarationError, match=rf"\(available: {available}\)$"):
+            consumer(channel=name)
+
+
+def test_a_rabbitmq_consumer_names_its_queue_on_the_stacks_broker_or_an_existing_one():
+    own = consumer(channel="rabbitmq", broker=RabbitMqQueue(queue="orders"))
+    assert (own.channel, own.ordered, own.broker.stack_broker, own.broker.queue_key) == (
+        Channel.RABBITMQ, False, True, "orders::/")
+    existing = RabbitMqQueue(queue="orders", virtual_host="/shop", broker_arn=PLACEHOLDER_BROKER_ARN,
+                             credentials_secret_arn=PLACEHOLDER_SECRET_ARN)
+    assert (existing.stack_broker, existing.queue_key) == (False, "orders::/shop")
+    assert consumer(channel=Channel.RABBITMQ, broker=existing).broker is existing
 
 
 def test_patterns_resolve_settings_and_producers():

@@ -5,6 +5,8 @@ name (``RECORD_SOURCE``)   implementation
 =========================  ====================================================================
 ``sqs`` (default)          :class:`SqsRecordSource`: the consumer's queue, its DLQ
 ``kafka``                  :class:`KafkaRecordSource`: an MSK or self-managed Kafka topic
+``amazon-mq``              :class:`AmazonMqRecordSource`: a RabbitMQ queue on Amazon MQ; the
+                           consumer's SQS DLQ
 =========================  ====================================================================
 
 A function gets its source from its environment (:func:`record_source`); a new channel is one
@@ -18,11 +20,13 @@ from typing import Any
 
 from ..environment import ConsumerEnvironment
 from ..errors import registered
+from .amazon_mq import AmazonMqRecordSource
 from .base import RecordSource, SourceRecord
 from .kafka import KafkaRecordSource
 from .sqs import SqsRecordSource
 
-__all__ = ["RECORD_SOURCES", "KafkaRecordSource", "RecordSource", "SourceRecord", "SqsRecordSource", "record_source"]
+__all__ = ["RECORD_SOURCES", "AmazonMqRecordSource", "KafkaRecordSource", "RecordSource", "SourceRecord", "SqsRecordSource",
+           "record_source"]
 
 
 def _sqs(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
@@ -34,10 +38,16 @@ def _kafka(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> R
     return KafkaRecordSource()  # the mapping's on-failure destination takes what it gives up on
 
 
+def _amazon_mq(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
+    return AmazonMqRecordSource(consumer=environment.RESULT_SOURCE, dead_letter_queue_url=environment.DEAD_LETTER_QUEUE_URL,
+                                max_receive_count=environment.MAX_RECEIVE_COUNT, sqs=lambda: clients("sqs"))
+
+
 # RECORD_SOURCE name -> how to make the source from the consumer's environment and a client getter.
 RECORD_SOURCES: dict[str, Callable[[ConsumerEnvironment, Callable[[str], Any]], RecordSource]] = {
     SqsRecordSource.name: _sqs,
     KafkaRecordSource.name: _kafka,
+    AmazonMqRecordSource.name: _amazon_mq,
 }
 
 
