@@ -248,7 +248,7 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
 
     brokers = _of_type(template, "AWS::AmazonMQ::Broker")
     for mapping_id, mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").items():
-        source = mapping["EventSourceArn"]
+        source = mapping.get("EventSourceArn")
         if "Queues" not in mapping or not (_target_id(source) in brokers or ":mq:" in str(source)):
             continue
         # A rabbitmq channel: your producers publish to the queue over AMQP; no rule feeds it.

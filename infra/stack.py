@@ -306,6 +306,10 @@ class InferbusStack(Stack):
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
+        # How tools find it, as a queue consumer's: what the mapping gives up lands in its on-failure queue.
+        for kind, value in ((DEAD_LETTER_QUEUE_URL, consumer.failure_queue.queue_url),
+                            (FUNCTION_NAME, consumer.function.function_name)):
+            CfnOutput(Stack.of(consumer), f"{consumer.node.id}{kind}", value=value)
         return consumer
 
     def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer | RabbitMqConsumer:

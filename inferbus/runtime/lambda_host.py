@@ -362,7 +362,7 @@ class LocalFunction:
                 # What the Lambda runtime logs for an unhandled error.
                 sink.lines.append({"level": "ERROR", "errorType": error_type, "errorMessage": error_message,
                                    "stackTrace": stack, "requestId": context.aws_request_id})
-        records = batch_records(event)
+        records = len(batch_records(event))
         failures = response.get("batchItemFailures", []) if isinstance(response, dict) else []
         failed = [item["itemIdentifier"] for item in failures]
         invocation = Invocation(context.aws_request_id, records, failed, error, (time.perf_counter() - started) * 1000,

@@ -105,9 +105,9 @@ def test_a_consumers_channel_is_sqs_unless_declared_and_fifo_is_ordered_by_a_key
     assert by_customer.group_by == "$.detail.data.customer-id"
 
 
-def test_unknown_and_planned_channels_name_every_channel_there_is():
+def test_an_unknown_channel_names_every_channel_there_is():
     available = ", ".join(channel.value for channel in Channel)
-    for name in ("pigeon", "kafka"):
+    for name in ("pigeon", "redis-streams"):
         with pytest.raises(DeclarationError, match=rf"\(available: {available}\)$"):
             consumer(channel=name)
 
