@@ -14,9 +14,10 @@ Example
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .contracts.images import ModelScore
+if TYPE_CHECKING:
+    from .contracts.images import ModelScore
 
 __all__ = ["combine_scores"]
 
@@ -26,6 +27,8 @@ def combine_scores(branches: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     Every branch is validated as a :class:`ModelScore` first.
     """
+    from .contracts.images import ModelScore  # here: the merge step's init never imports pydantic
+
     scores = [ModelScore.model_validate(branch) for branch in branches]
     if len(scores) < 2:
         raise ValueError(f"a combination needs at least two branches, got {len(scores)}")

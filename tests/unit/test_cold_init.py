@@ -2,7 +2,7 @@
 
 Each declared function (every consumer, the workflows' Accept step, every workflow task) is imported
 in a fresh interpreter with the environment the stack gives it, then the probe reads ``sys.modules``
-and which pydantic models have a validator built. Structural facts, no timing: the timings are
+and which event contract models have a validator built. Structural facts, no timing: the timings are
 ``bench/speed.py --cold``'s, beside their baseline.
 """
 
@@ -41,6 +41,7 @@ if target == "ad-hoc step":  # a step of your own, no models: the kit alone
 else:
     module, _, attribute = target.rpartition(".")
     handler = getattr(importlib.import_module(module), attribute)
+modules = sorted(sys.modules)  # before the probe imports pydantic itself
 from pydantic import BaseModel
 from inferbus_lambda.contracts.core import CloudEvent, EventData
 
@@ -51,11 +52,9 @@ def ours(cls):
         yield from ours(sub)
 
 print(json.dumps({
-    "modules": sorted(sys.modules),
-    "built": sorted({f"{cls.__module__}.{cls.__qualname__}" for cls in ours(BaseModel) if cls.__pydantic_complete__}),
+    "modules": modules,
     "events_built": sorted({cls.__qualname__ for base in (EventData, CloudEvent) for cls in [base, *ours(base)]
                             if cls.__pydantic_complete__}),
-    "environment": f"{type(handler.runtime.environment).__module__}.{type(handler.runtime.environment).__qualname__}",
     "opens_onnx": any(hasattr(model, "session") for model in handler.runtime.models.values()),
 }))
 """
@@ -131,11 +130,24 @@ def test_no_event_contract_is_built_at_init(name):
     assert built == [], f"{name} builds {built} at init"
 
 
-@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
-def test_a_function_builds_its_own_environment_model_only(name):
+def handler_imports_contracts(handler: str) -> bool:
+    """Whether the handler's own module imports the event contracts or pydantic (then pydantic is its own)."""
+    path = FUNCTIONS.joinpath(*handler.rpartition(".")[0].split(".")).with_suffix(".py")
+    imported = {alias.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)}
+    return any(name.partition(".")[0] == "pydantic" or name.startswith("inferbus_lambda.contracts") for name in imported)
+
+
+@pytest.mark.parametrize("name", [*TASKS, "ad-hoc step"])
+def test_a_step_that_validates_no_contract_at_init_does_not_import_pydantic(name):
+    """The environment is checked without pydantic, and the kit's own contracts (a model's ``ref``, the
+    merge's branch scores) are imported on first use: a step pays for pydantic only if its own code asks."""
+    handler = FUNCTIONS_DECLARED.get(name, ("ad-hoc step",))[0]
+    if handler != "ad-hoc step" and handler_imports_contracts(handler):
+        pytest.skip(f"{name}'s own module imports the contracts: pydantic is its own")
     found = probe(name)
-    built = [model for model in found["built"] if model.startswith("inferbus_lambda.environment.")]
-    assert built == [found["environment"]]
+    assert not [module for module in found["modules"] if module.partition(".")[0] in {"pydantic", "pydantic_core"}]
 
 
 def test_the_combined_scores_are_numpys_mean_and_argmax_to_the_last_bit():
