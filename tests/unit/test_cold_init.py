@@ -9,6 +9,7 @@ and which event contract models have a validator built. Structural facts, no tim
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import random
@@ -176,3 +177,44 @@ def test_equal_maxima_take_the_first_label_as_argmax_does():
     scores = [{"model": {"name": name, "version": "1"}, "label": 2, "confidence": 0.5, "probabilities": p,
                "inference_ms": 0.1} for name, p in (("a", a), ("b", b))]
     assert combine_scores(scores)["label"] == int(np.argmax(np.mean([a, b], axis=0))) == 2
+
+
+def contract_domain_of(name: str) -> str:
+    """The contracts module that defines ``name`` (one of the package's names)."""
+    import inferbus_lambda.contracts as contracts
+
+    return f"inferbus_lambda.contracts.{contracts._DOMAIN_OF.get(name, 'core')}"
+
+
+def contract_names_imported(handler: str) -> set[str]:
+    """The names the handler's own module imports from ``inferbus_lambda.contracts``."""
+    path = FUNCTIONS.joinpath(*handler.rpartition(".")[0].split(".")).with_suffix(".py")
+    return {alias.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
+            and node.module == "inferbus_lambda.contracts" for alias in node.names}
+
+
+@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
+def test_a_function_imports_only_the_contract_domains_it_uses(name):
+    """The domains (``contracts/images.py``, ``text.py``, ...) a function's init imports are the ones
+    defining what its module imports, and for a consumer the types it consumes and produces."""
+    from inferbus_lambda.contracts import data_model
+
+    handler, environment = FUNCTIONS_DECLARED.get(name, ("ad-hoc step", None))
+    used = {contract_domain_of(imported) for imported in contract_names_imported(handler)} if environment else set()
+    if isinstance(environment, ConsumerEnvironment):
+        used |= {data_model(environment.CONSUMES).__module__, data_model(environment.PRODUCES).__module__}
+    loaded = {module for module in probe(name)["modules"] if module.startswith("inferbus_lambda.contracts.")}
+    assert loaded - {"inferbus_lambda.contracts.core"} == used - {"inferbus_lambda.contracts.core"}
+
+
+def test_the_contracts_package_names_each_domain_name_where_it_is_defined():
+    """The package's lazy map and its type-checking imports list the same names, each defined in its module."""
+    import inferbus_lambda.contracts as contracts
+
+    tree = ast.parse(Path(contracts.__file__).read_text())
+    type_checked = {alias.name: inner.module for node in tree.body if isinstance(node, ast.If)
+                    for inner in node.body if isinstance(inner, ast.ImportFrom) for alias in inner.names}
+    assert contracts._DOMAIN_OF == type_checked
+    for name, module in contracts._DOMAIN_OF.items():
+        assert getattr(contracts, name) is vars(importlib.import_module(f"inferbus_lambda.contracts.{module}"))[name]
+        assert name in contracts.__all__
