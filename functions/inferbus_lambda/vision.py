@@ -14,10 +14,7 @@ Example
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .contracts.images import ModelScore
+from typing import Any
 
 __all__ = ["combine_scores"]
 

@@ -181,7 +181,7 @@ def test_equal_maxima_take_the_first_label_as_argmax_does():
 
 def contract_domain_of(name: str) -> str:
     """The contracts module that defines ``name`` (one of the package's names)."""
-    import inferbus_lambda.contracts as contracts
+    from inferbus_lambda import contracts
 
     return f"inferbus_lambda.contracts.{contracts._DOMAIN_OF.get(name, 'core')}"
 
@@ -209,7 +209,7 @@ def test_a_function_imports_only_the_contract_domains_it_uses(name):
 
 def test_the_contracts_package_names_each_domain_name_where_it_is_defined():
     """The package's lazy map and its type-checking imports list the same names, each defined in its module."""
-    import inferbus_lambda.contracts as contracts
+    from inferbus_lambda import contracts
 
     tree = ast.parse(Path(contracts.__file__).read_text())
     type_checked = {alias.name: inner.module for node in tree.body if isinstance(node, ast.If)

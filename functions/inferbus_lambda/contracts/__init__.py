@@ -34,6 +34,7 @@ from .core import (
     parse_event,
     to_put_events_entry,
 )
+
 if TYPE_CHECKING:  # for type checkers; at run time each domain is imported on first use (:func:`__getattr__`)
     from .images import (
         DIGIT_CLASSES,
