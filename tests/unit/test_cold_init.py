@@ -114,6 +114,14 @@ def test_a_workflow_task_does_not_import_the_consumers_machinery(name):
     assert not loaded.intersection(CONSUMER_MACHINERY), f"{name} imports {sorted(loaded & set(CONSUMER_MACHINERY))}"
 
 
+@pytest.mark.skipif(ACCEPT_HANDLER not in {handler for handler, _ in FUNCTIONS_DECLARED.values()}, reason="no workflow")
+def test_the_accept_step_imports_the_claims_store_and_nothing_else_of_a_consumer():
+    """It claims event ids, but runs no batch: the consumer, its record sources, publishing and rejections are not its."""
+    loaded = set(probe("accept")["modules"])
+    assert "inferbus_lambda.claims" in loaded
+    assert not loaded.intersection(set(CONSUMER_MACHINERY) - {"inferbus_lambda.claims"})
+
+
 @pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
 def test_a_function_that_opens_no_onnx_model_does_not_import_numpy(name):
     handler = FUNCTIONS_DECLARED.get(name, ("ad-hoc step",))[0]
