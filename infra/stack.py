@@ -121,7 +121,7 @@ def _cache_name(name: str) -> str:
 def _add_environment(function: lambda_.Function, model: type[FunctionEnvironment], **values: Any) -> None:
     """Add variables to a function after it exists, each a field of its environment model."""
     for name, value in values.items():
-        if name not in model.model_fields:
+        if name not in model.variable_names():
             raise ValueError(f"{name} is not a variable of {model.__name__}")
         function.add_environment(name, str(value))
 

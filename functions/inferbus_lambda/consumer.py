@@ -45,9 +45,7 @@ around the handler's ``infer``.
 from __future__ import annotations
 
 import enum
-import json
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,7 +54,14 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .claims import COMPLETE_BATCH, ClaimStatus, ClaimStore
-from .contracts.core import CloudEvent, EventData, from_eventbridge_event, new_event, to_put_events_entry
+from .contracts.core import (
+    CloudEvent,
+    EventData,
+    from_eventbridge_event,
+    new_event,
+    result_event_id,
+    to_put_events_entry,
+)
 from .errors import IdConflictError, InvalidEventError
 from .metric_names import (
     BATCH_SIZE,
@@ -164,12 +169,6 @@ class BatchReport:
 def event_age_ms(event: CloudEvent[Any]) -> float:
     """Event latency: now minus the event's ``time``, in milliseconds (never negative: clocks differ)."""
     return age_ms(event.time)
-
-
-def result_event_id(input_id: str, producer: str, *, input_source: str | None) -> str:
-    """A result's id is derived from its input's identity (its source and id, as CloudEvents has it), so a
-    republished result is recognisably the same event, and inputs with one id from two sources get two."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, "inferbus:" + json.dumps([producer, input_source, input_id])))
 
 
 # Quoted: a generic pydantic model subscripted at import builds its validator then (cold init).

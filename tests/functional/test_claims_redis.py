@@ -101,7 +101,7 @@ def test_an_unreachable_server_fails_the_records_not_the_batch():
 
 
 def test_the_environment_chooses_redis_and_one_client_serves_every_scope(redis_endpoint):
-    environment = ClaimsEnvironment.model_validate({
+    environment = ClaimsEnvironment.from_environ({
         "POWERTOOLS_SERVICE_NAME": "image-classifier", "POWERTOOLS_METRICS_NAMESPACE": "Inferbus",
         "IDEMPOTENCY_TABLE_NAME": "unused", "IDEMPOTENCY_TTL_SECONDS": "60", "CLAIM_STORE": "redis",
         "REDIS_ENDPOINT": redis_endpoint})

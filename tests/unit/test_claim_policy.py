@@ -142,12 +142,12 @@ def test_the_data_hash_tells_other_data_apart_but_not_a_measurement():
 def test_a_store_is_chosen_by_the_environment_and_an_unknown_one_is_named():
     environment = {"POWERTOOLS_SERVICE_NAME": "image-classifier", "POWERTOOLS_METRICS_NAMESPACE": "Inferbus",
                    "IDEMPOTENCY_TABLE_NAME": "claims", "IDEMPOTENCY_TTL_SECONDS": "60"}
-    store = claim_store(ClaimsEnvironment.model_validate(environment), scope="x", client=object())
+    store = claim_store(ClaimsEnvironment.from_environ(environment), scope="x", client=object())
     assert isinstance(store, ClaimStore) and type(store).__name__ == "DynamoDBClaimStore"
     with pytest.raises(ConfigurationError, match="CLAIM_STORE='memcached' names no claims store; known: dynamodb, redis"):
-        claim_store(ClaimsEnvironment.model_validate(environment | {"CLAIM_STORE": "memcached"}), scope="x")
+        claim_store(ClaimsEnvironment.from_environ(environment | {"CLAIM_STORE": "memcached"}), scope="x")
     with pytest.raises(ConfigurationError, match="CLAIM_STORE=redis needs REDIS_ENDPOINT"):
-        claim_store(ClaimsEnvironment.model_validate(environment | {"CLAIM_STORE": "redis"}), scope="x")
+        claim_store(ClaimsEnvironment.from_environ(environment | {"CLAIM_STORE": "redis"}), scope="x")
 
 
 # -- identity: (source, id), as CloudEvents defines it ----------------------------------------------

@@ -2,13 +2,14 @@
 
 Each declared function (every consumer, the workflows' Accept step, every workflow task) is imported
 in a fresh interpreter with the environment the stack gives it, then the probe reads ``sys.modules``
-and which pydantic models have a validator built. Structural facts, no timing: the timings are
+and which event contract models have a validator built. Structural facts, no timing: the timings are
 ``bench/speed.py --cold``'s, beside their baseline.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import subprocess
@@ -38,6 +39,7 @@ if target == "ad-hoc step":  # a step of your own, no models: the kit alone
 else:
     module, _, attribute = target.rpartition(".")
     handler = getattr(importlib.import_module(module), attribute)
+modules = sorted(sys.modules)  # before the probe imports pydantic itself
 from pydantic import BaseModel
 from inferbus_lambda.contracts.core import CloudEvent, EventData
 
@@ -48,11 +50,9 @@ def ours(cls):
         yield from ours(sub)
 
 print(json.dumps({
-    "modules": sorted(sys.modules),
-    "built": sorted({f"{cls.__module__}.{cls.__qualname__}" for cls in ours(BaseModel) if cls.__pydantic_complete__}),
+    "modules": modules,
     "events_built": sorted({cls.__qualname__ for base in (EventData, CloudEvent) for cls in [base, *ours(base)]
                             if cls.__pydantic_complete__}),
-    "environment": f"{type(handler.runtime.environment).__module__}.{type(handler.runtime.environment).__qualname__}",
     "opens_onnx": any(hasattr(model, "session") for model in handler.runtime.models.values()),
 }))
 """
@@ -111,6 +111,14 @@ def test_a_workflow_task_does_not_import_the_consumers_machinery(name):
     assert not loaded.intersection(CONSUMER_MACHINERY), f"{name} imports {sorted(loaded & set(CONSUMER_MACHINERY))}"
 
 
+@pytest.mark.skipif(ACCEPT_HANDLER not in {handler for handler, _ in FUNCTIONS_DECLARED.values()}, reason="no workflow")
+def test_the_accept_step_imports_the_claims_store_and_nothing_else_of_a_consumer():
+    """It claims event ids, but runs no batch: the consumer, its record sources, publishing and rejections are not its."""
+    loaded = set(probe("accept")["modules"])
+    assert "inferbus_lambda.claims" in loaded
+    assert not loaded.intersection(set(CONSUMER_MACHINERY) - {"inferbus_lambda.claims"})
+
+
 @pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
 def test_a_function_that_opens_no_onnx_model_does_not_import_numpy(name):
     handler = FUNCTIONS_DECLARED.get(name, ("ad-hoc step",))[0]
@@ -128,8 +136,62 @@ def test_no_event_contract_is_built_at_init(name):
     assert built == [], f"{name} builds {built} at init"
 
 
-@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
-def test_a_function_builds_its_own_environment_model_only(name):
+def handler_imports_contracts(handler: str) -> bool:
+    """Whether the handler's own module imports the event contracts or pydantic (then pydantic is its own)."""
+    path = FUNCTIONS.joinpath(*handler.rpartition(".")[0].split(".")).with_suffix(".py")
+    imported = {alias.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)}
+    return any(name.partition(".")[0] == "pydantic" or name.startswith("inferbus_lambda.contracts") for name in imported)
+
+
+@pytest.mark.parametrize("name", [*TASKS, "ad-hoc step"])
+def test_a_step_that_validates_no_contract_at_init_does_not_import_pydantic(name):
+    """The environment is checked without pydantic, and the kit's own contracts (a model's ``ref``, the
+    merge's branch scores) are imported on first use: a step pays for pydantic only if its own code asks."""
+    handler = FUNCTIONS_DECLARED.get(name, ("ad-hoc step",))[0]
+    if handler != "ad-hoc step" and handler_imports_contracts(handler):
+        pytest.skip(f"{name}'s own module imports the contracts: pydantic is its own")
     found = probe(name)
-    built = [model for model in found["built"] if model.startswith("inferbus_lambda.environment.")]
-    assert built == [found["environment"]]
+    assert not [module for module in found["modules"] if module.partition(".")[0] in {"pydantic", "pydantic_core"}]
+
+
+def contract_domain_of(name: str) -> str:
+    """The contracts module that defines ``name`` (one of the package's names)."""
+    from inferbus_lambda import contracts
+
+    return f"inferbus_lambda.contracts.{contracts._DOMAIN_OF.get(name, 'core')}"
+
+
+def contract_names_imported(handler: str) -> set[str]:
+    """The names the handler's own module imports from ``inferbus_lambda.contracts``."""
+    path = FUNCTIONS.joinpath(*handler.rpartition(".")[0].split(".")).with_suffix(".py")
+    return {alias.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
+            and node.module == "inferbus_lambda.contracts" for alias in node.names}
+
+
+@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
+def test_a_function_imports_only_the_contract_domains_it_uses(name):
+    """The domains (``contracts/images.py``, ``text.py``, ...) a function's init imports are the ones
+    defining what its module imports, and for a consumer the types it consumes and produces."""
+    from inferbus_lambda.contracts import data_model
+
+    handler, environment = FUNCTIONS_DECLARED.get(name, ("ad-hoc step", None))
+    used = {contract_domain_of(imported) for imported in contract_names_imported(handler)} if environment else set()
+    if isinstance(environment, ConsumerEnvironment):
+        used |= {data_model(environment.CONSUMES).__module__, data_model(environment.PRODUCES).__module__}
+    loaded = {module for module in probe(name)["modules"] if module.startswith("inferbus_lambda.contracts.")}
+    assert loaded - {"inferbus_lambda.contracts.core"} == used - {"inferbus_lambda.contracts.core"}
+
+
+def test_the_contracts_package_names_each_domain_name_where_it_is_defined():
+    """The package's lazy map and its type-checking imports list the same names, each defined in its module."""
+    from inferbus_lambda import contracts
+
+    tree = ast.parse(Path(contracts.__file__).read_text())
+    type_checked = {alias.name: inner.module for node in tree.body if isinstance(node, ast.If)
+                    for inner in node.body if isinstance(inner, ast.ImportFrom) for alias in inner.names}
+    assert contracts._DOMAIN_OF == type_checked
+    for name, module in contracts._DOMAIN_OF.items():
+        assert getattr(contracts, name) is vars(importlib.import_module(f"inferbus_lambda.contracts.{module}"))[name]
+        assert name in contracts.__all__

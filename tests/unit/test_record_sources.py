@@ -71,9 +71,9 @@ ENVIRONMENT = {"POWERTOOLS_SERVICE_NAME": "image-classifier", "POWERTOOLS_METRIC
 
 def test_the_source_is_chosen_by_the_environment_and_an_unknown_one_is_named():
     asked = []
-    source = record_source(ConsumerEnvironment.model_validate(ENVIRONMENT), lambda service: asked.append(service))
+    source = record_source(ConsumerEnvironment.from_environ(ENVIRONMENT), lambda service: asked.append(service))
     assert isinstance(source, RecordSource) and source.name == "sqs"
     assert source.is_last_attempt(SourceRecord("m", "b", 4)) and asked == []  # the client is made on first use only
     known = ", ".join(sorted(RECORD_SOURCES))
     with pytest.raises(ConfigurationError, match=f"RECORD_SOURCE='pigeon' names no record source; known: {known}$"):
-        record_source(ConsumerEnvironment.model_validate(ENVIRONMENT | {"RECORD_SOURCE": "pigeon"}), lambda s: None)
+        record_source(ConsumerEnvironment.from_environ(ENVIRONMENT | {"RECORD_SOURCE": "pigeon"}), lambda s: None)
