@@ -71,6 +71,7 @@ import functools
 import json
 import sys
 import threading
+import time
 import uuid
 import weakref
 from collections import Counter
@@ -589,6 +590,12 @@ def _patch_stepfunctions() -> None:
         return start_execution(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
 
     _patch(StepFunctionsParserBackend, "start_execution", start_execution_named)
+    from moto.stepfunctions.parser import models as parser_models
+
+    # moto deep-copies the state machine at every StartExecution as the execution's snapshot of its
+    # definition: a copy per execution (memory for as long as the execution is kept, and CPU at each
+    # start). One snapshot per revision is the same snapshot: an execution never changes it.
+    _patch(parser_models, "copy", SnapshotPerRevision())
     _patch(BaseExecutionWorkerCommunication, "terminated", terminated_and_notify)
     _patch(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
     # The defining module, for what is imported later, and each service module that imported it already.
@@ -596,6 +603,77 @@ def _patch_stepfunctions() -> None:
     using = [sys.modules.get(services + name) for name in CLIENT_USING_SERVICES]
     for module in [boto_client, lambda_eval_utils, *[module for module in using if module is not None]]:
         _patch(module, "boto_client_for", cached_client_for)
+
+
+class SnapshotPerRevision:
+    """What moto's Step Functions module sees as ``copy``: one deep copy per state machine revision.
+
+    The key is the machine and what an update changes (its definition, role, update date); the
+    copy's memo is moto's (its executions left out, its backend shared).
+    """
+
+    def __init__(self) -> None:
+        self.snapshots: dict[int, tuple[tuple[Any, ...], Any]] = {}
+        self.lock = threading.Lock()
+
+    def deepcopy(self, value: Any, memo: Any = None) -> Any:
+        import copy
+
+        revision = (getattr(value, "definition", None), getattr(value, "roleArn", None),
+                    getattr(value, "update_date", None), getattr(value, "revision_id", None))
+        with self.lock:
+            kept = self.snapshots.get(id(value))
+            if kept is not None and kept[0] == revision:
+                return kept[1]
+            snapshot = copy.deepcopy(value, memo)
+            self.snapshots[id(value)] = (revision, snapshot)  # a deleted machine's id may return: keyed by revision too
+            return snapshot
+
+
+# AWS deletes an item whose TTL attribute is a Number of epoch seconds in the past, but not one more
+# than five years in the past (taken for milliseconds or a mistake).
+TTL_IGNORED_AFTER_S = 5 * 365 * 86_400
+
+
+def expire_items(now_s: float | None = None) -> int:
+    """Delete every DynamoDB item whose time to live has passed, as DynamoDB's TTL does; return how many.
+
+    moto records a table's TTL setting and never deletes an item by it, so claims and idempotency
+    records stayed for as long as the process lived. DynamoDB deletes expired items in the
+    background "within a few days"; the runtime calls this every :data:`TTL_SWEEP_S` s. As in AWS,
+    an expired item not yet deleted is still read, a non-Number attribute or one more than five
+    years past is never expired, and a table with TTL disabled keeps everything.
+    """
+    from moto.dynamodb.models import dynamodb_backends
+
+    now = time.time() if now_s is None else now_s
+    deleted = 0
+    with SERVICE_LOCKS["dynamodb"]:
+        for regions in dynamodb_backends.values():
+            for backend in regions.values():
+                for table in list(backend.tables.values()):
+                    ttl = getattr(table, "ttl", {}) or {}
+                    attribute = ttl.get("AttributeName")
+                    if ttl.get("TimeToLiveStatus") != "ENABLED" or not attribute:
+                        continue
+                    for hash_value, held in list(table.items.items()):
+                        items = list(held.items()) if table.has_range_key else [(None, held)]
+                        for range_value, item in items:
+                            if _expired(item, attribute, now):
+                                table.delete_item(hash_value, range_value)
+                                deleted += 1
+    return deleted
+
+
+def _expired(item: Any, attribute: str, now: float) -> bool:
+    value = item.attrs.get(attribute)
+    if value is None or value.type != "N":
+        return False
+    try:
+        expires = float(value.value)
+    except (TypeError, ValueError):
+        return False
+    return now - TTL_IGNORED_AFTER_S <= expires < now
 
 
 def _patch_dynamodb() -> None:
