@@ -75,7 +75,7 @@ import time
 import uuid
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -676,6 +676,53 @@ def _expired(item: Any, attribute: str, now: float) -> bool:
     return now - TTL_IGNORED_AFTER_S <= expires < now
 
 
+class WeakTracked:
+    """A model class's ``instances_tracked`` that does not keep its instances alive.
+
+    moto appends every instance of every model (``BaseModel``) to its class's list and never
+    removes one, for its ``/moto-api/data.json`` and S3's reset: every DynamoDB item written
+    (each put, update and transaction makes new ones), every Step Functions execution with its
+    history and its machine's copy, for the life of the process. Here the list holds weak
+    references: what the backends still hold is listed, what they let go of is freed.
+    """
+
+    def __init__(self, instances: Iterable[Any] = ()) -> None:
+        self.refs: list[Callable[[], Any]] = []
+        self.pruned_at = 64
+        for instance in instances:
+            self.append(instance)
+
+    def append(self, instance: Any) -> None:
+        try:
+            self.refs.append(weakref.ref(instance))
+        except TypeError:  # a class without weak references: kept, as moto keeps it
+            self.refs.append(lambda kept=instance: kept)
+        if len(self.refs) >= 2 * self.pruned_at:
+            self.refs = [ref for ref in self.refs if ref() is not None]
+            self.pruned_at = max(64, len(self.refs))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([instance for ref in list(self.refs) if (instance := ref()) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for ref in list(self.refs) if ref() is not None)
+
+
+def _patch_model_tracking() -> None:
+    from moto.core.common_models import BaseModel
+
+    def tracked_weakly(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        instance = object.__new__(cls)
+        tracked = cls.__dict__.get("instances_tracked")
+        if not isinstance(tracked, WeakTracked):  # moto's reset puts a plain list back
+            tracked = WeakTracked(tracked or ())
+            cls.instances_tracked = tracked
+        tracked.append(instance)
+        return instance
+
+    _patch(BaseModel, "__new__", staticmethod(tracked_weakly))
+
+
 def _patch_dynamodb() -> None:
     import copy
 
@@ -785,6 +832,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     HOOKS.changed, HOOKS.deliver = changed, deliver
     MATCHED_EVENTS.clear()
     _patch_requests()
+    _patch_model_tracking()
     _patch_sqs()
     _patch_events()
     _patch_replays()

@@ -14,6 +14,7 @@ import moto
 import pytest
 from moto import backends as moto_backends
 from moto.core import responses as moto_responses
+from moto.core.common_models import BaseModel
 from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
 from moto.events.models import EventPattern, EventsBackend, Replay, Rule
@@ -56,6 +57,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (AmazonStateLanguageParser, "parse", ["definition"]),
     (json_path, "parse", ["path", "debug"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
+    (BaseModel, "__new__", ["cls", "args", "kwargs"]),
 ]
 
 
@@ -469,3 +471,26 @@ def test_a_table_with_ttl_off_or_a_range_key_is_swept_by_its_own_setting(patched
     client.update_time_to_live(TableName="ranged", TimeToLiveSpecification={"Enabled": False, "AttributeName": "ttl"})
     assert moto_patches.expire_items(10**4) == 0 and client.scan(TableName="ranged")["Count"] == 3
 
+
+
+def test_what_a_backend_lets_go_of_is_freed_and_what_it_holds_still_listed(patched_dynamodb):
+    """moto's model classes listed every instance ever made (``instances_tracked``): each DynamoDB item
+    written, each execution with its history, kept for the life of a server."""
+    import gc
+
+    from moto.dynamodb.models.dynamo_type import Item
+
+    def alive() -> int:
+        gc.collect()
+        return sum(isinstance(o, Item) for o in gc.get_objects())
+
+    before = alive()
+    for n in range(200):  # each put makes a new Item; the table keeps the last one per key
+        patched_dynamodb.put_item(TableName="t", Item={"id": {"S": "rewritten"}, "n": {"N": str(n)}})
+    for n in range(100):
+        patched_dynamodb.put_item(TableName="t", Item={"id": {"S": f"gone-{n}"}})
+        patched_dynamodb.delete_item(TableName="t", Key={"id": {"S": f"gone-{n}"}})
+    assert alive() - before <= 5  # the one "rewritten" item (and what a request holds for a moment)
+    listed = list(Item.instances_tracked)
+    assert any(item.attrs["id"].value == "rewritten" for item in listed)
+    assert sum(item.attrs["id"].value == "item-7" for item in listed) == 1  # items the table holds stay listed
