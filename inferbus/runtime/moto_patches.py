@@ -27,6 +27,8 @@ Faithfulness:
 - **Replays** take only the archived events whose time is in the window, and only to the rules in
   ``Destination.FilterArns`` when it is given (moto replays every archived event to every rule).
 
+- **DynamoDB TTL**: items whose TTL attribute has passed are deleted (:func:`expire_items`, which
+  the runtime calls every few seconds; moto records the TTL setting and never applies it).
 - **An execution started without a name** is named with a UUID, as AWS does (moto names each ``None``).
 - **Atomic requests**: moto was written for one caller at a time; handlers now call it from
   many threads, so every request is processed under a lock, as each AWS call is atomic (a
@@ -59,6 +61,10 @@ Cost:
   else writes the table while the request holds DynamoDB's lock, at a cost that no longer grows
   with the table. (A table with a stream is still copied whole, once per request, so that a
   rollback takes back its stream records too.)
+- Every model instance moto made stayed in its class's ``instances_tracked`` for the life of the
+  process (each DynamoDB item written, each execution with its history); the lists are now weak
+  (:class:`WeakTracked`). ``StartExecution`` deep-copied the state machine for each execution; one
+  snapshot per revision is shared (:class:`SnapshotPerRevision`).
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.
