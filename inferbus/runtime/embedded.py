@@ -67,6 +67,7 @@ DRAIN_TIMEOUT_S = 300.0
 KAFKA_BOOTSTRAP_VARIABLE = "INFERBUS_KAFKA_BOOTSTRAP_SERVERS"  # a real broker for the Kafka mappings (default: a mock)
 TRIM_EVERY_S = 1.0  # with ``retain``: how often what is kept is trimmed to its window
 KEPT_PER_RETAINED = 100  # archived events and deleted receipt handles kept per retained invocation
+TTL_SWEEP_S = 5.0  # while started: how often DynamoDB items past their time to live are deleted (AWS: within days)
 IDLE_POLL_S = 0.05  # drain re-checks this often when nothing signals (an execution parking on a token)
 CHECK_EVERY_S = 0.02  # and, while things move, at most this often
 TAP_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:local-tap"  # a local-only target: what the tap rule delivers to
@@ -420,8 +421,12 @@ class EmbeddedPipeline:
             source.stop()
 
     def _dispatch_forever(self) -> None:
+        swept_at = time.monotonic()
         while not self._stopping.is_set():
             seen = self.activity.generation
+            if time.monotonic() - swept_at >= TTL_SWEEP_S:
+                swept_at = time.monotonic()
+                moto_patches.expire_items()
             if not self._dispatch_bridges():
                 self.activity.wait(seen, 1.0)
 
