@@ -76,8 +76,9 @@ def test_concurrent_invocations_share_one_rate(store, request):
         client = request.getfixturevalue("dynamodb")
         make = lambda: DynamoDBTokenBucket(TABLE, client, scope="scorer", rate=rate)  # noqa: E731
     total, elapsed = concurrent_takes(make, invocations=6, seconds=1.5, batch=10)
-    # Never more than the burst plus the rate over the time taken, whatever the interleaving of six takers.
-    assert 0 < total <= rate * 1 + rate * elapsed
+    # Never more than the burst plus the rate over the time taken, whatever the interleaving of six takers; one
+    # batch of slack: the test's clock starts after the bucket's (its first refill is stamped before `elapsed` begins).
+    assert 0 < total <= rate * 1 + rate * elapsed + 10
 
 
 def test_the_bucket_lives_in_the_claims_stores_backend(redis_client, dynamodb):
