@@ -31,11 +31,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..rejections import DeadLetter, send_to_dead_letter_queue
-from .base import RecordSource, SourceRecord
+from .base import SourceRecord
+from .dead_letters import SqsDeadLetteringSource
 
 __all__ = ["AmazonMqRecordSource", "RedeliverBatch", "header_text"]
 
@@ -44,7 +44,7 @@ CLOUDEVENT_HEADER_PREFIXES = ("cloudEvents:", "cloudEvents_")  # the CloudEvents
 DELIVERY_COUNT = "x-delivery-count"  # a quorum queue's count of earlier deliveries
 
 
-class RedeliverBatch(Exception):  # noqa: N818 - what it asks for, not an error of the code
+class RedeliverBatch(Exception):
     """The invocation fails so that Lambda returns the batch to the queue (an MQ mapping takes no partial answer)."""
 
     def __init__(self, failed: Sequence[str]) -> None:
@@ -102,7 +102,7 @@ def envelope(message: Mapping[str, Any]) -> str:
     return json.dumps({"source": cloudevent.get("source"), "detail-type": cloudevent.get("type"), "detail": cloudevent})
 
 
-class AmazonMqRecordSource(RecordSource):
+class AmazonMqRecordSource(SqsDeadLetteringSource):
     """An Amazon MQ for RabbitMQ queue's batches.
 
     Parameters
@@ -117,13 +117,6 @@ class AmazonMqRecordSource(RecordSource):
     """
 
     name: ClassVar[str] = "amazon-mq"
-
-    def __init__(self, *, consumer: str, dead_letter_queue_url: str | None = None, max_receive_count: int | None = None,
-                 sqs: Callable[[], Any] | None = None) -> None:
-        self.consumer = consumer
-        self.dead_letter_queue_url = dead_letter_queue_url
-        self.max_receive_count = max_receive_count
-        self.sqs = sqs
 
     def records(self, event: Mapping[str, Any]) -> list[SourceRecord]:
         records = []
@@ -140,16 +133,3 @@ class AmazonMqRecordSource(RecordSource):
         if failed:
             raise RedeliverBatch(failed)
         return {}
-
-    def is_last_attempt(self, record: SourceRecord) -> bool:
-        return self.max_receive_count is not None and record.attempt >= self.max_receive_count
-
-    @property
-    def dead_letters(self) -> bool:
-        return self.dead_letter_queue_url is not None and self.max_receive_count is not None and self.sqs is not None
-
-    def dead_letter(self, letters: Sequence[DeadLetter]) -> set[str]:
-        if not self.dead_letters:
-            return super().dead_letter(letters)
-        assert self.sqs is not None and self.dead_letter_queue_url is not None
-        return send_to_dead_letter_queue(self.sqs(), self.dead_letter_queue_url, self.consumer, letters)

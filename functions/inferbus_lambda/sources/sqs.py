@@ -10,11 +10,11 @@ DLQ by the consumer itself, unchanged, with its reason as message attributes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..rejections import DeadLetter, send_to_dead_letter_queue
-from .base import RecordSource, SourceRecord
+from .base import SourceRecord
+from .dead_letters import SqsDeadLetteringSource
 
 __all__ = ["SqsRecordSource"]
 
@@ -33,7 +33,7 @@ def _receive_count(record: Mapping[str, Any]) -> int:
         return 1
 
 
-class SqsRecordSource(RecordSource):
+class SqsRecordSource(SqsDeadLetteringSource):
     """An SQS queue's batches.
 
     Parameters
@@ -48,13 +48,6 @@ class SqsRecordSource(RecordSource):
     """
 
     name: ClassVar[str] = "sqs"
-
-    def __init__(self, *, consumer: str, dead_letter_queue_url: str | None = None, max_receive_count: int | None = None,
-                 sqs: Callable[[], Any] | None = None) -> None:
-        self.consumer = consumer
-        self.dead_letter_queue_url = dead_letter_queue_url
-        self.max_receive_count = max_receive_count
-        self.sqs = sqs
 
     def records(self, event: Mapping[str, Any]) -> list[SourceRecord]:
         # What return_later needs of this batch's messages: their queue and receipt handle.
@@ -91,16 +84,3 @@ class SqsRecordSource(RecordSource):
                     client.change_message_visibility_batch(QueueUrl=url, Entries=entries)
                 except (BotoCoreError, ClientError):
                     pass  # not hidden longer: they come back after the visibility timeout, as any failed record
-
-    def is_last_attempt(self, record: SourceRecord) -> bool:
-        return self.max_receive_count is not None and record.attempt >= self.max_receive_count
-
-    @property
-    def dead_letters(self) -> bool:
-        return self.dead_letter_queue_url is not None and self.max_receive_count is not None and self.sqs is not None
-
-    def dead_letter(self, letters: Sequence[DeadLetter]) -> set[str]:
-        if not self.dead_letters:
-            return super().dead_letter(letters)
-        assert self.sqs is not None and self.dead_letter_queue_url is not None
-        return send_to_dead_letter_queue(self.sqs(), self.dead_letter_queue_url, self.consumer, letters)
