@@ -306,10 +306,8 @@ class InferbusStack(Stack):
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
-        # How tools find it, as a queue consumer's: what the mapping gives up lands in its on-failure queue.
-        for kind, value in ((DEAD_LETTER_QUEUE_URL, consumer.failure_queue.queue_url),
-                            (FUNCTION_NAME, consumer.function.function_name)):
-            CfnOutput(Stack.of(consumer), f"{consumer.node.id}{kind}", value=value)
+        # What the mapping gives up lands in its on-failure queue: that is its dead-letter queue for tools.
+        self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.failure_queue)
         return consumer
 
     def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer | RabbitMqConsumer:
@@ -385,19 +383,23 @@ class InferbusStack(Stack):
         add_alarm(scope, f"{declaration.construct_id}Errors", consumer.function.metric_errors(period=PERIOD, statistic="Sum"),
                   1, f"{declaration.name}: invocations failed (their batches went back to the RabbitMQ queue)",
                   self.alarm_topic)
-        for kind, value in ((DEAD_LETTER_QUEUE_URL, consumer.dead_letter_queue.queue_url),
-                            (FUNCTION_NAME, consumer.function.function_name)):
-            CfnOutput(Stack.of(consumer), f"{consumer.node.id}{kind}", value=value)
+        self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.dead_letter_queue)
         return consumer
 
     @staticmethod
-    def _queue_consumer_outputs(consumer: QueueConsumer) -> None:
-        """``<construct id>QueueUrl``, ``...DeadLetterQueueUrl``, ``...FunctionName``: how tools find it
-        (outputs of the stack the consumer is in)."""
-        for kind, value in ((QUEUE_URL, consumer.queue.queue_url),
-                            (DEAD_LETTER_QUEUE_URL, consumer.dead_letter_queue.queue_url),
-                            (FUNCTION_NAME, consumer.function.function_name)):
+    def _consumer_outputs(consumer: Construct, *, function: lambda_.IFunction, dead_letter_queue: sqs.IQueue,
+                          queue: sqs.IQueue | None = None) -> None:
+        """``<construct id>QueueUrl`` (a queue-fed consumer), ``...DeadLetterQueueUrl``, ``...FunctionName``: how
+        tools find a consumer (outputs of the stack it is in), whatever its channel."""
+        values = {QUEUE_URL: queue.queue_url} if queue is not None else {}
+        values |= {DEAD_LETTER_QUEUE_URL: dead_letter_queue.queue_url, FUNCTION_NAME: function.function_name}
+        for kind, value in values.items():
             CfnOutput(Stack.of(consumer), f"{consumer.node.id}{kind}", value=value)
+
+    def _queue_consumer_outputs(self, consumer: QueueConsumer) -> None:
+        """A queue-fed consumer's three outputs (:meth:`_consumer_outputs`)."""
+        self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.dead_letter_queue,
+                               queue=consumer.queue)
 
     def _accept_function(self) -> lambda_.IFunction:
         """The kit's first step of every workflow: validate the event, claim its id once."""
