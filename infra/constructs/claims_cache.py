@@ -8,9 +8,13 @@ Secure defaults
   gateway, no NAT: nothing in it reaches or is reached from the internet) and flow logs of rejected traffic.
   The cache's security group admits port 6379 only from :attr:`client_security_group`, which only the
   functions given :meth:`connect` carry; that group may send only to the cache and to the VPC endpoints.
-- **Endpoints**: functions in an isolated subnet reach AWS APIs only through interface endpoints: EventBridge
-  (results), SQS (DLQ, invalid events, returning records) and X-Ray (active tracing), each with private DNS,
-  admitting HTTPS only from the client group.
+- **Endpoints**: functions in an isolated subnet reach AWS APIs only through VPC endpoints, no NAT: interface
+  endpoints for EventBridge (results), SQS (DLQ, invalid events, returning records) and X-Ray (active tracing),
+  each with private DNS, admitting HTTPS only from the client group; a gateway endpoint for DynamoDB (the
+  claims table, the token bucket of the DynamoDB store). Each endpoint's policy allows only the actions the
+  kit's functions call (:data:`ENDPOINTS`), and for EventBridge, SQS and DynamoDB only on resources of this
+  account: a function in the VPC cannot send data to another account's queue, bus or table through them.
+  Nothing in the functions calls S3 (the models ship in the code), so there is no S3 endpoint.
 - **Authentication**: IAM, no password anywhere. One ElastiCache user (authentication mode ``iam``) in the
   cache's only user group; a function's role may ``elasticache:Connect`` as that user to this cache and
   signs a 15-minute token for each new connection (``inferbus_lambda.claims.redis.IamAuthToken``). Its access
@@ -19,10 +23,13 @@ Secure defaults
 
 Cost (us-east-1 list prices; check the pricing pages): Valkey serverless $0.0023 per million ECPUs and
 $0.084 per GB-hour stored (at least 100 MB: about $6 a month idle); each interface endpoint $0.01 per hour
-per AZ (three endpoints in two AZs: about $44 a month) plus $0.01 per GB. The DynamoDB store has no fixed cost.
+per AZ (three endpoints in two AZs: about $44 a month) plus $0.01 per GB; the DynamoDB gateway endpoint is free.
+The DynamoDB store has no fixed cost.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -40,10 +47,39 @@ ENGINE = "valkey"
 # What RedisClaimStore and RedisTokenBucket send: scripts (EVALSHA, SCRIPT LOAD) whose GET/SET/HMGET/HSET/EXPIRE touch
 # inferbus:* keys and read the server's TIME, pipelined SET, DEL, and the client's connection commands (AUTH, HELLO, PING).
 ACCESS_STRING = "on ~inferbus:* resetchannels -@all +@read +@write +@scripting +@connection -@dangerous +time"
-# AWS APIs a claiming function calls from inside the VPC.
-ENDPOINT_SERVICES = {"Events": ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
-                     "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
-                     "XRay": ec2.InterfaceVpcEndpointAwsService.XRAY}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An AWS API a claiming function calls from inside the VPC, and what its endpoint lets through."""
+
+    service: ec2.InterfaceVpcEndpointAwsService | ec2.GatewayVpcEndpointAwsService
+    actions: tuple[str, ...]
+    own_account_only: bool  # resources of this account only (X-Ray's actions take no resource)
+
+    @property
+    def short_name(self) -> str:
+        """The service's name in IAM and in ``com.amazonaws.<region>.<name>``: ``sqs``, ``dynamodb``."""
+        if isinstance(self.service, ec2.InterfaceVpcEndpointAwsService):
+            return self.service.short_name
+        return self.service.name.rsplit(".", 1)[-1]
+
+
+# What the kit's functions call (inferbus_lambda: publish results, set records aside, hand records back with a
+# backoff, trace; the claims and token bucket of the DynamoDB store): one endpoint per service, no NAT.
+ENDPOINTS = {
+    "Events": Endpoint(ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE, ("events:PutEvents",), True),
+    "Sqs": Endpoint(ec2.InterfaceVpcEndpointAwsService.SQS,
+                    ("sqs:SendMessage", "sqs:SendMessageBatch", "sqs:ChangeMessageVisibility",
+                     "sqs:ChangeMessageVisibilityBatch", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"), True),
+    "XRay": Endpoint(ec2.InterfaceVpcEndpointAwsService.XRAY,
+                     ("xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+                      "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries"), False),
+    "DynamoDb": Endpoint(ec2.GatewayVpcEndpointAwsService.DYNAMODB,
+                         ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                          "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:TransactWriteItems",
+                          "dynamodb:ConditionCheckItem", "dynamodb:Query", "dynamodb:DescribeTable"), True),
+}
 
 
 class ClaimsCache(Construct):
@@ -89,9 +125,7 @@ class ClaimsCache(Construct):
         endpoint_group.add_ingress_rule(self.client_security_group, ec2.Port.tcp(443), "claims store clients")
         self.client_security_group.add_egress_rule(cache_group, ec2.Port.tcp(REDIS_PORT), "the claims cache")
         self.client_security_group.add_egress_rule(endpoint_group, ec2.Port.tcp(443), "AWS API endpoints")
-        for name, service in ENDPOINT_SERVICES.items():
-            self.vpc.add_interface_endpoint(f"{name}Endpoint", service=service, subnets=self.subnets,
-                                            security_groups=[endpoint_group], private_dns_enabled=True, open=False)
+        self.endpoints = {name: self._endpoint(name, endpoint, endpoint_group) for name, endpoint in ENDPOINTS.items()}
 
         self.user_id = f"{cache_name}-claims"[:40]
         user = elasticache.CfnUser(self, "User", engine=ENGINE, user_id=self.user_id, user_name=self.user_id,
@@ -113,6 +147,22 @@ class ClaimsCache(Construct):
             stack.format_arn(service="elasticache", resource="user", resource_name=self.user_id,
                              arn_format=ArnFormat.COLON_RESOURCE_NAME),
         ]
+
+    def _endpoint(self, name: str, endpoint: Endpoint,
+                  group: ec2.SecurityGroup) -> ec2.InterfaceVpcEndpoint | ec2.GatewayVpcEndpoint:
+        made: ec2.InterfaceVpcEndpoint | ec2.GatewayVpcEndpoint
+        if isinstance(endpoint.service, ec2.GatewayVpcEndpointAwsService):  # a route, not an interface: free
+            made = self.vpc.add_gateway_endpoint(f"{name}Endpoint", service=endpoint.service, subnets=[self.subnets])
+        else:
+            made = self.vpc.add_interface_endpoint(f"{name}Endpoint", service=endpoint.service, subnets=self.subnets,
+                                                   security_groups=[group], private_dns_enabled=True, open=False)
+        # A principal of this account's: the functions' roles. The endpoint cannot name them (they are made later).
+        conditions = {"StringEquals": {"aws:PrincipalAccount": Stack.of(self).account}}
+        if endpoint.own_account_only:
+            conditions["StringEquals"]["aws:ResourceAccount"] = Stack.of(self).account
+        made.add_to_policy(iam.PolicyStatement(principals=[iam.AnyPrincipal()], actions=list(endpoint.actions),
+                                               resources=["*"], conditions=conditions))
+        return made
 
     def network_of(self) -> dict[str, object]:
         """What a function's props need to run in the cache's network (``vpc``, ``vpc_subnets``, ``security_groups``)."""

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.constructs.claims_cache import ACCESS_STRING, ENDPOINT_SERVICES, REDIS_PORT
+from infra.constructs.claims_cache import ACCESS_STRING, ENDPOINTS, REDIS_PORT
 from tests.constructs.claims_cache_stack import add_claims_cache
+from tests.infra.vpc_reach import service_of, unreachable_calls
 from tests.redis_server import redis_endpoint  # noqa: F401 - the server fixture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +31,8 @@ def test_the_cache_is_serverless_valkey_with_iam_auth_in_isolated_subnets(synth)
         assert not template.find_resources(kind)
     assert all(not s["Properties"].get("MapPublicIpOnLaunch") for s in template.find_resources("AWS::EC2::Subnet").values())
     endpoints = template.find_resources("AWS::EC2::VPCEndpoint")
-    assert len(endpoints) == len(ENDPOINT_SERVICES)
-    assert all(e["Properties"]["PrivateDnsEnabled"] for e in endpoints.values())
+    assert len(endpoints) == len(ENDPOINTS)
+    assert all(e["Properties"]["PrivateDnsEnabled"] for e in endpoints.values() if e["Properties"].get("VpcEndpointType") == "Interface")
     template.has_resource_properties("AWS::EC2::FlowLog", {"TrafficType": "REJECT"})
 
 
@@ -54,6 +55,38 @@ def test_only_the_functions_given_access_reach_the_cache_and_may_connect(synth):
     connects = [s for p in template.find_resources("AWS::IAM::Policy").values()
                 for s in p["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "elasticache:Connect"]
     assert len(connects) == 2 and all(len(s["Resource"]) == 2 for s in connects)  # the cache and its user, nothing else
+
+
+def test_dynamodb_is_reached_through_a_gateway_and_every_endpoint_lets_through_only_the_kits_calls(synth):
+    template = synth(add_claims_cache)
+    endpoints = {service_of(e): e["Properties"] for e in template.find_resources("AWS::EC2::VPCEndpoint").values()}
+    declared = {endpoint.short_name: endpoint for endpoint in ENDPOINTS.values()}
+    assert set(endpoints) == set(declared) and "dynamodb" in endpoints
+    gateway = endpoints["dynamodb"]
+    assert gateway["VpcEndpointType"] == "Gateway" and len(gateway["RouteTableIds"]) == 2  # both isolated subnets
+    for service, properties in endpoints.items():
+        (statement,) = properties["PolicyDocument"]["Statement"]
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert sorted(actions) == sorted(declared[service].actions)  # what the kit calls, never service:*
+        assert all(not action.endswith(":*") for action in actions)
+        assert "aws:PrincipalAccount" in statement["Condition"]["StringEquals"]
+        assert ("aws:ResourceAccount" in statement["Condition"]["StringEquals"]) == declared[service].own_account_only
+
+
+def test_a_function_given_an_api_without_an_endpoint_is_found_unreachable(synth):
+    """The check the channels stage runs, on a case it must catch: a call no endpoint carries (S3), and one
+    whose endpoint's policy refuses it (sqs:DeleteQueue)."""
+    from aws_cdk import aws_iam as iam
+
+    def build(stack):
+        cache = add_claims_cache(stack, functions=1)
+        (function,) = [c for c in stack.node.find_all() if c.node.id == "Function" and hasattr(c, "add_to_role_policy")]
+        for action in ("s3:GetObject", "sqs:DeleteQueue", "sqs:SendMessage", "events:PutEvents"):
+            function.add_to_role_policy(iam.PolicyStatement(actions=[action], resources=["*"]))
+        return cache
+
+    (missing,) = unreachable_calls(synth(build).to_json()["Resources"]).values()
+    assert missing == ["s3:GetObject", "sqs:DeleteQueue"]
 
 
 def test_cdk_nag_finds_nothing_unaccepted(tmp_path):

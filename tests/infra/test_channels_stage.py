@@ -62,3 +62,16 @@ def test_the_claiming_functions_may_connect_and_nothing_else_may(channels):
                 for s in p["Properties"]["PolicyDocument"]["Statement"]
                 if "elasticache:Connect" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])]
     assert len(connects) == len(DECLARED.consumers) + bool(DECLARED.workflows)
+
+
+def test_every_call_of_a_function_in_the_redis_vpc_has_an_endpoint_that_lets_it_through(channels):
+    """No NAT in the claims cache's VPC: each AWS action a function there may call (its role's) goes through an
+    endpoint of that service whose policy allows it; the DynamoDB one is a gateway."""
+    from tests.infra.vpc_reach import service_of, unreachable_calls
+
+    resources = channels.flattened()["Resources"]
+    reach = unreachable_calls(resources)
+    assert len(reach) == len(DECLARED.consumers) + bool(DECLARED.workflows)  # every claiming function, checked
+    assert reach == {name: [] for name in reach}
+    services = {service_of(e) for e in of_type(channels.flattened(), "AWS::EC2::VPCEndpoint").values()}
+    assert {"dynamodb", "events", "sqs"} <= services
