@@ -24,7 +24,6 @@ from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_e
 from inferbus.local import LocalPipeline
 from inferbus.model.declarations import Pipeline
 from inferbus.model.kafka import KafkaTopic
-from inferbus.model.settings import ConsumerSettings
 from pipeline import load_pipeline
 
 CLUSTER = "arn:aws:kafka:us-east-1:123456789012:cluster/bench/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-1"
@@ -52,8 +51,7 @@ def over_sqs(consumer, count: int) -> tuple[float, int]:
 
 def over_kafka(consumer, count: int) -> tuple[float, int]:
     kafka = dataclasses.replace(consumer, channel="kafka", broker=KafkaTopic(topic="bench", cluster_arn=CLUSTER),
-                                settings=dataclasses.replace(consumer.settings, batch_size=ConsumerSettings().batch_size,
-                                                             max_batching_window_s=ConsumerSettings().max_batching_window_s))
+                                settings=consumer.settings)
     with LocalPipeline(pipeline=Pipeline(consumers=(kafka,))) as pipeline:
         producer = Producer({"bootstrap.servers": pipeline.kafka_bootstrap_servers, "log_level": 3})
         sent = events(count, "kafka")

@@ -38,7 +38,7 @@ from .names import (
     pascal,
     result_source,
 )
-from .settings import ConsumerSettings, FunctionSettings, QueueSettings, SettingsError
+from .settings import BATCH_LIMITS, ConsumerSettings, FunctionSettings, QueueSettings, SettingsError, batch_problem
 
 if TYPE_CHECKING:  # its module imports DeclarationError from here
     from .kafka import KafkaTopic
@@ -75,7 +75,7 @@ class Channel(str, enum.Enum):
 
 
 PLANNED_CHANNELS: tuple[str, ...] = ()  # declared names that answer "not available yet"
-FIFO_MAX_BATCH = 10  # Lambda reads a FIFO queue in batches of at most 10, with no batching window
+FIFO_MAX_BATCH = BATCH_LIMITS["fifo"].most  # Lambda reads a FIFO queue in batches of at most 10, with no batching window
 DEFAULT_GROUP_BY = "$.detail.source"  # the CloudEvent's source: always set, so every producer's events keep their order
 # A path into the EventBridge event (the CloudEvent is its ``detail``): fields only, as EventBridge Pipes resolves it.
 GROUP_BY = re.compile(r"\$\.detail(\.[A-Za-z0-9_-]+)+")
@@ -192,7 +192,8 @@ class Consumer(ResultProducer):
         used (Lambda's rules for FIFO queues).
     broker
         The connection of a broker channel: a ``kafka`` channel's :class:`~inferbus.model.kafka.KafkaTopic`
-        (its batch size and window are the topic's; ``settings.max_receive_count`` bounds the retries), a
+        (the topic and its cluster; the batch is ``settings``' as on every channel, and ``settings.max_receive_count``
+        bounds the retries), a
         ``rabbitmq`` channel's :class:`~inferbus.model.rabbitmq.RabbitMqQueue`. ``None`` for ``sqs`` and ``fifo``.
     """
 
@@ -215,13 +216,11 @@ class Consumer(ResultProducer):
             if not (isinstance(self.group_by, str) and GROUP_BY.fullmatch(self.group_by)):
                 raise DeclarationError(self.name, f"group_by must be a path of fields into the event, starting "
                                        f"'$.detail.' (e.g. '$.detail.data.customer_id'), got {self.group_by!r}")
-            if self.settings.batch_size > FIFO_MAX_BATCH:
-                raise DeclarationError(self.name, f"a 'fifo' channel takes batches of at most {FIFO_MAX_BATCH} (Lambda's "
-                                       f"limit for FIFO queues), got batch_size={self.settings.batch_size}: declare "
-                                       f"settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH})")
         elif self.group_by is not None:
             raise DeclarationError(self.name, f"group_by orders a 'fifo' channel; this consumer's channel is "
                                    f"{self.channel.value!r}")
+        if problem := batch_problem(self.settings, self.channel):  # one place for a batch, each channel's limits
+            raise DeclarationError(self.name, problem)
         if self.channel is Channel.KAFKA:
             self._check_kafka()
         elif self.channel in (Channel.SQS, Channel.FIFO) and self.broker is not None:
@@ -234,10 +233,6 @@ class Consumer(ResultProducer):
         if not isinstance(self.broker, KafkaTopic):
             raise DeclarationError(self.name, f"a 'kafka' channel needs broker=KafkaTopic(topic=..., cluster_arn=... or "
                                    f"bootstrap_servers=...), got {self.broker!r}")
-        default = ConsumerSettings()
-        if (self.settings.batch_size, self.settings.max_batching_window_s) != (default.batch_size, default.max_batching_window_s):
-            raise DeclarationError(self.name, "a 'kafka' consumer's batch is its topic's: declare "
-                                   "KafkaTopic(batch_size=..., max_batching_window_s=...), not ConsumerSettings")
         object.__setattr__(self, "broker", self.broker.with_group(self.name))
 
     @property

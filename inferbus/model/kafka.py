@@ -4,12 +4,14 @@ A consumer reads a topic through a Lambda event source mapping (Amazon MSK, or a
 cluster by its bootstrap servers); a bridge moves a topic's CloudEvents onto the bus through an
 EventBridge Pipe, so every rule sees them. Guarantees, limits and costs: ``docs/channels.md``.
 
-The article tunes its Kafka consumers with ``max.poll.records = 500`` and
-``fetch.max.bytes = 10 MB``. Lambda's poller is the Kafka consumer here, so they map onto the
-mapping's settings: ``max.poll.records`` -> :attr:`KafkaTopic.batch_size` (default 500);
-``fetch.max.bytes`` has no setting: a batch is also cut at Lambda's 6 MB invocation payload,
-whichever comes first, and :attr:`KafkaTopic.max_batching_window_s` is how long the poller waits
-to fill it.
+A :class:`KafkaTopic` holds broker facts only (topic, cluster, credential, group, starting
+position); a consumer's batch is its ``ConsumerSettings``, as on every channel. The article tunes
+its Kafka consumers with ``max.poll.records = 500`` and ``fetch.max.bytes = 10 MB``. Lambda's
+poller is the Kafka consumer here, so they map onto the mapping's settings: ``max.poll.records``
+-> ``ConsumerSettings.batch_size`` (:data:`MAX_POLL_RECORDS` in the scaffold); ``fetch.max.bytes``
+has no setting: a batch is also cut at Lambda's 6 MB invocation payload, whichever comes first,
+and ``ConsumerSettings.max_batching_window_s`` is how long the poller waits to fill it. A
+:class:`KafkaBridge`'s batch is the bridge's own.
 
 Example
 -------
@@ -27,6 +29,7 @@ from typing import Literal
 
 from .declarations import DeclarationError
 from .names import MAX_NAME, NAME
+from .settings import BATCH_LIMITS
 
 __all__ = ["MAX_POLL_RECORDS", "KafkaBridge", "KafkaTopic"]
 
@@ -59,10 +62,9 @@ class KafkaTopic:
         The group the mapping commits offsets as. Default: the consumer's name (set by the consumer).
     starting_position
         ``TRIM_HORIZON`` (default: from the oldest record kept) or ``LATEST``.
-    batch_size
-        Records per invocation, 1-10,000: the article's ``max.poll.records`` (default 500).
-    max_batching_window_s
-        Seconds the poller waits to fill a batch, 0-300. Default 1.
+    batch_size, max_batching_window_s
+        No longer here: a declaration that still sets them is refused with the line to write instead
+        (the consumer's ``ConsumerSettings``, or the ``KafkaBridge``'s own).
     """
 
     topic: str
@@ -71,8 +73,8 @@ class KafkaTopic:
     secret_arn: str | None = None
     consumer_group_id: str | None = None
     starting_position: Literal["TRIM_HORIZON", "LATEST"] = "TRIM_HORIZON"
-    batch_size: int = MAX_POLL_RECORDS
-    max_batching_window_s: int = 1
+    batch_size: None = None  # moved: see _problem
+    max_batching_window_s: None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.bootstrap_servers, str):  # one server may be written bare
@@ -99,10 +101,11 @@ class KafkaTopic:
             return f"consumer_group_id must be 1-200 of letters, digits and -/*:_+=.@, got {self.consumer_group_id!r}"
         if self.starting_position not in STARTING_POSITIONS:
             return f"starting_position must be one of {', '.join(STARTING_POSITIONS)}, got {self.starting_position!r}"
-        if not (isinstance(self.batch_size, int) and 1 <= self.batch_size <= 10_000):
-            return f"batch_size must be 1-10,000 (the article's max.poll.records), got {self.batch_size!r}"
-        if not (isinstance(self.max_batching_window_s, int) and 0 <= self.max_batching_window_s <= 300):
-            return f"max_batching_window_s must be 0-300, got {self.max_batching_window_s!r}"
+        moved = {name: value for name in ("batch_size", "max_batching_window_s") if (value := getattr(self, name)) is not None}
+        if moved:
+            given = ", ".join(f"{name}={value!r}" for name, value in moved.items())
+            return (f"the batch is no longer the topic's: move {given} to the consumer's settings=ConsumerSettings({given}) "
+                    f"(or to KafkaBridge({given}))")
         return None
 
     @property
@@ -139,13 +142,25 @@ class KafkaBridge:
     name
         kebab-case; the pipe and its role derive from it.
     broker
-        The topic (its ``batch_size`` is capped at the pipe's 10,000; its consumer group defaults to the name).
+        The topic (its consumer group defaults to the name).
+    batch_size
+        Records the pipe reads per batch, 1-10,000 (default :data:`MAX_POLL_RECORDS`).
+    max_batching_window_s
+        Seconds the pipe waits to fill a batch, 0-300. Default 1.
     """
 
     name: str
     broker: KafkaTopic
+    batch_size: int = MAX_POLL_RECORDS
+    max_batching_window_s: int = 1
 
     def __post_init__(self) -> None:
+        limits = BATCH_LIMITS["kafka"]
+        if not (isinstance(self.batch_size, int) and 1 <= self.batch_size <= limits.most):
+            raise DeclarationError(f"KafkaBridge({self.name!r})", f"batch_size must be 1-{limits.most:,}, got {self.batch_size!r}")
+        if not (isinstance(self.max_batching_window_s, int) and 0 <= self.max_batching_window_s <= 300):
+            raise DeclarationError(f"KafkaBridge({self.name!r})",
+                                   f"max_batching_window_s must be 0-300, got {self.max_batching_window_s!r}")
         if not (isinstance(self.name, str) and NAME.fullmatch(self.name) and len(self.name) <= MAX_NAME):
             raise DeclarationError(f"KafkaBridge({self.name!r})", f"name must be kebab-case, at most {MAX_NAME} characters")
         if not isinstance(self.broker, KafkaTopic):

@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ConsumerSettings", "FunctionSettings", "InferbusSettings", "QueueSettings", "SettingsError"]
+__all__ = ["BATCH_LIMITS", "BatchLimits", "ConsumerSettings", "FunctionSettings", "InferbusSettings", "QueueSettings", "SettingsError",
+           "batch_problem"]
 
 
 LOG_RETENTION_CHOICES = (7, 14, 30, 90, 365)
@@ -48,16 +49,52 @@ def _check_package(owner: str, package: str) -> None:
 
 
 @dataclass(frozen=True)
+class BatchLimits:
+    """What Lambda's event source for one channel takes as a batch."""
+
+    most: int  # records per batch
+    most_without_window: int  # more than this needs a batching window of at least 1 s
+    window: bool  # whether the event source takes a batching window at all
+
+
+# Lambda's batch limits per channel (the event source mapping's BatchSize and MaximumBatchingWindowInSeconds):
+# SQS standard 10,000 (more than 10 only with a window), SQS FIFO 10 and no window, Amazon MSK / self-managed
+# Kafka 10,000, Amazon MQ 10,000. Keyed by the channel's name (``Channel`` is a ``str`` enum).
+BATCH_LIMITS: dict[str, BatchLimits] = {
+    "sqs": BatchLimits(most=10_000, most_without_window=10, window=True),
+    "fifo": BatchLimits(most=10, most_without_window=10, window=False),
+    "kafka": BatchLimits(most=10_000, most_without_window=10_000, window=True),
+    "rabbitmq": BatchLimits(most=10_000, most_without_window=10_000, window=True),
+}
+
+
+def batch_problem(settings: ConsumerSettings, channel: str) -> str | None:
+    """Why ``settings``' batch does not fit ``channel``'s event source (one line saying what to declare), or None."""
+    limits = BATCH_LIMITS[str(channel)]
+    if settings.batch_size > limits.most:
+        return (f"a '{channel}' channel takes batches of at most {limits.most:,} (Lambda's limit), got "
+                f"batch_size={settings.batch_size}: declare settings=ConsumerSettings(batch_size={limits.most})")
+    if settings.batch_size > limits.most_without_window and settings.max_batching_window_s < 1:
+        return (f"batch_size={settings.batch_size} needs max_batching_window_s >= 1 (a '{channel}' channel takes more "
+                f"than {limits.most_without_window} records per batch only with a batching window), got "
+                f"{settings.max_batching_window_s}")
+    return None
+
+
+@dataclass(frozen=True)
 class ConsumerSettings:
-    """An SQS-fed Lambda consumer.
+    """A Lambda consumer, whatever its channel: the one place for its batch (see :data:`BATCH_LIMITS`).
 
     Attributes
     ----------
     batch_size
         Records per invocation, 1-10,000. Default 100: one inference call scores
-        them all. Above 10 the batching window must be at least 1 s (an SQS rule).
+        them all. Each channel has its own most (:data:`BATCH_LIMITS`, checked with the
+        consumer's channel): on ``sqs`` above 10 the batching window must be at least 1 s,
+        ``fifo`` takes at most 10; ``kafka`` (the article's ``max.poll.records``) and
+        ``rabbitmq`` up to 10,000.
     max_batching_window_s
-        Seconds SQS may wait to fill a batch, 0-300. Default 1.
+        Seconds the event source may wait to fill a batch, 0-300. Default 1 (not used on ``fifo``).
     max_concurrency
         Most concurrent invocations the event source may run, 2-1,000. Default 10:
         the backpressure valve that protects what the consumer calls.
@@ -103,11 +140,6 @@ class ConsumerSettings:
         _check_range(owner, "memory_mb", self.memory_mb, 128, 10_240)
         _check_range(owner, "timeout_s", self.timeout_s, 1, 900)
         _check_range(owner, "dlq_retention_days", self.dlq_retention_days, 1, 14)
-        if self.batch_size > 10 and self.max_batching_window_s < 1:
-            raise SettingsError(
-                f"{owner}.batch_size={self.batch_size} needs max_batching_window_s >= 1 (SQS allows more than 10 "
-                f"records per batch only with a batching window), got {self.max_batching_window_s}"
-            )
 
     @property
     def visibility_timeout_s(self) -> int:
@@ -307,6 +339,9 @@ class InferbusSettings:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        for name in ("unrouted_check", "execution_failures"):  # the kit's own SQS-fed consumers
+            if problem := batch_problem(getattr(self, name), "sqs"):
+                raise SettingsError(f"{owner}.{name}: {problem}")
         _check_range(owner, "archive_retention_days", self.archive_retention_days, 1, 3650)
         _check_range(owner, "target_retry_attempts", self.target_retry_attempts, 0, 185)
         _check_range(owner, "target_max_event_age_s", self.target_max_event_age_s, 60, 86_400)

@@ -18,7 +18,7 @@ from string import Template
 from typing import Any
 
 from inferbus.model.declarations import FIFO_MAX_BATCH
-from inferbus.model.kafka import KafkaTopic
+from inferbus.model.kafka import MAX_POLL_RECORDS, KafkaTopic
 
 from .graph import GraphOutput, GraphSpec, Kind
 from .samples import HeldOut
@@ -773,7 +773,7 @@ def declaration_source(plan: ConsumerPlan) -> str:
                                                          f"from inferbus.model.demo import {', '.join(names)}"]
     if plan.broker is not None:
         body_imports.append("from inferbus.model.kafka import KafkaTopic")
-    if ordered:
+    if ordered or plan.broker is not None:  # both declare their batch
         body_imports.append("from inferbus.model.settings import ConsumerSettings")
     if plan.channel == "rabbitmq":
         body_imports.insert(body_imports.index("from inferbus.model.declarations import Consumer, EventFilter") + 2,
@@ -823,7 +823,9 @@ def declaration_source(plan: ConsumerPlan) -> str:
         *([f'        channel="{plan.channel}",', f"        group_by={json.dumps(plan.group_by)},",
            f"        settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH}),  # Lambda's most for a FIFO queue"]
           if ordered else []),
-        *(['        channel="kafka",', f"        broker={kafka_topic_source(plan.broker)},"] if plan.broker is not None else []),
+        *(['        channel="kafka",', f"        broker={kafka_topic_source(plan.broker)},",
+           f"        settings=ConsumerSettings(batch_size={MAX_POLL_RECORDS}),  # the article's max.poll.records"]
+          if plan.broker is not None else []),
         *(['        channel="rabbitmq",', f"        broker=RabbitMqQueue(queue={json.dumps(plan.queue)}),  # docs/channels.md"]
           if plan.channel == "rabbitmq" else []),
         "    ),",

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from inferbus.model.declarations import FIFO_MAX_BATCH, Consumer, DeclarationError, EventFilter
-from inferbus.model.kafka import KafkaTopic
+from inferbus.model.kafka import MAX_POLL_RECORDS, KafkaTopic
 from inferbus.model.names import NAME
 from inferbus.model.rabbitmq import RabbitMqQueue
 from inferbus.model.settings import ConsumerSettings
@@ -172,7 +172,8 @@ def _ordering(name: str, event_type: str, channel: str, group_by: str | None, br
     the declaration itself."""
     if queue is not None and channel != "rabbitmq":
         raise ScaffoldError(f"--queue names a RabbitMQ queue: add --channel rabbitmq, or drop --queue {queue}")
-    settings = ConsumerSettings(batch_size=FIFO_MAX_BATCH) if channel == "fifo" else ConsumerSettings()
+    settings = {"fifo": ConsumerSettings(batch_size=FIFO_MAX_BATCH),
+                "kafka": ConsumerSettings(batch_size=MAX_POLL_RECORDS)}.get(channel, ConsumerSettings())
     try:
         if channel == "rabbitmq":
             broker = RabbitMqQueue(queue=queue or name)

@@ -14,7 +14,7 @@ Secure defaults
   consumer at once, with the reason, to the invalid-events destination its environment names.
 - The function is the kit's consumer function (its own role, logs, tracing; see :mod:`function`).
 
-Lambda's poller is the Kafka consumer: ``KafkaTopic.batch_size`` is ``BatchSize`` (the article's
+Lambda's poller is the Kafka consumer: ``ConsumerSettings.batch_size`` is ``BatchSize`` (the article's
 ``max.poll.records``), ``max_batching_window_s`` is ``MaximumBatchingWindowInSeconds``; a batch
 is also cut at 6 MB (the invocation payload), which stands where ``fetch.max.bytes`` would.
 """
@@ -73,9 +73,9 @@ class KafkaConsumer(Construct):
     Parameters
     ----------
     topic
-        The topic, its cluster, consumer group and batching (``Consumer.broker``, group set).
+        The topic, its cluster and consumer group (``Consumer.broker``, group set).
     settings
-        Retries (``max_receive_count``: deliveries of a record before it is given up),
+        The batch (size, window), retries (``max_receive_count``: deliveries of a record before it is given up),
         concurrency, memory, timeout, how long the on-failure queue keeps what it gets.
     function
         The function (code, environment, logs); memory and timeout come from ``settings``.
@@ -105,8 +105,8 @@ class KafkaConsumer(Construct):
             source_access_configurations=None if topic.managed else [lambda_.SourceAccessConfiguration(
                 type=lambda_.SourceAccessConfigurationType.SASL_SCRAM_512_AUTH, uri=str(topic.secret_arn))],
             kafka_topic=topic.topic, kafka_consumer_group_id=topic.consumer_group_id,
-            starting_position=_starting_position(topic), batch_size=topic.batch_size,
-            max_batching_window=Duration.seconds(topic.max_batching_window_s),
+            starting_position=_starting_position(topic), batch_size=settings.batch_size,
+            max_batching_window=Duration.seconds(settings.max_batching_window_s),
             on_failure=event_sources.SqsDlq(self.failure_queue), retry_attempts=settings.max_receive_count - 1,
             report_batch_item_failures=True,
             # error handling controls (retries, partial batch response) are a provisioned-mode feature
@@ -135,7 +135,7 @@ class KafkaToBus(Construct):
             acknowledge_kafka_network_interfaces(self.role)
         bus.grant_put_events_to(self.role)
         position = topic.starting_position
-        batching = {"batch_size": topic.batch_size, "maximum_batching_window_in_seconds": topic.max_batching_window_s}
+        batching = {"batch_size": bridge.batch_size, "maximum_batching_window_in_seconds": bridge.max_batching_window_s}
         if topic.cluster_arn is not None:
             source = topic.cluster_arn
             source_parameters = pipes.CfnPipe.PipeSourceParametersProperty(

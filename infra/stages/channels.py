@@ -38,11 +38,11 @@ COMPONENTS = (
     # In order per customer: one FIFO message group per customer id.
     dataclasses.replace(_SCORER, channel=Channel.FIFO, group_by="$.detail.data.customer.id",
                         settings=dataclasses.replace(_SCORER.settings, batch_size=10, max_batching_window_s=0)),
-    # ImageSubmitted from an MSK topic, in order per partition (the topic holds the batch settings).
+    # ImageSubmitted from an MSK topic, in order per partition (its batch in its settings, as on every channel).
     dataclasses.replace(_CLASSIFIER, name="image-classifier-kafka",
                         description="ImageSubmitted from a Kafka topic (MSK), in order per partition",
                         channel=Channel.KAFKA, broker=KafkaTopic(topic="images", cluster_arn=PLACEHOLDER_MSK_CLUSTER_ARN),
-                        settings=ConsumerSettings(max_concurrency=4, max_receive_count=3)),
+                        settings=ConsumerSettings(batch_size=500, max_concurrency=4, max_receive_count=3)),
     # ImageSubmitted from a RabbitMQ queue on the placeholder Amazon MQ broker, its credential made by the stack.
     dataclasses.replace(_CLASSIFIER, name="image-classifier-rabbitmq",
                         description="ImageSubmitted from a RabbitMQ queue (Amazon MQ)",

@@ -23,8 +23,8 @@ MSK = Consumer(name="payment-scorer", handler="order_scorer.handler.lambda_handl
 SELF_MANAGED = Consumer(name="order-scorer", handler="order_scorer.handler.lambda_handler",
                         accepts=EventFilter("OrderPlaced"), emits="OrderScored", channel="kafka",
                         broker=KafkaTopic(topic="orders", bootstrap_servers=("b-1.example.com:9096", "b-2.example.com:9096"),
-                                          secret_arn=SECRET, starting_position="LATEST", batch_size=100,
-                                          max_batching_window_s=5, consumer_group_id="orders-scoring"))
+                                          secret_arn=SECRET, starting_position="LATEST", consumer_group_id="orders-scoring"),
+                        settings=ConsumerSettings(batch_size=100, max_batching_window_s=5))
 BRIDGE = KafkaBridge(name="payments-in", broker=KafkaTopic(topic="payments", cluster_arn=CLUSTER))
 
 

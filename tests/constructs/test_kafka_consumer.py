@@ -31,7 +31,7 @@ def test_an_msk_consumer_reads_its_topic_as_its_group_with_the_declared_batch_an
     assert props["EventSourceArn"] == topic.cluster_arn and props["Topics"] == [topic.topic]
     assert props["AmazonManagedKafkaEventSourceConfig"] == {"ConsumerGroupId": MSK.name}
     assert (props["BatchSize"], props["MaximumBatchingWindowInSeconds"], props["StartingPosition"]) == (
-        topic.batch_size, topic.max_batching_window_s, topic.starting_position)
+        MSK.settings.batch_size, MSK.settings.max_batching_window_s, topic.starting_position)
     assert props["MaximumRetryAttempts"] == MSK.settings.max_receive_count - 1
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     failure = props["DestinationConfig"]["OnFailure"]["Destination"]

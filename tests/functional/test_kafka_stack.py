@@ -15,7 +15,6 @@ from inferbus_lambda.sources.kafka import binary_mode
 from inferbus.local import LocalPipeline
 from inferbus.model.declarations import Pipeline
 from inferbus.model.kafka import KafkaTopic
-from inferbus.model.settings import ConsumerSettings
 from tests.declared import PIPELINE
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -24,8 +23,7 @@ CLUSTER = "arn:aws:kafka:us-east-1:123456789012:cluster/images/0b1c2d3e-4f50-617
 
 def kafka_fed(consumer):
     return dataclasses.replace(consumer, channel="kafka", broker=KafkaTopic(topic="images", cluster_arn=CLUSTER),
-                               settings=dataclasses.replace(consumer.settings, batch_size=ConsumerSettings().batch_size,
-                                                            max_batching_window_s=ConsumerSettings().max_batching_window_s))
+                               settings=consumer.settings)
 
 
 def test_a_kafka_fed_consumer_scores_what_a_producer_writes_and_publishes_on_the_bus():

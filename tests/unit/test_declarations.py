@@ -19,7 +19,7 @@ from inferbus.model.declarations import (
 )
 from inferbus.model.kafka import KafkaBridge, KafkaTopic
 from inferbus.model.rabbitmq import PLACEHOLDER_BROKER_ARN, PLACEHOLDER_SECRET_ARN, RabbitMqQueue
-from inferbus.model.settings import ConsumerSettings, InferbusSettings, SettingsError
+from inferbus.model.settings import BATCH_LIMITS, ConsumerSettings, InferbusSettings, SettingsError
 from inferbus.reference import update_readme
 from infra.configuration import parse_context
 from tests.declared import PIPELINE
@@ -59,15 +59,20 @@ def test_every_name_derives_from_the_components_name():
     (lambda: consumer(emits=("A", "B")), r"^iris-classifier: a consumer emits one result type"),
     (lambda: Route(name="offers", accepts="TransactionApproved"), "^offers: accepts must be an EventFilter"),
     (lambda: consumer(channel="kafka"), r"^iris-classifier: a 'kafka' channel needs broker=KafkaTopic\("),
-    (lambda: consumer(channel="kafka", broker=TOPIC, settings=ConsumerSettings(batch_size=50)),
-     r"batch is its topic's: declare KafkaTopic\(batch_size=..."),
+    (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, batch_size=500),
+     r"^KafkaTopic\('orders'\): the batch is no longer the topic's: move batch_size=500 to the consumer's "
+     r"settings=ConsumerSettings\(batch_size=500\)"),
+    (lambda: consumer(channel="fifo", settings=ConsumerSettings(batch_size=11)),
+     r"a 'fifo' channel takes batches of at most 10 .*declare settings=ConsumerSettings\(batch_size=10\)"),
+    (lambda: consumer(settings=ConsumerSettings(batch_size=50, max_batching_window_s=0)),
+     "batch_size=50 needs max_batching_window_s >= 1"),
+    (lambda: KafkaBridge(name="orders-in", broker=TOPIC, batch_size=10_001), "batch_size must be 1-10,000"),
     (lambda: consumer(broker=TOPIC), "broker connects a broker channel; this consumer's channel is 'sqs'"),
     (lambda: KafkaTopic(topic="orders"), r"^KafkaTopic\('orders'\): give exactly one of cluster_arn"),
     (lambda: KafkaTopic(topic="orders", cluster_arn="arn:aws:kafka:us-east-1:123456789012:cluster/x"), "must be an MSK cluster ARN"),
     (lambda: KafkaTopic(topic="orders", bootstrap_servers=("b-1:9092",)), "needs secret_arn"),
     (lambda: KafkaTopic(topic="orders", bootstrap_servers=("b-1",), secret_arn=SECRET), "'host:port' each, got 'b-1'"),
     (lambda: KafkaTopic(topic="or ders", cluster_arn=CLUSTER), "topic must be"),
-    (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, batch_size=10_001), "batch_size must be 1-10,000"),
     (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, starting_position="AT_TIMESTAMP"), "starting_position must be"),
     (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, consumer_group_id="a b"), "consumer_group_id must be"),
     (lambda: KafkaBridge(name="Orders", broker=TOPIC), "kebab-case"),
@@ -155,9 +160,43 @@ def test_the_readme_event_table_is_generated_from_the_contracts_and_declarations
     assert update_readme(PIPELINE, check=True), "README.md's event table is out of date: run `inferbus docs`"
 
 
+@pytest.mark.parametrize("channel", [c for c in Channel if c.value in BATCH_LIMITS])
+def test_each_channels_batch_is_its_settings_checked_against_that_channels_limits(channel):
+    """One place for a batch (ConsumerSettings) whatever the channel; each channel's most from the one table."""
+    limits = BATCH_LIMITS[channel.value]
+    brokers = {Channel.KAFKA: TOPIC, Channel.RABBITMQ: RabbitMqQueue(queue="orders")}
+    window = 1 if limits.window else 0
+    declared = consumer(channel=channel, broker=brokers.get(channel),
+                        settings=ConsumerSettings(batch_size=limits.most, max_batching_window_s=window))
+    assert declared.settings.batch_size == limits.most
+    if limits.most < 10_000:
+        with pytest.raises(DeclarationError, match=f"at most {limits.most:,}"):
+            consumer(channel=channel, broker=brokers.get(channel), settings=ConsumerSettings(batch_size=limits.most + 1))
+    # a window is needed above most_without_window only: Kafka and Amazon MQ take a big batch with no window
+    big = min(limits.most, limits.most_without_window + 1)
+    no_window = ConsumerSettings(batch_size=big, max_batching_window_s=0)
+    if big > limits.most_without_window:
+        with pytest.raises(DeclarationError, match="needs max_batching_window_s >= 1"):
+            consumer(channel=channel, broker=brokers.get(channel), settings=no_window)
+    else:
+        assert consumer(channel=channel, broker=brokers.get(channel), settings=no_window).settings == no_window
+
+
+def test_a_kafka_consumer_takes_the_articles_batch_in_its_settings_with_no_window():
+    kafka = consumer(channel="kafka", broker=TOPIC, settings=ConsumerSettings(batch_size=500, max_batching_window_s=0))
+    assert (kafka.settings.batch_size, kafka.settings.max_batching_window_s) == (500, 0)
+    bridge = KafkaBridge(name="orders-in", broker=TOPIC)
+    assert (bridge.batch_size, bridge.max_batching_window_s) == (500, 1)
+
+
+def test_the_kits_own_sqs_consumers_are_held_to_sqs_batch_rules():
+    with pytest.raises(SettingsError, match=r"^InferbusSettings.unrouted_check: batch_size=50 needs max_batching_window_s"):
+        InferbusSettings(unrouted_check=ConsumerSettings(batch_size=50, max_batching_window_s=0))
+
+
 def test_a_kafka_consumer_reads_its_topic_as_its_own_group_unless_one_is_declared():
     kafka = consumer(channel="kafka", broker=TOPIC)
-    assert (kafka.channel, kafka.broker.consumer_group_id, kafka.broker.batch_size) == (Channel.KAFKA, "iris-classifier", 500)
+    assert (kafka.channel, kafka.broker.consumer_group_id) == (Channel.KAFKA, "iris-classifier")
     assert kafka.broker.topic_arn == CLUSTER.replace(":cluster/", ":topic/") + "/orders"
     assert kafka.broker.group_arn("iris-classifier") == CLUSTER.replace(":cluster/", ":group/") + "/iris-classifier"
     named = consumer(channel="kafka", broker=KafkaTopic(topic="orders", cluster_arn=CLUSTER, consumer_group_id="risk"))

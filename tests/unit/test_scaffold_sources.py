@@ -274,3 +274,27 @@ def test_every_generated_workflow_file_compiles_and_fits_120_columns(input_modul
     declaration = workflow_declaration_source(plan)
     for step, stem in zip(steps, plan.stems, strict=True):
         assert f'"{stem}": Task(' in declaration and f'"{plan.module}.{step}.lambda_handler"' in declaration
+
+
+def test_a_kafka_consumers_declaration_puts_its_batch_in_its_settings_and_only_broker_facts_in_its_topic():
+    """`inferbus new consumer --channel kafka`: the batch is ConsumerSettings' (the article's max.poll.records), the
+    KafkaTopic the topic and cluster; both lines, evaluated, make a consumer that its channel's limits accept."""
+    import dataclasses
+    import re
+
+    from inferbus.model.declarations import Consumer, EventFilter
+    from inferbus.model.kafka import MAX_POLL_RECORDS, KafkaTopic
+    from inferbus.model.settings import ConsumerSettings
+
+    cluster = "arn:aws:kafka:us-east-1:123456789012:cluster/sc/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-1"
+    plan = dataclasses.replace(plan_for("iris-tensor.onnx", None), channel="kafka",
+                               broker=KafkaTopic(topic="sc", cluster_arn=cluster))
+    source = declaration_source(plan)
+    compile(source, plan.module, "exec")
+    broker = re.search(r"broker=(KafkaTopic\(.*\)),", source).group(1)
+    settings = re.search(r"settings=(ConsumerSettings\(.*\)),", source).group(1)
+    assert "batch" not in broker and "from inferbus.model.settings import ConsumerSettings" in source
+    namespace = {"KafkaTopic": KafkaTopic, "ConsumerSettings": ConsumerSettings}
+    declared = Consumer(name="sc", handler="sc.handler.lambda_handler", accepts=EventFilter("ScSubmitted"), emits="ScScored",
+                        channel="kafka", broker=eval(broker, namespace), settings=eval(settings, namespace))  # noqa: S307
+    assert declared.settings.batch_size == MAX_POLL_RECORDS

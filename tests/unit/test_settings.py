@@ -13,7 +13,8 @@ def test_defaults_are_valid_and_visibility_follows_the_timeout():
     [
         (lambda: ConsumerSettings(batch_size=0), r"ConsumerSettings.batch_size must be in \[1, 10000\]"),
         (lambda: ConsumerSettings(max_concurrency=1), "max_concurrency"),
-        (lambda: ConsumerSettings(batch_size=50, max_batching_window_s=0), "needs max_batching_window_s >= 1"),
+        (lambda: InferbusSettings(execution_failures=ConsumerSettings(batch_size=50, max_batching_window_s=0)),
+         "needs max_batching_window_s >= 1"),
         (lambda: InferbusSettings(python_version="3.11"), "3.12 or newer"),
         (lambda: InferbusSettings(log_retention_days=31), "log_retention_days"),
     ],
