@@ -14,6 +14,9 @@ from typing import Any
 # (the cache checks an IAM-signed token: no API call), kms (SQS, SNS and DynamoDB call KMS with the caller's
 # forwarded credentials), kafka-cluster, kafka, mq and secretsmanager (the event source mapping's pollers).
 CALLED_FOR_THE_ROLE = frozenset({"ec2", "logs", "elasticache", "kms", "kafka-cluster", "kafka", "mq", "secretsmanager"})
+# An SQS event source mapping's poller receives and deletes as the function's role; the function itself does
+# neither (it hands records back by its batch response, or with ChangeMessageVisibility, which it does call).
+SQS_POLLER_ACTIONS = frozenset({"sqs:ReceiveMessage", "sqs:DeleteMessage"})
 
 
 def _listed(value: Any) -> list[Any]:
@@ -67,10 +70,13 @@ def unreachable_calls(resources: dict[str, Any]) -> dict[str, list[str]]:
             continue
         vpcs = {_ref(resources[_ref(subnet)]["Properties"]["VpcId"]) for subnet in function["Properties"]["VpcConfig"]["SubnetIds"]}
         endpoints = [e for e in resources.values() if e["Type"] == "AWS::EC2::VPCEndpoint" and _ref(e["Properties"]["VpcId"]) in vpcs]
+        polled = any(r["Type"] == "AWS::Lambda::EventSourceMapping" and _ref(r["Properties"]["FunctionName"]) == name
+                     and resources.get(_ref(r["Properties"].get("EventSourceArn")) or "", {}).get("Type") == "AWS::SQS::Queue"
+                     for r in resources.values())
         missing = []
         for action in sorted(role_actions(resources, _ref(function["Properties"]["Role"]))):
             service = action.split(":", 1)[0]
-            if service in CALLED_FOR_THE_ROLE:
+            if service in CALLED_FOR_THE_ROLE or (polled and action in SQS_POLLER_ACTIONS):
                 continue
             if not any(service_of(e) == service and allowed_by(e, action) for e in endpoints):
                 missing.append(action)
