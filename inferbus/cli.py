@@ -197,25 +197,45 @@ def _send(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _declared_consumers(stage: str | None) -> tuple[Any, ...]:
+    """The consumers of ``stage`` (its own declarations: ``infra/stages/<stage>.py``), else the project's
+    (a broker-fed consumer's DLQ is found by them); none outside a project."""
+    if stage:
+        from infra.stages import STAGES, stage_pipeline
+
+        if stage not in STAGES:
+            raise CommandError(f"--stage {stage}: no infra/stages/{stage}.py (stages with declarations of their own: "
+                               f"{', '.join(sorted(STAGES)) or 'none'})")
+        return stage_pipeline(STAGES[stage]).consumers
+    try:
+        from pipeline import load_pipeline
+    except ImportError:
+        return ()
+    return load_pipeline().consumers
+
+
 def _redrive(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .redrive import RedriveError, inspect_dead_letters, redrive, resolve_queues
+    from .redrive import RedriveError, inspect_dead_letters, redrive, resolve_target
 
     sqs = aws_client(args, "sqs")
     try:
-        dlq_url, source_url = resolve_queues(sqs, args.queue, args.source_url)
+        dlq_url, target = resolve_target(sqs, args.queue, _declared_consumers(args.stage), source_url=args.source_url,
+                                         broker_url=args.broker_url, bootstrap_servers=args.bootstrap_servers)
     except RedriveError as error:
         raise CommandError(str(error)) from None
+    source_url = target.describe()
     letters = inspect_dead_letters(sqs, dlq_url)
     movable = len(letters) if args.all else sum(letter.valid for letter in letters)
-    moved = None if args.dry_run else redrive(sqs, dlq_url, source_url, only_valid=not args.all)
+    moved = None if args.dry_run else redrive(sqs, dlq_url, target, only_valid=not args.all)
     if args.json:
         print_json({"dead_letter_queue": dlq_url, "source_queue": source_url, "dry_run": args.dry_run,
                     "messages": [{"event_id": letter.event_id, "receives": letter.receive_count, "last_reason": letter.last_reason,
                                   "verdict": letter.verdict}
                                  for letter in letters],
-                    "would_move": movable, "moved": moved, "move_task_started": moved == -1})
+                    "would_move": movable, "moved": moved, "move_task_started": moved == -1,
+                    "not_moved": target.problems})
         return 0
     print_records(Console(), f"{len(letters)} messages in {dlq_url.rsplit('/', 1)[-1]}",
                   [(letter.event_id or "? (no event id)", [("receives", str(letter.receive_count)),
@@ -225,6 +245,8 @@ def _redrive(args: argparse.Namespace) -> int:
         print(f"dry run: would move {movable} of {len(letters)} to {source_url}")
     else:
         print("started an SQS message move task for every message" if moved < 0 else f"moved {moved} of {len(letters)}")
+    for problem in target.problems:
+        print(f"kept: {problem}")
     return 0
 
 
@@ -675,6 +697,12 @@ def build_parser() -> argparse.ArgumentParser:
     redrive.add_argument("queue", help="the dead-letter queue, by URL or name (stack outputs ...DeadLetterQueueUrl)")
     redrive.add_argument("--source-url", help="the queue to move them back to (default: the one whose redrive policy "
                                               "names this DLQ)")
+    redrive.add_argument("--broker-url", help="a RabbitMQ consumer's DLQ: the broker its queue is on, amqp[s]://user:"
+                         "password@host:port (default: $INFERBUS_RABBITMQ_URL, else the local broker)")
+    redrive.add_argument("--bootstrap-servers", help="a Kafka consumer's on-failure queue: a listener of the cluster that "
+                         "this machine reaches, HOST:PORT,... (default: the servers each record names)")
+    redrive.add_argument("--stage", help="a stage with declarations of its own (infra/stages/<stage>.py), whose "
+                         "consumers the DLQ belongs to (default: pipeline/'s)")
     redrive.add_argument("--dry-run", action="store_true", help="only show what would move and why each failed")
     redrive.add_argument("--all", action="store_true",
                          help="move every message, also those that would fail again (uses SQS StartMessageMoveTask)")

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from inferbus.model.names import DEAD_LETTER_QUEUE_URL, QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 
-from ..redrive import RedriveError, inspect_dead_letters, redrive, resolve_queues
+from ..redrive import RedriveError, RedriveTarget, inspect_dead_letters, redrive, resolve_queues, target_of
+from ..redrive.targets import SqsRedrive
 from ..reviews import decide, list_reviews
 from ..runtime.embedded import TAP_NAME
 from ..runtime.moto_patches import matched_events
@@ -96,11 +97,39 @@ class ConsoleState:
         assert self.pipeline.deployment is not None
         if url == self.pipeline.invalid_events_url:
             return "invalid events"
-        if url in {queue.url for queue in self.pipeline.deployment.dead_letter_queues}:
+        if url in self._dead_letter_queues().values():
             return "dead letters"
         if url in self._review_queues().values():
             return "manual review"
         return "source" if url in self._owners else "client"
+
+    def _dead_letter_queues(self) -> dict[str, str]:
+        """Every DLQ by name: those the template's queues and rule targets dead-letter into, and each consumer's
+        failure queue whatever its channel (its ``DeadLetterQueueUrl`` output: a RabbitMQ consumer's own DLQ, a
+        Kafka mapping's on-failure queue, which no SQS queue names)."""
+        assert self.pipeline.deployment is not None
+        queues = {queue.name: queue.url for queue in self.pipeline.deployment.dead_letter_queues}
+        for consumer in self.pipeline.declarations.consumers:
+            if (url := self.pipeline.outputs.get(consumer.output_key(DEAD_LETTER_QUEUE_URL))) is not None:
+                queues.setdefault(url.rsplit("/", 1)[-1], url)
+        return queues
+
+    def _target(self, url: str) -> RedriveTarget:
+        """Where a DLQ goes back to: its SQS source queue, else its broker-fed consumer's queue or topic.
+
+        Raises
+        ------
+        RedriveError
+            A rule target's DLQ: no queue dead-letters into it, nothing to redrive to.
+        """
+        try:
+            return SqsRedrive(resolve_queues(self.sqs, url)[1])
+        except RedriveError:
+            owner = next((c for c in self.pipeline.declarations.consumers if c.name == self._owners.get(url)), None)
+            target = target_of(owner) if owner is not None else None
+            if target is None:
+                raise
+            return target
 
     def _review_queues(self) -> dict[str, str]:
         return {w.name: self.pipeline.outputs[w.review_queue_output] for w in self.pipeline.declarations.workflows
@@ -160,18 +189,16 @@ class ConsoleState:
         assert self.pipeline.deployment is not None
         with self._lock:
             found = []
-            for queue in self.pipeline.deployment.dead_letter_queues:
+            for name, url in self._dead_letter_queues().items():
                 try:
-                    _, source = resolve_queues(self.sqs, queue.url)
-                    why_not = ""
+                    source, why_not = self._target(url).describe().rsplit("/", 1)[-1], ""
                 except RedriveError:
                     source, why_not = "", "no queue dead-letters into it (a rule target's DLQ): nothing to redrive to"
                 letters = [{"message_id": letter.message_id, "event_id": letter.event_id, "verdict": letter.verdict,
                             "reason": letter.last_reason, "valid": letter.valid}
-                           for letter in inspect_dead_letters(self.sqs, queue.url)]
-                found.append({"queue": queue.name, "url": queue.url, "component": self._owners.get(queue.url, ""),
-                              "kind": "dead letters", "source": source.rsplit("/", 1)[-1], "why_not": why_not,
-                              "messages": letters})
+                           for letter in inspect_dead_letters(self.sqs, url)]
+                found.append({"queue": name, "url": url, "component": self._owners.get(url, ""),
+                              "kind": "dead letters", "source": source, "why_not": why_not, "messages": letters})
             found.append(self._invalid_events())
             return found
 
@@ -238,14 +265,14 @@ class ConsoleState:
 
     def redrive(self, queue: str) -> dict[str, Any]:
         """Move a DLQ's messages that can now succeed back to its source queue, as ``inferbus redrive`` does."""
-        assert self.pipeline.deployment is not None
-        urls = {q.name: q.url for q in self.pipeline.deployment.dead_letter_queues}
+        urls = self._dead_letter_queues()
         if queue not in urls:
             raise ConsoleError(f"{queue!r} is no dead-letter queue of the stack")
         with self._lock:
             try:
-                dlq_url, source_url = resolve_queues(self.sqs, urls[queue])
+                target = self._target(urls[queue])
             except RedriveError as error:
                 raise ConsoleError(str(error)) from None
-            moved = redrive(self.sqs, dlq_url, source_url)
-        return {"queue": queue, "source": source_url.rsplit("/", 1)[-1], "moved": moved}
+            moved = redrive(self.sqs, urls[queue], target)
+        return {"queue": queue, "source": target.describe().rsplit("/", 1)[-1], "moved": moved,
+                "not_moved": target.problems}

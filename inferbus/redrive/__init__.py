@@ -1,4 +1,4 @@
-"""Look into a dead-letter queue and move its messages back to their source queue.
+"""Look into a dead-letter queue and move its messages back to where they came from, whatever the channel.
 
 ``inspect_dead_letters`` re-validates each message with the consumer's own contracts, so a
 dry run tells which messages would fail again (and why) and which failed for a reason that
@@ -10,6 +10,13 @@ the SQS message-move API (``StartMessageMoveTask``); where that API is missing (
 receive → send → delete, one message at a time, so a crash never loses one (at worst it is
 duplicated, and the consumer's idempotency claims absorb that).
 
+Every channel's failure queue is an SQS queue, so the same two calls serve them all; where the messages
+go back to is a :class:`~.targets.RedriveTarget` (see :mod:`.targets`): the SQS source queue, a RabbitMQ
+consumer's queue (its DLQ is written by the consumer, no SQS queue dead-letters into it), or, for a
+Kafka mapping's on-failure records (where the records are, not the records), the records' partition,
+read again. :func:`resolve_target` finds it from the queue's redrive sources or, for a queue that has
+none, from the consumers declared: the consumer whose name a message is signed with, or a Kafka record.
+
 Example
 -------
 >>> letters = inspect_dead_letters(sqs, dlq_url)  # doctest: +SKIP
@@ -19,15 +26,21 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
 from inferbus_lambda.rejections import DEAD_LETTER_ATTRIBUTES
 
+from inferbus.model.declarations import Channel, Consumer
+from inferbus.model.rabbitmq import RabbitMqQueue
 from inferbus.runtime.queue_ops import peek_messages, receive_all, release_messages
 
-__all__ = ["DeadLetter", "RedriveError", "inspect_dead_letters", "redrive", "resolve_queues"]
+from .targets import KafkaRedrive, RabbitMqRedrive, RedriveTarget, SqsRedrive, kafka_failure
+
+__all__ = ["DeadLetter", "RedriveError", "RedriveTarget", "inspect_dead_letters", "redrive", "resolve_queues",
+           "resolve_target", "target_of"]
 
 
 class RedriveError(ValueError):
@@ -37,7 +50,7 @@ class RedriveError(ValueError):
 def resolve_queues(sqs: Any, queue: str, source_url: str | None = None) -> tuple[str, str]:
     """``(dlq_url, source_url)`` from a DLQ given by URL or name; the source is the one queue
     whose redrive policy names this DLQ, unless ``source_url`` is given."""
-    dlq_url = queue if queue.startswith(("https://", "http://")) else sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+    dlq_url = _queue_url(sqs, queue)
     if source_url:
         return dlq_url, source_url
     sources = sqs.list_dead_letter_source_queues(QueueUrl=dlq_url).get("queueUrls", [])
@@ -47,6 +60,56 @@ def resolve_queues(sqs: Any, queue: str, source_url: str | None = None) -> tuple
     return dlq_url, sources[0]
 
 
+def _queue_url(sqs: Any, queue: str) -> str:
+    return queue if queue.startswith(("https://", "http://")) else sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+
+
+def target_of(consumer: Consumer, *, broker_url: str | None = None,
+              bootstrap_servers: str | None = None) -> RedriveTarget | None:
+    """Where a broker-fed consumer's failure queue goes back to (None for ``sqs``/``fifo``: its source queue)."""
+    if consumer.channel is Channel.RABBITMQ:
+        assert isinstance(consumer.broker, RabbitMqQueue)
+        return RabbitMqRedrive(consumer.broker.queue, consumer.broker.virtual_host, broker_url)
+    if consumer.channel is Channel.KAFKA:
+        return KafkaRedrive(bootstrap_servers)
+    return None
+
+
+def resolve_target(sqs: Any, queue: str, consumers: Sequence[Consumer] = (), *, source_url: str | None = None,
+                   broker_url: str | None = None, bootstrap_servers: str | None = None) -> tuple[str, RedriveTarget]:
+    """``(dlq_url, target)`` for any channel's failure queue, given by URL or name.
+
+    The target is ``source_url`` if given, else the one SQS queue whose redrive policy names the DLQ; a
+    queue that no SQS queue dead-letters into is a broker-fed consumer's: the declared ``consumers``' one
+    whose name its messages are signed with (a RabbitMQ consumer's), or the Kafka partitions its
+    on-failure records point to. ``broker_url`` and ``bootstrap_servers`` say where the broker is, when
+    not where the runtime's is (RabbitMQ) or where the records say (Kafka).
+
+    Raises
+    ------
+    RedriveError
+        When it cannot be told: the message says what to pass.
+    """
+    dlq_url = _queue_url(sqs, queue)
+    sources = [source_url] if source_url else sqs.list_dead_letter_source_queues(QueueUrl=dlq_url).get("queueUrls", [])
+    if len(sources) == 1:
+        return dlq_url, SqsRedrive(sources[0])
+    if len(sources) > 1:
+        raise RedriveError(f"{queue} is the DLQ of {len(sources)} queues ({', '.join(sources)}): name the one with "
+                           f"--source-url")
+    signers = {consumer.result_source: consumer for consumer in consumers}  # a consumer signs with its result source
+    for message in peek_messages(sqs, dlq_url):
+        if kafka_failure(message["Body"]) is not None:
+            return dlq_url, KafkaRedrive(bootstrap_servers)
+        signed = signers.get(_attributes(message).get(DEAD_LETTER_ATTRIBUTES[0], ""))
+        if signed is not None and (target := target_of(signed, broker_url=broker_url, bootstrap_servers=bootstrap_servers)):
+            return dlq_url, target
+    raise RedriveError(f"{queue}: no queue dead-letters into it, and none of its messages is a Kafka on-failure record "
+                       f"or signed by a declared RabbitMQ consumer: name the queue to move them to with --source-url")
+
+
+# A Kafka on-failure record says where its records are, not what they hold: they are read again there.
+KAFKA_VERDICT = "a Kafka on-failure record (where the records are, not the records): redrive reads again"
 NO_REASON = "none recorded: SQS moved it after its last receive failed as a whole (a timeout or a crash)"
 
 
@@ -67,6 +130,11 @@ def inspect_dead_letters(sqs: Any, dlq_url: str) -> list[DeadLetter]:
     """Every message in the DLQ with a verdict; the messages stay in the DLQ."""
     letters = []
     for message in peek_messages(sqs, dlq_url):
+        if (failure := kafka_failure(message["Body"])) is not None:
+            letters.append(DeadLetter(message["MessageId"], None, int(message["Attributes"]["ApproximateReceiveCount"]),
+                                      f"{KAFKA_VERDICT} {failure.describe()} (from {failure.bootstrap_servers or '?'})",
+                                      f"{failure.condition}: the mapping gave up its records after its retries"))
+            continue
         try:
             event_id, verdict = from_eventbridge_event(message["Body"]).id, "valid now: failed for a transient reason, safe to redrive"
         except InvalidEventError as error:
@@ -76,29 +144,39 @@ def inspect_dead_letters(sqs: Any, dlq_url: str) -> list[DeadLetter]:
     return letters
 
 
+def _attributes(message: dict[str, Any]) -> dict[str, str]:
+    return {name: value.get("StringValue", "") for name, value in message.get("MessageAttributes", {}).items()}
+
+
 def last_reason(message: dict[str, Any]) -> str:
     """Why the consumer gave up on a message, from the attributes it dead-lettered it with."""
-    attributes = {name: value.get("StringValue", "") for name, value in message.get("MessageAttributes", {}).items()}
+    attributes = _attributes(message)
     _, status, reason, receives = DEAD_LETTER_ATTRIBUTES
     if reason not in attributes:
         return NO_REASON
     return f"{attributes.get(status, 'failed')}: {attributes[reason]} (after {attributes.get(receives, '?')} receives)"
 
 
-def _ordering(message: dict[str, Any]) -> dict[str, str]:
-    """A FIFO DLQ's message goes back in its own message group, under a deduplication id of its own
-    (its first one may still be in the source queue's 5-minute window); a standard one needs neither."""
-    group = message.get("Attributes", {}).get("MessageGroupId")
-    return {} if group is None else {"MessageGroupId": group, "MessageDeduplicationId": f"redrive-{message['MessageId']}"}
+def _would_fail_again(message: dict[str, Any]) -> bool:
+    if kafka_failure(message["Body"]) is not None:
+        return False  # its records are checked by the consumer when they come back
+    try:
+        from_eventbridge_event(message["Body"])
+    except InvalidEventError:
+        return True
+    return False
 
 
-def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True) -> int:
-    """Move DLQ messages back to ``source_url``; return how many moved (-1: a move task was started).
+def redrive(sqs: Any, dlq_url: str, to: str | RedriveTarget, *, only_valid: bool = True) -> int:
+    """Move DLQ messages back to ``to`` (a source queue's URL, or any :class:`RedriveTarget`); return how many
+    moved (-1: a move task was started). A message that could not go back stays (the target's ``problems`` say why).
 
     ``only_valid`` (default) leaves the messages that would fail again where they are. The
-    message-move API moves everything, so it is used only with ``only_valid=False``.
+    message-move API moves everything between SQS queues, so it is used only with ``only_valid=False``.
     """
-    if not only_valid:
+    target = SqsRedrive(to) if isinstance(to, str) else to
+    if not only_valid and isinstance(target, SqsRedrive):
+        source_url = target.url
         try:
             arns = [sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
                     for url in (dlq_url, source_url)]
@@ -111,13 +189,9 @@ def redrive(sqs: Any, dlq_url: str, source_url: str, *, only_valid: bool = True)
     # (a group stops at a message kept back, which keeps the rest of it in order behind it).
     while batch := receive_all(sqs, dlq_url):
         for message in batch:
-            if only_valid:
-                try:
-                    from_eventbridge_event(message["Body"])
-                except InvalidEventError:
-                    kept.append(message)
-                    continue
-            sqs.send_message(QueueUrl=source_url, MessageBody=message["Body"], **_ordering(message))
+            if (only_valid and _would_fail_again(message)) or not target.send(sqs, message):
+                kept.append(message)
+                continue
             sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
             moved += 1
         if all(message in kept for message in batch):

@@ -210,8 +210,10 @@ class RabbitMqChannel(LocalChannel):
 
 
 
-def publish_cloudevents(queue: str, cloudevents: list[str], virtual_host: str = "/", url: str | None = None) -> None:
-    """Publish CloudEvents (JSON, structured mode) to ``queue`` on the local broker, as a producer would.
+def publish_cloudevents(queue: str, cloudevents: list[str], virtual_host: str = "/", url: str | None = None, *,
+                        content_type: str = "application/cloudevents+json") -> None:
+    """Publish CloudEvents (JSON, structured mode) to ``queue`` on the local broker, as a producer would
+    (``content_type`` ``application/json``: EventBridge-shaped events, as a redrive sends them back).
 
     The queue is declared a quorum queue first if it does not exist (as :class:`RabbitMqChannel` does).
 
@@ -233,7 +235,7 @@ def publish_cloudevents(queue: str, cloudevents: list[str], virtual_host: str = 
         channel = connection.channel()
         channel.confirm_delivery()  # each publish returns once the broker has the message: then a reader sees it
         channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
-        properties = pika.BasicProperties(content_type="application/cloudevents+json", delivery_mode=2)
+        properties = pika.BasicProperties(content_type=content_type, delivery_mode=2)
         for cloudevent in cloudevents:
             channel.basic_publish("", queue, cloudevent.encode(), properties)
     finally:

@@ -108,7 +108,8 @@ function redriveButton(queue) {
     button.disabled = true;
     try {
       const answer = await post("dead-letters/redrive", {queue: queue.queue});
-      say(answer.queue + ": moved " + answer.moved + " back to " + answer.source, true);
+      const kept = answer.not_moved.length ? "; kept: " + answer.not_moved.join("; ") : "";
+      say(answer.queue + ": moved " + answer.moved + " back to " + answer.source + kept, !kept);
     } catch (error) {
       say(queue.queue + ": " + error.message, false);
     }
