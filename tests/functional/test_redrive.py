@@ -67,7 +67,7 @@ def test_redrive_names_the_problem_when_the_source_queue_cannot_be_told(template
     with LocalPipeline(template) as pipeline:
         lonely = pipeline.review_queue_url("risk-review")  # no queue dead-letters into it
         assert main(["redrive", lonely, "--dry-run"]) == 2
-        assert "is the DLQ of 0 queues (none): name the one with --source-url" in capsys.readouterr().err
+        assert "no queue dead-letters into it" in (err := capsys.readouterr().err) and "with --source-url" in err
 
 
 def test_a_record_failing_on_its_last_receive_reaches_the_dlq_with_its_reason(template, capsys):
