@@ -60,8 +60,8 @@ def test_every_name_derives_from_the_components_name():
     (lambda: Route(name="offers", accepts="TransactionApproved"), "^offers: accepts must be an EventFilter"),
     (lambda: consumer(channel="kafka"), r"^iris-classifier: a 'kafka' channel needs broker=KafkaTopic\("),
     (lambda: KafkaTopic(topic="orders", cluster_arn=CLUSTER, batch_size=500),
-     r"^KafkaTopic\('orders'\): the batch is no longer the topic's: move batch_size=500 to the consumer's "
-     r"settings=ConsumerSettings\(batch_size=500\)"),
+     (r"^KafkaTopic\('orders'\): the batch is no longer the topic's: move batch_size=500 to the consumer's "
+      r"settings=ConsumerSettings\(batch_size=500\)")),
     (lambda: consumer(channel="fifo", settings=ConsumerSettings(batch_size=11)),
      r"a 'fifo' channel takes batches of at most 10 .*declare settings=ConsumerSettings\(batch_size=10\)"),
     (lambda: consumer(settings=ConsumerSettings(batch_size=50, max_batching_window_s=0)),

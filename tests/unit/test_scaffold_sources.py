@@ -296,5 +296,5 @@ def test_a_kafka_consumers_declaration_puts_its_batch_in_its_settings_and_only_b
     assert "batch" not in broker and "from inferbus.model.settings import ConsumerSettings" in source
     namespace = {"KafkaTopic": KafkaTopic, "ConsumerSettings": ConsumerSettings}
     declared = Consumer(name="sc", handler="sc.handler.lambda_handler", accepts=EventFilter("ScSubmitted"), emits="ScScored",
-                        channel="kafka", broker=eval(broker, namespace), settings=eval(settings, namespace))  # noqa: S307
+                        channel="kafka", broker=eval(broker, namespace), settings=eval(settings, namespace))
     assert declared.settings.batch_size == MAX_POLL_RECORDS
