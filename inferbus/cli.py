@@ -7,6 +7,7 @@ Examples
     inferbus send --bus inferbus --sample image-classifier --index 3   # a held-out sample to a deployed stack
     inferbus send --bus inferbus --type TextSubmitted --data '{"text": "Great service."}'
     inferbus redrive DLQ_URL --dry-run                             # why each DLQ message failed
+    inferbus redrive --list                                        # every consumer's failure queue, any channel
     inferbus reviews list --queue-url URL                        # cases waiting for a person
     inferbus reviews approve TXN_ID --queue-url URL --note "..."   # resume its workflow
     inferbus chaos --flow all --events 5000         # faults on purpose, then a ledger per flow (embedded)
@@ -214,11 +215,46 @@ def _declared_consumers(stage: str | None) -> tuple[Any, ...]:
     return load_pipeline().consumers
 
 
+def _stack_outputs(args: argparse.Namespace, stack_name: str) -> dict[str, str]:
+    """The outputs of ``stack_name`` and of its nested stacks (in AWS a component's outputs are on its nested stack)."""
+    cloudformation = aws_client(args, "cloudformation")
+    (root,) = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    stacks = [root] + [stack for page in cloudformation.get_paginator("describe_stacks").paginate()
+                       for stack in page["Stacks"] if stack.get("RootId") == root["StackId"]]
+    return {output["OutputKey"]: output["OutputValue"] for stack in stacks for output in stack.get("Outputs", [])}
+
+
+def _list_failure_queues(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .model.settings import InferbusSettings
+    from .redrive import RedriveError, failure_queues
+
+    stack_name = args.stack or InferbusSettings().staged(InferbusSettings().stack_name)
+    try:
+        queues = failure_queues(aws_client(args, "sqs"), _declared_consumers(args.stage), _stack_outputs(args, stack_name),
+                                broker_url=args.broker_url, bootstrap_servers=args.bootstrap_servers)
+    except RedriveError as error:
+        raise CommandError(str(error)) from None
+    if args.json:
+        print_json([{"consumer": q.consumer, "channel": q.channel.value, "dead_letter_queue": q.url, "messages": q.messages,
+                     "goes_back_to": q.goes_back_to} for q in queues])
+        return 0
+    print_records(Console(), f"{len(queues)} consumer failure queues in {stack_name}",
+                  [(q.url, [("consumer", q.consumer), ("channel", q.channel.value), ("messages", str(q.messages)),
+                            ("goes back to", q.goes_back_to)]) for q in queues])
+    return 0
+
+
 def _redrive(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .redrive import RedriveError, inspect_dead_letters, redrive, resolve_target
 
+    if args.list:
+        return _list_failure_queues(args)
+    if not args.queue:
+        raise CommandError("name the dead-letter queue (a ...DeadLetterQueueUrl output), or --list them")
     sqs = aws_client(args, "sqs")
     try:
         dlq_url, target = resolve_target(sqs, args.queue, _declared_consumers(args.stage), source_url=args.source_url,
@@ -694,7 +730,11 @@ def build_parser() -> argparse.ArgumentParser:
     send.set_defaults(run=_send)
 
     redrive = command("redrive", "show why DLQ messages failed, and move them back to their queue", talks_to_aws=True)
-    redrive.add_argument("queue", help="the dead-letter queue, by URL or name (stack outputs ...DeadLetterQueueUrl)")
+    redrive.add_argument("queue", nargs="?",
+                         help="the dead-letter queue, by URL or name (stack outputs ...DeadLetterQueueUrl)")
+    redrive.add_argument("--list", action="store_true", help="list every declared consumer's failure queue, whatever its "
+                         "channel (from the stack's outputs), with its depth and where a redrive sends it")
+    redrive.add_argument("--stack", help="with --list: the stack (default: the settings' stack name, Inferbus)")
     redrive.add_argument("--source-url", help="the queue to move them back to (default: the one whose redrive policy "
                                               "names this DLQ)")
     redrive.add_argument("--broker-url", help="a RabbitMQ consumer's DLQ: the broker its queue is on, amqp[s]://user:"

@@ -26,7 +26,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,13 +34,14 @@ from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
 from inferbus_lambda.rejections import DEAD_LETTER_ATTRIBUTES
 
 from inferbus.model.declarations import Channel, Consumer
+from inferbus.model.names import DEAD_LETTER_QUEUE_URL
 from inferbus.model.rabbitmq import RabbitMqQueue
 from inferbus.runtime.queue_ops import peek_messages, receive_all, release_messages
 
 from .targets import KafkaRedrive, RabbitMqRedrive, RedriveTarget, SqsRedrive, kafka_failure
 
-__all__ = ["DeadLetter", "RedriveError", "RedriveTarget", "inspect_dead_letters", "redrive", "resolve_queues",
-           "resolve_target", "target_of"]
+__all__ = ["DeadLetter", "FailureQueue", "RedriveError", "RedriveTarget", "failure_queues", "inspect_dead_letters",
+           "redrive", "resolve_queues", "resolve_target", "target_of"]
 
 
 class RedriveError(ValueError):
@@ -106,6 +107,45 @@ def resolve_target(sqs: Any, queue: str, consumers: Sequence[Consumer] = (), *, 
             return dlq_url, target
     raise RedriveError(f"{queue}: no queue dead-letters into it, and none of its messages is a Kafka on-failure record "
                        f"or signed by a declared RabbitMQ consumer: name the queue to move them to with --source-url")
+
+
+@dataclass(frozen=True)
+class FailureQueue:
+    """One declared consumer's failure queue (its ``DeadLetterQueueUrl`` output), whatever its channel."""
+
+    consumer: str
+    channel: Channel
+    url: str
+    messages: int
+    goes_back_to: str  # where a redrive sends its messages, or why it cannot
+
+
+def failure_queues(sqs: Any, consumers: Sequence[Consumer], outputs: Mapping[str, str], *,
+                   broker_url: str | None = None, bootstrap_servers: str | None = None) -> list[FailureQueue]:
+    """Every declared consumer's failure queue, from the stack's outputs, with its depth and where it goes back to.
+
+    Raises
+    ------
+    RedriveError
+        When a declared consumer has no ``DeadLetterQueueUrl`` output (the stack is not the declarations').
+    """
+    found = []
+    for consumer in consumers:
+        key = consumer.output_key(DEAD_LETTER_QUEUE_URL)
+        if key not in outputs:
+            raise RedriveError(f"the stack has no output {key}: is it deployed from these declarations "
+                               f"(--stage for a stage's own)?")
+        url = outputs[key]
+        depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        target = target_of(consumer, broker_url=broker_url, bootstrap_servers=bootstrap_servers)
+        if target is None:
+            sources = sqs.list_dead_letter_source_queues(QueueUrl=url).get("queueUrls", [])
+            back = sources[0] if len(sources) == 1 else f"{len(sources)} queues dead-letter into it: give --source-url"
+        else:
+            back = target.describe()
+        found.append(FailureQueue(consumer.name, consumer.channel, url,
+                                  int(depth["Attributes"]["ApproximateNumberOfMessages"]), back))
+    return found
 
 
 # A Kafka on-failure record says where its records are, not what they hold: they are read again there.

@@ -112,3 +112,26 @@ def test_a_queue_nothing_names_is_refused_with_what_to_pass(pipeline, capsys):
     assert main(["redrive", dlq_url, "--dry-run"]) != 0  # pipeline/'s consumers: none signed it, nothing says where
     assert "name the queue to move them to with --source-url" in capsys.readouterr().err
     pipeline.sqs.purge_queue(QueueUrl=dlq_url)
+
+
+def test_redrive_lists_every_declared_consumers_failure_queue_whatever_its_channel(pipeline, capsys):
+    """From the declarations and the stack's outputs (describe-stacks, as `inferbus serve` answers it and AWS does)."""
+    from inferbus.model.names import QUEUE_URL
+    from inferbus.runtime.provision import register_stack
+
+    register_stack(pipeline.session, pipeline.stack_name, pipeline.outputs)
+    assert main(["redrive", "--list", "--stage", "channels", "--json"]) == 0
+    listed = {queue["consumer"]: queue for queue in json.loads(capsys.readouterr().out)}
+    assert set(listed) == {consumer.name for consumer in DECLARED.consumers}
+    for consumer in DECLARED.consumers:
+        queue = listed[consumer.name]
+        assert queue["channel"] == consumer.channel.value
+        assert queue["dead_letter_queue"] == pipeline.outputs[consumer.output_key(DEAD_LETTER_QUEUE_URL)]
+        if consumer.channel is Channel.RABBITMQ:
+            assert consumer.broker.queue in queue["goes_back_to"]
+        elif consumer.channel is Channel.KAFKA:
+            assert "Kafka partitions" in queue["goes_back_to"]
+        else:  # the queue its DLQ takes failures from: the consumer's own
+            assert queue["goes_back_to"] == pipeline.outputs[consumer.output_key(QUEUE_URL)]
+    assert main(["redrive", "--list"]) == 2  # pipeline/'s declarations: this stack is not theirs
+    assert "is it deployed from these declarations" in capsys.readouterr().err
