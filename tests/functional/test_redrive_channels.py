@@ -17,9 +17,10 @@ from inferbus.console.state import ConsoleState
 from inferbus.demo.inputs import sample_event
 from inferbus.local import LocalPipeline
 from inferbus.model.declarations import Channel
-from inferbus.model.names import DEAD_LETTER_QUEUE_URL
+from inferbus.model.names import DEAD_LETTER_QUEUE_URL, QUEUE_URL
 from inferbus.redrive import inspect_dead_letters, redrive, resolve_target
 from inferbus.redrive.targets import KafkaRedrive
+from inferbus.runtime.provision import register_stack
 from inferbus.runtime.queue_ops import peek_messages
 from inferbus.runtime.rabbitmq import publish_cloudevents
 from infra.stages import STAGES, stage_pipeline
@@ -116,9 +117,6 @@ def test_a_queue_nothing_names_is_refused_with_what_to_pass(pipeline, capsys):
 
 def test_redrive_lists_every_declared_consumers_failure_queue_whatever_its_channel(pipeline, capsys):
     """From the declarations and the stack's outputs (describe-stacks, as `inferbus serve` answers it and AWS does)."""
-    from inferbus.model.names import QUEUE_URL
-    from inferbus.runtime.provision import register_stack
-
     register_stack(pipeline.session, pipeline.stack_name, pipeline.outputs)
     assert main(["redrive", "--list", "--stage", "channels", "--json"]) == 0
     listed = {queue["consumer"]: queue for queue in json.loads(capsys.readouterr().out)}
