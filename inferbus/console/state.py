@@ -191,7 +191,7 @@ class ConsoleState:
             found = []
             for name, url in self._dead_letter_queues().items():
                 try:
-                    source, why_not = self._target(url).describe().rsplit("/", 1)[-1], ""
+                    source, why_not = _label(self._target(url)), ""
                 except RedriveError:
                     source, why_not = "", "no queue dead-letters into it (a rule target's DLQ): nothing to redrive to"
                 letters = [{"message_id": letter.message_id, "event_id": letter.event_id, "verdict": letter.verdict,
@@ -274,5 +274,10 @@ class ConsoleState:
             except RedriveError as error:
                 raise ConsoleError(str(error)) from None
             moved = redrive(self.sqs, urls[queue], target)
-        return {"queue": queue, "source": target.describe().rsplit("/", 1)[-1], "moved": moved,
+        return {"queue": queue, "source": _label(target), "moved": moved,
                 "not_moved": target.problems}
+
+
+def _label(target: RedriveTarget) -> str:
+    """A redrive target as the page names it: an SQS queue by its name, a broker's queue or topic as it describes it."""
+    return target.url.rsplit("/", 1)[-1] if isinstance(target, SqsRedrive) else target.describe()
