@@ -273,7 +273,7 @@ def small_topics(declarations: Pipeline, flow: Flow, batch_size: int) -> Pipelin
 def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str | None = None, seed: int = 7,
               redrive: bool = True, batch_size: int = 10, progress: Callable[[str, int, int], None] | None = None,
               template: dict[str, Any] | None = None, claims_stores: Sequence[str] | None = None,
-              context: Mapping[str, Any] | None = None) -> ChaosReport:
+              context: Mapping[str, Any] | None = None, pipeline: Pipeline | None = None) -> ChaosReport:
     """Run each flow ``flow`` names (default: all) with ``events`` inputs under the faults; one ledger per flow.
 
     ``batch_size`` (1-10,000) sets the flow's consumers' batch for this run (an SQS or RabbitMQ consumer's
@@ -281,13 +281,14 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str 
     often); ``template`` overrides it (and then every flow runs on that template). ``claims_stores``: run each
     flow once per store (``InferbusSettings.claims_store``; default the settings' one); with more than one, a
     flow's report is keyed ``<flow> (<store>)``. ``context``: CDK context, as ``-c`` gives it
-    (``{"stage": "channels"}`` runs that stage's declarations and samples).
+    (``{"stage": "channels"}`` runs that stage's declarations and samples); ``pipeline``, the declarations
+    (default ``pipeline/``'s).
     """
     from inferbus.demo.inputs import declared
     from inferbus.model.settings import CLAIMS_STORES
     from inferbus.runtime.specs import UnsupportedTemplateError
 
-    with declared(context) as (stage_settings, declarations):
+    with declared(context, pipeline) as (stage_settings, declarations):
         claims_stores = claims_stores or (stage_settings.claims_store,)
         unknown = sorted(set(claims_stores) - set(CLAIMS_STORES))
         if unknown or not claims_stores:
@@ -488,7 +489,8 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
         report.after_redrive = ledger
 
 
-def _order_breaks(flow: Flow, entries: list[dict[str, Any]], delivered: list[dict[str, Any]], feeds: ChannelFeeds) -> int:
+def _order_breaks(flow: Flow, entries: list[dict[str, Any]], delivered: list[dict[str, Any]],
+                  feeds: ChannelFeeds | None = None) -> int:
     """For a flow whose root is an ordered consumer: its results that came out ahead of an earlier-sent input
     of their key (``fifo``: its ``group_by``) or partition (``kafka``: where each record landed), during the
     incident (a redrive afterwards delivers late on purpose)."""
@@ -498,7 +500,7 @@ def _order_breaks(flow: Flow, entries: list[dict[str, Any]], delivered: list[dic
     published = [subject for event in delivered
                  if event["source"] == root.result_source and event["detail-type"] in root.result_types
                  and isinstance(event["detail"], dict) and (subject := event["detail"].get("subject"))]
-    if root.channel is Channel.KAFKA:
+    if root.channel is Channel.KAFKA and feeds is not None:
         return order_breaks_by(feeds.partition_order(root), published)
     if not root.ordered or root.group_by is None:
         return 0

@@ -21,6 +21,8 @@ from typing import Any
 
 from inferbus_lambda.metric_names import DUPLICATES_SKIPPED
 
+from inferbus.model.declarations import Pipeline
+
 from .accounting import account, emf_values
 from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, check_sizes, declared, demo_components, reviewer_of, sample_event
 from .report import DemoReport, ReplayReport
@@ -32,7 +34,8 @@ Progress = Callable[[str, int, int], None]
 
 def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, int] | None = None,
              progress: Progress | None = None, template: dict[str, Any] | None = None,
-             replay: bool = False, context: Mapping[str, Any] | None = None) -> DemoReport:
+             replay: bool = False, context: Mapping[str, Any] | None = None,
+             pipeline: Pipeline | None = None) -> DemoReport:
     """Send every component's samples, drain, play the reviewers, drain, and account for every event.
 
     Parameters
@@ -47,6 +50,8 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
         Then replay every archived event and account for what the replay did.
     context
         CDK context, as ``-c`` gives it: ``{"stage": "channels"}`` runs that stage's declarations and samples.
+    pipeline
+        The declarations (default ``pipeline/``'s); their samples are ``pipeline/``'s ``DEMO``, by component name.
     """
     from ..local import LocalPipeline
 
@@ -55,11 +60,11 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
     report = DemoReport()
     notify = progress or (lambda stage, done, total: None)
 
-    with declared(context) as (settings, declarations):
+    with declared(context, pipeline) as (settings, declarations):
         check_sizes(declarations, counts, duplicates)  # before minutes of work, not after
         notify("synthesize + provision", 0, 1)
-        with LocalPipeline(template, settings=settings, pipeline=declarations) as pipeline:
-            report = _run(pipeline, report, notify, counts, duplicates, replay, window_start)
+        with LocalPipeline(template, settings=settings, pipeline=declarations) as running:
+            report = _run(running, report, notify, counts, duplicates, replay, window_start)
     report.seconds = time.perf_counter() - started
     return report
 

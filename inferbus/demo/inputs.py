@@ -62,10 +62,11 @@ def _fixtures() -> DemoFixtures:
 
 
 @contextlib.contextmanager
-def declared(context: Mapping[str, Any] | None = None) -> Iterator[tuple[InferbusSettings, Pipeline]]:
+def declared(context: Mapping[str, Any] | None = None,
+             pipeline: Pipeline | None = None) -> Iterator[tuple[InferbusSettings, Pipeline]]:
     """The settings and declarations CDK context asks for (``-c stage=channels``, ``-c <component>.<setting>=...``),
-    as ``cdk synth`` reads them; within, the demo samples are the stage's (its module's ``DEMO``) when the stage
-    brings its own components, else ``pipeline/``'s.
+    as ``cdk synth`` reads them, from ``pipeline`` (default ``pipeline/``'s declarations); within, the demo samples
+    are the stage's (its module's ``DEMO``) when the stage brings its own components, else ``pipeline/``'s.
 
     Raises
     ------
@@ -77,7 +78,7 @@ def declared(context: Mapping[str, Any] | None = None) -> Iterator[tuple[Inferbu
     from infra.configuration import configure
     from infra.stages import STAGES
 
-    settings, pipeline = configure(dict(context or {}), load_pipeline())
+    settings, pipeline = configure(dict(context or {}), pipeline or load_pipeline())
     stage = STAGES.get(str((context or {}).get("stage", "")))
     if stage is None or not hasattr(stage, "COMPONENTS"):
         yield settings, pipeline
