@@ -139,9 +139,9 @@ class ChannelFeeds:
 
         kept: dict[str, Kept] = {}
         for message in messages:
-            event_id = _event_id(json.dumps(_detail(message["Body"])))
-            if event_id is not None:
-                kept.setdefault(event_id, Kept(event_id, last_reason(message)))
+            detail = _detail(message["Body"])
+            if isinstance(detail, dict) and detail.get("id") is not None:
+                kept.setdefault(str(detail["id"]), Kept(str(detail["id"]), last_reason(message)))
         return list(kept.values())
 
     def redrive(self, consumer: Consumer) -> int:
