@@ -732,7 +732,9 @@ def build_parser() -> argparse.ArgumentParser:
         chaos.add_argument(FaultRates.flag(rate), type=float if rate.name == "latency_ms" else _rate, default=rate.default,
                            dest=rate.name, metavar=FaultRates.flag(rate)[2:].replace("-", "_").upper(),
                            help=f"{rate.metadata['help']} (default {rate.default:g})")
-    chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
+    chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10,
+                       help="the flow's consumers' batch: an SQS or RabbitMQ consumer's, a Kafka consumer's topic's "
+                       "(default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
     chaos.add_argument("--claims-store", choices=("dynamodb", "redis", "both"), default=None,

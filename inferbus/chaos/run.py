@@ -28,6 +28,11 @@ such result once more, and nothing else may repeat. The ledger checks this resul
 (:meth:`Ledger.count_repeats`); a repeat without its cause fails the flow, however few. Then,
 with the faults off, the root consumer's DLQ is redriven and the ledger taken again.
 
+A flow whose root consumer reads a broker (``kafka``, ``rabbitmq``) gets its inputs through its own topic or
+queue, locally (:mod:`inferbus.channel_feeds`), under the same faults; what it gives up is read back from
+its Kafka mapping's on-failure queue or its DLQ, with the reason, and the redrive writes it to the topic or
+queue again; a Kafka consumer's results must keep each partition's order, as a ``fifo`` consumer's each key's.
+
 Each flow runs on the claims store(s) asked for (``claims_stores``: ``dynamodb``, ``redis`` or both,
 one run each; Redis is the local server at ``INFERBUS_REDIS_URL``): the same ledger must balance on
 each, and each run's claims traffic is kept (:class:`~.store_costs.StoreBill`) to be compared.
