@@ -145,7 +145,8 @@ class ChannelFeeds:
         return list(kept.values())
 
     def redrive(self, consumer: Consumer) -> int:
-        """Write what ``consumer`` gave up to its topic or queue again and empty where it was kept; return how many.
+        """Write what ``consumer`` gave up to its topic or queue again, each event once, and empty where it was kept;
+        return how many events.
 
         A Kafka on-failure message says where the record was, not what it held: the record written then is
         written again (what the demo or chaos wrote at that place).
@@ -160,8 +161,8 @@ class ChannelFeeds:
             ids = {item.event_id for item in self._kafka_kept(consumer, messages, {})}
             details = [detail for detail in dict.fromkeys(self.written.get(consumer.name, []))
                        if _event_id(detail) in ids]
-        else:
-            details = [json.dumps(_detail(message["Body"])) for message in messages]
+        else:  # each event once: a duplicate delivery may have been dead-lettered beside its original
+            details = list(dict.fromkeys(json.dumps(_detail(message["Body"])) for message in messages))
         self.write(consumer, details)
         delete_messages(self.pipeline.sqs, url, messages)
         return len(details)
