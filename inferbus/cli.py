@@ -80,7 +80,8 @@ def _demo(args: argparse.Namespace) -> int:
     from .demo import DemoInputError, run_demo
     from .demo.summary import print_summary
 
-    options = dict(counts=dict(args.count), duplicates=dict(args.duplicates), replay=args.replay)
+    options = dict(counts=dict(args.count), duplicates=dict(args.duplicates), replay=args.replay,
+                   context=dict(args.context))
     report = _run_and_report("demo", run_demo, options, print_summary, args.json, DemoInputError)
     if args.report is not None:
         from .demo.document import write_report
@@ -293,9 +294,9 @@ def _chaos(args: argparse.Namespace) -> int:
     from .chaos.report import print_chaos_report
 
     rates = FaultRates(**{rate.name: getattr(args, rate.name) for rate in fields(FaultRates)})  # a flag per rate
-    stores = ("dynamodb", "redis") if args.claims_store == "both" else (args.claims_store,)
+    stores = ("dynamodb", "redis") if args.claims_store == "both" else (args.claims_store,) if args.claims_store else None
     options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
-                   batch_size=args.batch_size, claims_stores=stores)
+                   batch_size=args.batch_size, claims_stores=stores, context=dict(args.context))
     report = _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
     return 0 if report.balanced else 1
 
@@ -678,6 +679,12 @@ def _instant(text: str) -> Any:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _add_context(command: argparse.ArgumentParser) -> None:
+    command.add_argument("-c", "--context", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+                         help="CDK context, as for cdk synth: -c stage=channels runs that stage's declarations (its "
+                         "Kafka- and RabbitMQ-fed consumers through their channels); repeatable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dataclasses import fields
 
@@ -713,6 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--report", metavar="DIR", nargs="?", const="demo-report", default=None,
                       help="also write a Markdown report with plots to DIR (default demo-report/)")
     demo.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _add_context(demo)
     demo.set_defaults(run=_demo)
 
     send = command("send", "put events on a deployed bus, each validated against its contract first", talks_to_aws=True,
@@ -792,14 +800,18 @@ def build_parser() -> argparse.ArgumentParser:
         chaos.add_argument(FaultRates.flag(rate), type=float if rate.name == "latency_ms" else _rate, default=rate.default,
                            dest=rate.name, metavar=FaultRates.flag(rate)[2:].replace("-", "_").upper(),
                            help=f"{rate.metadata['help']} (default {rate.default:g})")
-    chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
+    chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10,
+                       help="the flow's consumers' batch: an SQS or RabbitMQ consumer's, a Kafka consumer's topic's "
+                       "(default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
-    chaos.add_argument("--claims-store", choices=("dynamodb", "redis", "both"), default="dynamodb",
-                       help="where the claims are kept (default dynamodb); redis: the local redis-server at "
+    chaos.add_argument("--claims-store", choices=("dynamodb", "redis", "both"), default=None,
+                       help="where the claims are kept (default the settings': dynamodb unless -c says otherwise, as "
+                       "-c stage=channels does); redis: the local redis-server at "
                        "INFERBUS_REDIS_URL (default redis://127.0.0.1:6379); both: each flow once per store, their "
                        "requests and cost side by side")
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_context(chaos)
     chaos.set_defaults(run=_chaos)
     serve = command("serve", "run the pipeline embedded behind a local AWS endpoint (AWS CLI, boto3, inferbus send)",
                     description="Starts the whole pipeline embedded on moto and answers AWS API calls "

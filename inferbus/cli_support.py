@@ -163,6 +163,10 @@ def explain(error: BaseException) -> tuple[int, str] | None:
         return USAGE, str(error)
     if isinstance(error, CloudFormationLimitError):  # CloudFormation's limit, with what to do: not a bug
         return FAILED, str(error)
+    from inferbus.runtime.rabbitmq import BrokerUnavailable
+
+    if isinstance(error, BrokerUnavailable):  # names the command that starts one
+        return FAILED, str(error)
     return None
 
 

@@ -12,7 +12,7 @@ from .store_costs import FIXED_MONTHLY_USD
 
 LEDGER_COLUMNS = ("processed exactly once", "in a DLQ", "failure event (reason)", "pending review", "processed twice",
                   "results repeated", "repeated, no recorded cause", "lost", "also in a DLQ, processed",
-                  "results out of key order", "balanced")
+                  "results out of key/partition order", "balanced")
 
 
 def _share(part: int, whole: int) -> str:
@@ -22,7 +22,8 @@ def _share(part: int, whole: int) -> str:
 def print_flow(flow: FlowReport, console: Console) -> None:
     timeouts = flow.failed_invocations.get(TIMED_OUT[0], 0)
     crashes = flow.failed_invocations.get(RUNTIME_EXITED[0], 0)
-    faults = Table(title=f"flow {flow.flow} ({' → '.join(flow.stages)}): {flow.events} inputs, {flow.seconds:.0f} s",
+    faults = Table(title=f"flow {flow.flow} ({' → '.join(flow.stages)}; fed by {flow.channel}): {flow.events} inputs, "
+                   f"{flow.seconds:.0f} s",
                    show_header=False, title_justify="left")
     faults.add_column(style="bold")
     faults.add_column()
@@ -61,6 +62,8 @@ def print_flow(flow: FlowReport, console: Console) -> None:
         ledger.add_row(column, *(values[row] for values in cells))
     console.print(ledger)
     console.print(f"{flow.result_events} result events in all; {flow.redriven} redriven")
+    for reason, count in sorted(flow.kept_reasons.items(), key=lambda item: -item[1]):
+        console.print(f"  kept {count}: {reason}")
     for name, entry in moments:
         if entry.unexplained_results:
             console.print(f"[red]{name}: results repeated without a recorded cause: "

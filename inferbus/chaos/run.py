@@ -28,6 +28,11 @@ such result once more, and nothing else may repeat. The ledger checks this resul
 (:meth:`Ledger.count_repeats`); a repeat without its cause fails the flow, however few. Then,
 with the faults off, the root consumer's DLQ is redriven and the ledger taken again.
 
+A flow whose root consumer reads a broker (``kafka``, ``rabbitmq``) gets its inputs through its own topic or
+queue, locally (:mod:`inferbus.channel_feeds`), under the same faults; what it gives up is read back from
+its Kafka mapping's on-failure queue or its DLQ, with the reason, and the redrive writes it to the topic or
+queue again; a Kafka consumer's results must keep each partition's order, as a ``fifo`` consumer's each key's.
+
 Each flow runs on the claims store(s) asked for (``claims_stores``: ``dynamodb``, ``redis`` or both,
 one run each; Redis is the local server at ``INFERBUS_REDIS_URL``): the same ledger must balance on
 each, and each run's claims traffic is kept (:class:`~.store_costs.StoreBill`) to be compared.
@@ -41,6 +46,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import Counter, defaultdict
@@ -50,9 +56,10 @@ from typing import TYPE_CHECKING, Any
 
 from inferbus_lambda.contracts import to_put_events_entry
 
-from inferbus.model.declarations import Consumer, Pipeline, Workflow
-from inferbus.model.ordering import order_breaks
+from inferbus.model.declarations import Channel, Consumer, Pipeline, Workflow
+from inferbus.model.ordering import order_breaks, order_breaks_by
 
+from ..channel_feeds import ChannelFeeds, fed_by_broker
 from .faults import FaultInjector, inject_faults
 from .rates import FaultRates
 from .store_costs import StoreBill, bill_of
@@ -90,11 +97,14 @@ class Flow:
 
 
 def downstream(pipeline: Pipeline, producer: Component) -> list[Component]:
-    """The consumers and workflows that take ``producer``'s results (only from it)."""
+    """The consumers and workflows that take ``producer``'s results (only from it): a consumer that reads a
+    broker (its topic or queue) takes nothing from the bus."""
     from inferbus.demo.inputs import input_type  # the demo is loaded only when chaos runs, not for --help
 
     found = []
     for component in pipeline.producers:
+        if fed_by_broker(component):
+            continue
         sources = pipeline.resolved_sources(component.accepts)
         if input_type(component) in producer.result_types and sources is not None and producer.result_source in sources:
             found.append(component)
@@ -147,7 +157,8 @@ class Ledger:
     pending_review: int = 0  # waiting for a person
     dead_lettered_after_processing: int = 0  # processed, and a redelivery of it sits in the DLQ
     lost: int = 0
-    out_of_order: int = 0  # an ordered root consumer's results published ahead of an earlier-sent event of their key
+    # an ordered root consumer's results published ahead of an earlier-sent event of their key (fifo) or partition (kafka)
+    out_of_order: int = 0
 
     def count_repeats(self, repeats: list[list[str]], republishable: Mapping[str, int]) -> None:
         """Count one input's repeated results against what the faults recorded, result by result.
@@ -207,6 +218,9 @@ class FlowReport:
     seconds: float = 0.0
     claims_store: str = "dynamodb"
     claims_bill: StoreBill | None = None  # the consumers' claims traffic (a workflow's Accept is not metered)
+    channel: str = "sqs"  # how the root's inputs reach it (a workflow's: its rule, "sqs")
+    # Why the inputs in the root consumer's DLQ (or a Kafka mapping's on-failure queue) were given up: reason -> inputs
+    kept_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def balanced(self) -> bool:
@@ -246,44 +260,58 @@ def chaos_overrides(flow: Flow, batch_size: int) -> dict[str, int]:
     window = 0 if batch_size <= 10 else 1  # SQS takes more than 10 per batch only with a window
     overrides = {}
     for stage in flow.stages:
-        if isinstance(stage, Consumer):
+        if isinstance(stage, Consumer) and stage.channel is not Channel.KAFKA:  # a topic holds its batch: small_topics
             overrides |= {f"{stage.name}.batch_size": batch_size, f"{stage.name}.max_batching_window_s": window}
     return overrides
 
 
+def small_topics(declarations: Pipeline, flow: Flow, batch_size: int) -> Pipeline:
+    """``declarations`` with the flow's Kafka-fed consumers' topics read in batches this small (a ``kafka``
+    consumer's batch is its topic's, not its settings': :func:`chaos_overrides` sets the others')."""
+    window = 0 if batch_size <= 10 else 1
+    names = {stage.name for stage in flow.stages}
+    return dataclasses.replace(declarations, consumers=tuple(
+        dataclasses.replace(c, broker=dataclasses.replace(c.broker, batch_size=batch_size, max_batching_window_s=window))
+        if c.name in names and c.channel is Channel.KAFKA else c for c in declarations.consumers))
+
+
 def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str | None = None, seed: int = 7,
               redrive: bool = True, batch_size: int = 10, progress: Callable[[str, int, int], None] | None = None,
-              template: dict[str, Any] | None = None, claims_stores: Sequence[str] = ("dynamodb",)) -> ChaosReport:
+              template: dict[str, Any] | None = None, claims_stores: Sequence[str] | None = None,
+              context: Mapping[str, Any] | None = None, pipeline: Pipeline | None = None) -> ChaosReport:
     """Run each flow ``flow`` names (default: all) with ``events`` inputs under the faults; one ledger per flow.
 
-    ``batch_size`` (1-10,000) sets the flow's consumers' SQS batch for this run (default 10: many
-    invocations, so the per-invocation faults happen often); ``template`` overrides it (and then
-    every flow runs on that template). ``claims_stores``: run each flow once per store
-    (``InferbusSettings.claims_store``); with more than one, a flow's report is keyed ``<flow> (<store>)``.
+    ``batch_size`` (1-10,000) sets the flow's consumers' batch for this run (an SQS or RabbitMQ consumer's
+    settings, a Kafka consumer's topic; default 10: many invocations, so the per-invocation faults happen
+    often); ``template`` overrides it (and then every flow runs on that template). ``claims_stores``: run each
+    flow once per store (``InferbusSettings.claims_store``; default the settings' one); with more than one, a
+    flow's report is keyed ``<flow> (<store>)``. ``context``: CDK context, as ``-c`` gives it
+    (``{"stage": "channels"}`` runs that stage's declarations and samples); ``pipeline``, the declarations
+    (default ``pipeline/``'s).
     """
-    from pipeline import load_pipeline
-
-    from inferbus.model.settings import CLAIMS_STORES, InferbusSettings
+    from inferbus.demo.inputs import declared
+    from inferbus.model.settings import CLAIMS_STORES
     from inferbus.runtime.specs import UnsupportedTemplateError
 
-    unknown = sorted(set(claims_stores) - set(CLAIMS_STORES))
-    if unknown or not claims_stores:
-        raise ChaosError(f"claims store {', '.join(unknown) or '(none)'}: choose from {', '.join(CLAIMS_STORES)}")
-    declarations = load_pipeline()
-    flows = resolve_flows(declarations, flow)
-    rates = rates or FaultRates()
-    report = ChaosReport(events, rates, seed)
-    started = time.perf_counter()
-    for store in claims_stores:
-        settings = InferbusSettings(claims_store=store)
-        for chosen in flows:
-            key = chosen.name if len(claims_stores) == 1 else f"{chosen.name} ({store})"
-            try:
-                report.flows[key] = _run_flow(declarations, chosen, events, rates, seed=seed, redrive=redrive,
-                                              batch_size=batch_size, progress=progress, template=template,
-                                              settings=settings)
-            except UnsupportedTemplateError as error:  # e.g. claims in Redis and no local Redis: say what to start
-                raise ChaosError(str(error)) from None
+    with declared(context, pipeline) as (stage_settings, declarations):
+        claims_stores = claims_stores or (stage_settings.claims_store,)
+        unknown = sorted(set(claims_stores) - set(CLAIMS_STORES))
+        if unknown or not claims_stores:
+            raise ChaosError(f"claims store {', '.join(unknown) or '(none)'}: choose from {', '.join(CLAIMS_STORES)}")
+        flows = resolve_flows(declarations, flow)
+        rates = rates or FaultRates()
+        report = ChaosReport(events, rates, seed)
+        started = time.perf_counter()
+        for store in claims_stores:
+            settings = dataclasses.replace(stage_settings, claims_store=store)
+            for chosen in flows:
+                key = chosen.name if len(claims_stores) == 1 else f"{chosen.name} ({store})"
+                try:
+                    report.flows[key] = _run_flow(declarations, chosen, events, rates, seed=seed, redrive=redrive,
+                                                  batch_size=batch_size, progress=progress, template=template,
+                                                  settings=settings)
+                except UnsupportedTemplateError as error:  # e.g. claims in Redis and no local Redis: say what to start
+                    raise ChaosError(str(error)) from None
     report.seconds = time.perf_counter() - started
     return report
 
@@ -298,25 +326,30 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
     demo = inputs_of(root)
     assert demo is not None
     notify = progress or (lambda stage, done, total: None)
-    report = FlowReport(flow.name, [stage.name for stage in flow.stages], events, claims_store=settings.claims_store)
+    report = FlowReport(flow.name, [stage.name for stage in flow.stages], events, claims_store=settings.claims_store,
+                        channel=root.channel.value if isinstance(root, Consumer) else Channel.SQS.value)
     started = time.perf_counter()
     samples = sample_events(root, min(demo.limit, events), source=SOURCE)
     notify(f"{flow.name}: synthesize + provision", 0, 1)
     overrides = None if template is not None else chaos_overrides(flow, batch_size)
+    declarations = declarations if template is not None else small_topics(declarations, flow, batch_size)
     with LocalPipeline(template, settings=settings, overrides=overrides, pipeline=declarations) as pipeline:
         notify(f"{flow.name}: synthesize + provision", 1, 1)
+        feeds = ChannelFeeds(pipeline, pipeline.declarations)  # the root's inputs through its channel, if a broker's
         injectors = _inject(pipeline, flow, rates, seed)
         sent = [f"chaos-{i}" for i in range(events)]
         truth = {event_id: samples[i % len(samples)][1] for i, event_id in enumerate(sent)}
         entries = [to_put_events_entry(samples[i % len(samples)][0].model_copy(update={"id": event_id, "correlationid": event_id}),
                                        pipeline.bus_name) for i, event_id in enumerate(sent)]
+        root_of = dict.fromkeys(sent, root.name)
         again = _producer_retries(flow, entries, rates.duplicate_rate, seed)
         report.duplicates_delivered += len(again)
         size = CONSUMER_WAVE if isinstance(root, Consumer) else WORKFLOW_WAVE
         for start in range(0, events, size):
             wave = entries[start : start + size] + [entries[i] for i in again if start <= i < start + size]
             for chunk in range(0, len(wave), 10):
-                if rejected := pipeline.put_events(wave[chunk : chunk + 10]):
+                on_bus = feeds.send(wave[chunk : chunk + 10], root_of)
+                if on_bus and (rejected := pipeline.put_events(on_bus)):
                     raise RuntimeError(f"the bus refused {len(rejected)} events")
                 while pipeline.pump():  # keep the queues shallow: moto's SQS slows down as a queue grows
                     pass
@@ -329,8 +362,9 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
         pipeline.drain()
 
         delivered: list[dict[str, Any]] = []  # every event the tap saw, across both ledgers
-        _take_ledger(pipeline, flow, sent, report, delivered, injectors, first=True)
-        report.ledger.out_of_order = _order_breaks(flow, entries, delivered)
+        _take_ledger(pipeline, flow, sent, report, delivered, injectors, feeds, first=True)
+        report.ledger.out_of_order = _order_breaks(flow, entries, delivered, feeds)
+        report.kept_reasons = _kept_reasons(pipeline, flow, feeds)
         _count_faults(pipeline, flow, injectors, report)
         if redrive and isinstance(root, Consumer):
             from inferbus.redrive import redrive as move_back
@@ -342,11 +376,13 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
                     injector.rates = None  # the incident is over
                 for source in pipeline.event_sources:
                     source.redeliver(0.0)
-                report.redriven = move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url)
+                report.redriven = (feeds.redrive(root) if fed_by_broker(root)  # back to its topic or queue
+                                   else move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url))
                 pipeline.drain()
                 _play_reviewers(pipeline, flow, truth, report)
                 pipeline.drain()
-                _take_ledger(pipeline, flow, sent, report, delivered, injectors, first=False)
+                _take_ledger(pipeline, flow, sent, report, delivered, injectors, feeds, first=False)
+        feeds.close()
         report.claims_bill = _claims_bill(injectors, settings.claims_store)
     report.seconds = time.perf_counter() - started
     return report
@@ -407,7 +443,7 @@ def _play_reviewers(pipeline: Any, flow: Flow, truth: dict[str, Any], report: Fl
 
 
 def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport, delivered: list[dict[str, Any]],
-                 injectors: dict[Any, FaultInjector], *, first: bool) -> None:
+                 injectors: dict[Any, FaultInjector], feeds: ChannelFeeds, *, first: bool) -> None:
     delivered += pipeline.tapped_events()  # the tap hands each event out once
     # subject -> (source, type) -> the ids of its results, one per copy published
     results: dict[str, dict[tuple[str, str], list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -427,7 +463,8 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
         elif detail_type in stage.result_types and detail.get("subject"):
             results[detail["subject"]][(source, detail_type)].append(detail["id"])
     waiting = {(e.input or {}).get("detail", {}).get("id") for e in executions if e.waiting_for_task_token}
-    dead = _dead_letter_ids(pipeline)
+    dead = _dead_letter_ids(pipeline) | {kept.event_id for stage in flow.stages if fed_by_broker(stage)
+                                         for kept in feeds.kept(stage)}  # type: ignore[arg-type]
     republishable = _republishable(injectors, report)
     ledger = Ledger()
     for event_id in sent:
@@ -457,16 +494,35 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
         report.after_redrive = ledger
 
 
-def _order_breaks(flow: Flow, entries: list[dict[str, Any]], delivered: list[dict[str, Any]]) -> int:
+def _order_breaks(flow: Flow, entries: list[dict[str, Any]], delivered: list[dict[str, Any]],
+                  feeds: ChannelFeeds | None = None) -> int:
     """For a flow whose root is an ordered consumer: its results that came out ahead of an earlier-sent input
-    of their key, during the incident (a redrive afterwards delivers late on purpose)."""
+    of their key (``fifo``: its ``group_by``) or partition (``kafka``: where each record landed), during the
+    incident (a redrive afterwards delivers late on purpose)."""
     root = flow.root
-    if not isinstance(root, Consumer) or not root.ordered or root.group_by is None:
+    if not isinstance(root, Consumer):
         return 0
-    published = [event["detail"].get("subject") for event in delivered
+    published = [subject for event in delivered
                  if event["source"] == root.result_source and event["detail-type"] in root.result_types
-                 and isinstance(event["detail"], dict)]
-    return order_breaks(root.group_by, entries, [subject for subject in published if subject])
+                 and isinstance(event["detail"], dict) and (subject := event["detail"].get("subject"))]
+    if root.channel is Channel.KAFKA and feeds is not None:
+        return order_breaks_by(feeds.partition_order(root), published)
+    if not root.ordered or root.group_by is None:
+        return 0
+    return order_breaks(root.group_by, entries, published)
+
+
+def _kept_reasons(pipeline: Any, flow: Flow, feeds: ChannelFeeds) -> dict[str, int]:
+    """Why the root consumer's inputs were given up, from where its channel keeps them: reason -> inputs."""
+    root = flow.root
+    if not isinstance(root, Consumer):
+        return {}
+    if fed_by_broker(root):
+        return dict(Counter(kept.reason for kept in feeds.kept(root)))
+    from inferbus.redrive import last_reason
+
+    url = pipeline.consumer(root.name).dead_letter_queue_url
+    return dict(Counter(last_reason(message) for message in pipeline.peek(url))) if url else {}
 
 
 def _republishable(injectors: dict[Any, FaultInjector], report: FlowReport) -> Counter[str]:

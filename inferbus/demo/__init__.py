@@ -21,8 +21,10 @@ from typing import Any
 
 from inferbus_lambda.metric_names import DUPLICATES_SKIPPED
 
+from inferbus.model.declarations import Pipeline
+
 from .accounting import account, emf_values
-from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, check_sizes, demo_components, reviewer_of, sample_event
+from .inputs import DEMO_SOURCE, DemoInputError, build_inputs, check_sizes, declared, demo_components, reviewer_of, sample_event
 from .report import DemoReport, ReplayReport
 
 __all__ = ["DEMO_SOURCE", "DemoInputError", "DemoReport", "demo_components", "run_demo", "sample_event"]
@@ -32,7 +34,8 @@ Progress = Callable[[str, int, int], None]
 
 def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, int] | None = None,
              progress: Progress | None = None, template: dict[str, Any] | None = None,
-             replay: bool = False) -> DemoReport:
+             replay: bool = False, context: Mapping[str, Any] | None = None,
+             pipeline: Pipeline | None = None) -> DemoReport:
     """Send every component's samples, drain, play the reviewers, drain, and account for every event.
 
     Parameters
@@ -45,68 +48,83 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
         Used instead of synthesizing the app.
     replay
         Then replay every archived event and account for what the replay did.
+    context
+        CDK context, as ``-c`` gives it: ``{"stage": "channels"}`` runs that stage's declarations and samples.
+    pipeline
+        The declarations (default ``pipeline/``'s); their samples are ``pipeline/``'s ``DEMO``, by component name.
     """
     from ..local import LocalPipeline
-    from ..reviews import decide, list_reviews
 
     started = time.perf_counter()
     window_start = datetime.now(UTC) - timedelta(seconds=1)
     report = DemoReport()
     notify = progress or (lambda stage, done, total: None)
 
-    from pipeline import load_pipeline
-
-    declarations = load_pipeline()
-    check_sizes(declarations, counts, duplicates)  # before minutes of work, not after
-    notify("synthesize + provision", 0, 1)
-    with LocalPipeline(template, pipeline=declarations) as pipeline:
-        notify("synthesize + provision", 1, 1)
-        running = time.perf_counter()
-        sent = build_inputs(pipeline.declarations, pipeline.bus_name, counts=counts, duplicates=duplicates)
-        pipeline.start()  # the pollers and workflows run while the producer sends
-        stream, timed = sent.entries, set()
-        for start in range(0, len(stream), 10):
-            chunk = stream[start : start + 10]
-            now = datetime.now(UTC)
-            for entry in chunk:  # latency runs from an event's first PutEvents, not from when it was built
-                event_id = json.loads(entry["Detail"]).get("id")
-                if event_id in sent.sent_at and event_id not in timed:
-                    sent.sent_at[event_id] = now
-                    timed.add(event_id)
-            report.rejected_by_bus += len(pipeline.put_events(_send_to_brokers(pipeline.declarations, sent, chunk)))
-            notify("send", min(start + 10, len(stream)), len(stream))
-        pipeline.drain()
-        notify("drain", 1, 1)
-
-        outcomes: Counter[str] = Counter()
-        queues = [(w, pipeline.review_queue_url(w.name)) for w in pipeline.declarations.workflows if w.review_queue]
-        for workflow, queue_url in queues:
-            pending = list_reviews(pipeline.sqs, queue_url)
-            outcomes["requested"] += len(pending)
-            for done, review in enumerate(pending, start=1):
-                reviewer = reviewer_of(workflow)
-                if review.request is None or reviewer is None:
-                    continue
-                case = review.request.case
-                approve, note = reviewer(case, sent.truth.get(case.transaction_id))
-                outcomes[decide(pipeline.sqs, pipeline.stepfunctions, queue_url, case.transaction_id, approve=approve,
-                                reviewer="demo-reviewer", note=note).outcome] += 1
-                notify("review", done, len(pending))
-        pipeline.drain()
-        outcomes["still_pending"] = sum(len(list_reviews(pipeline.sqs, url)) for _, url in queues)
-        report.reviews = dict(outcomes)
-        notify("drain", 1, 1)
-
-        delivered = pipeline.tapped_events()
-        account(pipeline, sent, report, delivered)
-        report.running_seconds = time.perf_counter() - running
-        for flow in report.flows.values():
-            flow.per_minute = flow.consumed / report.running_seconds * 60 if report.running_seconds else None
-        if replay:
-            notify("replay the archive", 0, 1)
-            report.replay = replay_run(pipeline, since=window_start, delivered=delivered)
-            notify("replay the archive", 1, 1)
+    with declared(context, pipeline) as (settings, declarations):
+        check_sizes(declarations, counts, duplicates)  # before minutes of work, not after
+        notify("synthesize + provision", 0, 1)
+        with LocalPipeline(template, settings=settings, pipeline=declarations) as running:
+            report = _run(running, report, notify, counts, duplicates, replay, window_start)
     report.seconds = time.perf_counter() - started
+    return report
+
+
+def _run(pipeline: Any, report: DemoReport, notify: Progress, counts: Mapping[str, int] | None,
+         duplicates: Mapping[str, int] | None, replay: bool, window_start: datetime) -> DemoReport:
+    from ..channel_feeds import ChannelFeeds
+    from ..reviews import decide, list_reviews
+    from .inputs import UNROUTED
+
+    notify("synthesize + provision", 1, 1)
+    running = time.perf_counter()
+    sent = build_inputs(pipeline.declarations, pipeline.bus_name, counts=counts, duplicates=duplicates)
+    feeds = ChannelFeeds(pipeline, pipeline.declarations)
+    unrouted = {corruption.why for corruption in UNROUTED}  # copies no rule takes stay on the bus: they test it
+    on_bus = {event_id for event_id, why in sent.reasons.items() if why in unrouted}
+    pipeline.start()  # the pollers and workflows run while the producer sends
+    stream, timed = sent.entries, set()
+    for start in range(0, len(stream), 10):
+        chunk = stream[start : start + 10]
+        now = datetime.now(UTC)
+        for entry in chunk:  # latency runs from an event's first PutEvents, not from when it was built
+            event_id = json.loads(entry["Detail"]).get("id")
+            if event_id in sent.sent_at and event_id not in timed:
+                sent.sent_at[event_id] = now
+                timed.add(event_id)
+        report.rejected_by_bus += len(pipeline.put_events(feeds.send(chunk, sent.component_of, on_bus)))
+        notify("send", min(start + 10, len(stream)), len(stream))
+    pipeline.drain()
+    notify("drain", 1, 1)
+
+    outcomes: Counter[str] = Counter()
+    queues = [(w, pipeline.review_queue_url(w.name)) for w in pipeline.declarations.workflows if w.review_queue]
+    for workflow, queue_url in queues:
+        pending = list_reviews(pipeline.sqs, queue_url)
+        outcomes["requested"] += len(pending)
+        for done, review in enumerate(pending, start=1):
+            reviewer = reviewer_of(workflow)
+            if review.request is None or reviewer is None:
+                continue
+            case = review.request.case
+            approve, note = reviewer(case, sent.truth.get(case.transaction_id))
+            outcomes[decide(pipeline.sqs, pipeline.stepfunctions, queue_url, case.transaction_id, approve=approve,
+                            reviewer="demo-reviewer", note=note).outcome] += 1
+            notify("review", done, len(pending))
+    pipeline.drain()
+    outcomes["still_pending"] = sum(len(list_reviews(pipeline.sqs, url)) for _, url in queues)
+    report.reviews = dict(outcomes)
+    notify("drain", 1, 1)
+
+    feeds.close()
+    delivered = pipeline.tapped_events()
+    account(pipeline, sent, report, delivered, feeds)
+    report.running_seconds = time.perf_counter() - running
+    for flow in report.flows.values():
+        flow.per_minute = flow.consumed / report.running_seconds * 60 if report.running_seconds else None
+    if replay:
+        notify("replay the archive", 0, 1)
+        report.replay = replay_run(pipeline, since=window_start, delivered=delivered)
+        notify("replay the archive", 1, 1)
     return report
 
 
@@ -147,28 +165,3 @@ def replay_run(pipeline: Any, *, since: datetime, delivered: list[dict[str, Any]
     report.workflow_duplicates = workflow_duplicates() - before[1]
     report.rerejected = len(pipeline.invalid_events()) - before[2]
     return report
-
-
-def _send_to_brokers(declarations: Any, sent: Any, chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Publish the entries meant for a ``rabbitmq`` consumer to its queue, as its producers would (a CloudEvent,
-    structured); return the rest, for the bus. Copies that no rule takes stay on the bus: they test the bus."""
-    from .inputs import UNROUTED
-
-    queues = {c.name: c.broker for c in declarations.consumers if c.channel.value == "rabbitmq"}
-    if not queues:
-        return chunk
-    from ..runtime.rabbitmq import publish_cloudevents
-
-    unrouted = {corruption.why for corruption in UNROUTED}
-    on_bus: list[dict[str, Any]] = []
-    published: dict[str, list[str]] = {}  # component -> the CloudEvents for its queue, in order
-    for entry in chunk:
-        event_id = json.loads(entry["Detail"]).get("id")
-        component = sent.component_of.get(event_id, "")
-        if component not in queues or sent.reasons.get(event_id) in unrouted:
-            on_bus.append(entry)
-        else:
-            published.setdefault(component, []).append(entry["Detail"])
-    for component, cloudevents in published.items():
-        publish_cloudevents(queues[component].queue, cloudevents, queues[component].virtual_host)
-    return on_bus

@@ -27,12 +27,13 @@ from inferbus_lambda.metric_names import (
     RECORDS_PUBLISHED,
 )
 
-from inferbus.model.declarations import Consumer, Pipeline, Route, Workflow
+from inferbus.model.declarations import Channel, Consumer, Pipeline, Route, Workflow
 from inferbus.model.names import ACCEPT_STEM, UNROUTED_CHECK_SOURCE
 from inferbus.model.scores import component_scores, manifest_models
 
-from inferbus.model.ordering import order_breaks
+from inferbus.model.ordering import order_breaks, order_breaks_by
 
+from ..channel_feeds import ChannelFeeds, fed_by_broker
 from ..local import REPO_ROOT, LocalPipeline
 from .inputs import DEMO_SOURCE, Sent, demo_components, input_type, inputs_of
 from .report import ChainReport, ConsumerRun, DemoReport, FlowFigures, KindReport, WorkflowReport
@@ -211,19 +212,25 @@ def _chains(ledger: _Ledger) -> None:
                 chain.missing += len(mine - answered - failed - waiting)
 
 
-def _order(ledger: _Ledger) -> None:
-    """For each ordered consumer: the results that came out ahead of an earlier-sent event of their key."""
+def _order(ledger: _Ledger, feeds: ChannelFeeds | None) -> None:
+    """For each ordered consumer: the results that came out ahead of an earlier-sent event of their key (a
+    ``fifo`` consumer's ``group_by``) or of their partition (a ``kafka`` consumer's, where each record landed)."""
     for consumer in ledger.declarations.consumers:
         kind = ledger.report.kinds.get(consumer.name)
-        if not consumer.ordered or kind is None or consumer.group_by is None:
+        if kind is None:
             continue
-        mine = [entry for entry in ledger.sent.entries
-                if ledger.sent.component_of.get(json.loads(entry["Detail"]).get("id")) == consumer.name]
-        kind.ordered = True
-        kind.out_of_order = order_breaks(consumer.group_by, mine, ledger.published[consumer.name])
+        if consumer.channel is Channel.KAFKA and feeds is not None:
+            kind.ordered = True
+            kind.out_of_order = order_breaks_by(feeds.partition_order(consumer), ledger.published[consumer.name])
+        elif consumer.ordered and consumer.group_by is not None:
+            mine = [entry for entry in ledger.sent.entries
+                    if ledger.sent.component_of.get(json.loads(entry["Detail"]).get("id")) == consumer.name]
+            kind.ordered = True
+            kind.out_of_order = order_breaks(consumer.group_by, mine, ledger.published[consumer.name])
 
 
-def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: DemoReport) -> None:
+def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
+                                 feeds: ChannelFeeds | None = None) -> None:
     """Each event sent is counted once, where its own component put it: two components that take the
     same type both refuse a malformed event, and only the one it was sent to accounts for it."""
     sources = {component.name: component.result_source for component in pipeline.declarations.producers}
@@ -255,6 +262,14 @@ def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: De
                 dead_lettered.add(event_id)
                 report.kinds[sent.component_of[event_id]].in_dead_letter_queues += 1
             report.dead_letter_reasons[event_id] = sent.reasons.get(event_id, "?")
+    for consumer in pipeline.declarations.consumers:  # a broker-fed consumer keeps what it gives up its own way
+        if feeds is None or not fed_by_broker(consumer):
+            continue
+        for kept in feeds.kept(consumer):
+            if sent.component_of.get(kept.event_id) == consumer.name and kept.event_id not in dead_lettered:
+                dead_lettered.add(kept.event_id)
+                report.kinds[consumer.name].in_dead_letter_queues += 1
+            report.dead_letter_reasons[kept.event_id] = kept.reason
 
 
 def _functions_and_workflows(pipeline: LocalPipeline, report: DemoReport) -> None:
@@ -327,10 +342,11 @@ def flow_figures(pipeline: LocalPipeline) -> dict[str, FlowFigures]:
 
 
 def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
-            delivered: list[dict[str, Any]] | None = None) -> None:
+            delivered: list[dict[str, Any]] | None = None, feeds: ChannelFeeds | None = None) -> None:
     """Read back what the pipeline did into ``report`` (call once, after the last drain).
 
-    ``delivered`` is every event the bus carried (default: read from the pipeline's tap now).
+    ``delivered`` is every event the bus carried (default: read from the pipeline's tap now); ``feeds``, what
+    was written to the broker-fed consumers' topics and queues (where each Kafka record landed, what each kept).
     """
     models = manifest_models(REPO_ROOT)
     for component in demo_components(pipeline.declarations):
@@ -342,8 +358,8 @@ def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
     for event in pipeline.tapped_events() if delivered is None else delivered:
         ledger.read(event)
     _chains(ledger)
-    _order(ledger)
-    _rejections_and_dead_letters(pipeline, sent, report)
+    _order(ledger, feeds)
+    _rejections_and_dead_letters(pipeline, sent, report, feeds)
     _functions_and_workflows(pipeline, report)
     report.flows = flow_figures(pipeline)
     report.cloud_only = pipeline.deployment.cloud_only

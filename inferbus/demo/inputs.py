@@ -8,12 +8,13 @@ entries in ``pipeline/`` (:func:`inputs_of`), kept apart from the declarations t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferbus_lambda.contracts import data_model, new_event, to_put_events_entry
 from pydantic import ValidationError
@@ -21,8 +22,11 @@ from pydantic import ValidationError
 from inferbus.model.declarations import Consumer, Pipeline, Workflow
 from inferbus.model.demo import Corruption, DemoFixtures, DemoInputs, Reviewer
 
-__all__ = ["DEMO_SOURCE", "DemoInputError", "Sent", "build_inputs", "check_sizes", "demo_components", "input_type",
-           "inputs_of", "reviewer_of", "sample_event", "sample_events"]
+if TYPE_CHECKING:
+    from inferbus.model.settings import InferbusSettings
+
+__all__ = ["DEMO_SOURCE", "DemoInputError", "Sent", "build_inputs", "check_sizes", "declared", "demo_components",
+           "input_type", "inputs_of", "reviewer_of", "sample_event", "sample_events"]
 
 DEMO_SOURCE = "inferbus.demo"
 
@@ -44,10 +48,46 @@ class Sent:
 
 
 @functools.cache
-def _fixtures() -> DemoFixtures:
+def _pipeline_fixtures() -> DemoFixtures:
     from pipeline import load_demo_fixtures
 
     return load_demo_fixtures()
+
+
+_STAGE_FIXTURES: list[DemoFixtures] = []  # while a stage's declarations run (declared), its DEMO
+
+
+def _fixtures() -> DemoFixtures:
+    return _STAGE_FIXTURES[-1] if _STAGE_FIXTURES else _pipeline_fixtures()
+
+
+@contextlib.contextmanager
+def declared(context: Mapping[str, Any] | None = None,
+             pipeline: Pipeline | None = None) -> Iterator[tuple[InferbusSettings, Pipeline]]:
+    """The settings and declarations CDK context asks for (``-c stage=channels``, ``-c <component>.<setting>=...``),
+    as ``cdk synth`` reads them, from ``pipeline`` (default ``pipeline/``'s declarations); within, the demo samples
+    are the stage's (its module's ``DEMO``) when the stage brings its own components, else ``pipeline/``'s.
+
+    Raises
+    ------
+    inferbus.model.settings.SettingsError
+        An unknown key or a value its setting does not take.
+    """
+    from pipeline import load_pipeline
+
+    from infra.configuration import configure
+    from infra.stages import STAGES
+
+    settings, pipeline = configure(dict(context or {}), pipeline or load_pipeline())
+    stage = STAGES.get(str((context or {}).get("stage", "")))
+    if stage is None or not hasattr(stage, "COMPONENTS"):
+        yield settings, pipeline
+        return
+    _STAGE_FIXTURES.append(DemoFixtures.collect(getattr(stage, "DEMO", ()), pipeline))
+    try:
+        yield settings, pipeline
+    finally:
+        _STAGE_FIXTURES.pop()
 
 
 def inputs_of(component: Consumer | Workflow) -> DemoInputs | None:

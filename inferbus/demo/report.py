@@ -51,7 +51,7 @@ class KindReport:
     scores_data: str | None = None
 
     ordered: bool = False  # an ordered consumer: its results must keep each key's send order
-    out_of_order: int = 0  # results that came out ahead of an earlier-sent event of their key
+    out_of_order: int = 0  # results that came out ahead of an earlier-sent event of their key (kafka: partition)
 
     @property
     def accuracy(self) -> float | None:

@@ -69,7 +69,7 @@ def _kinds_table(data: dict[str, Any]) -> Table:
 
 
 def _ledger_cell(kind: dict[str, Any]) -> str:
-    """ok / OFF; an ordered consumer's cell says whether each key kept its order."""
+    """ok / OFF; an ordered consumer's cell says whether each key (fifo) or partition (kafka) kept its order."""
     if "out_of_order_results" not in kind:
         return "[green]ok[/green]" if kind["balanced"] else "[red]OFF[/red]"
     if kind["out_of_order_results"]:

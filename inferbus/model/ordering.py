@@ -25,7 +25,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["key_of", "order_breaks"]
+__all__ = ["key_of", "order_breaks", "order_breaks_by"]
 
 
 def key_of(group_by: str, entry: Mapping[str, Any]) -> str | None:
@@ -54,13 +54,34 @@ def order_breaks(group_by: str, sent: Sequence[Mapping[str, Any]], published: It
         The input ids of its results (their ``subject``), in the order the bus carried them; an id
         seen before (a repeated result) and an id it was not sent are ignored.
     """
-    position: dict[str, tuple[str | None, int]] = {}
-    for index, entry in enumerate(sent):
+    keyed = []
+    for entry in sent:
         try:
             event_id = json.loads(entry.get("Detail", "null"))["id"]
         except (ValueError, TypeError, KeyError):
             continue
-        position.setdefault(str(event_id), (key_of(group_by, entry), index))
+        keyed.append((str(event_id), key_of(group_by, entry)))
+    return order_breaks_by(keyed, published)
+
+
+def order_breaks_by(sent: Iterable[tuple[str, str | None]], published: Iterable[str]) -> int:
+    """:func:`order_breaks` for keys known otherwise (a Kafka record's partition, from where it was written).
+
+    Parameters
+    ----------
+    sent
+        ``(event id, key)`` in send order (a re-sent event counts where first sent).
+    published
+        As :func:`order_breaks`'s.
+
+    Example
+    -------
+    >>> order_breaks_by([("a1", "p0"), ("b1", "p1"), ("a2", "p0")], ["a2", "b1", "a1"])
+    1
+    """
+    position: dict[str, tuple[str | None, int]] = {}
+    for index, (event_id, key) in enumerate(sent):
+        position.setdefault(event_id, (key, index))
     latest: dict[str | None, int] = {}
     breaks, seen = 0, set()
     for subject in published:

@@ -40,6 +40,9 @@ MOCK_PARTITIONS = 4  # librdkafka's mock cluster creates a topic with 4 partitio
 FETCH_TIMEOUT_S = 0.05  # one look at what the brokers have: receive must not block the poller
 COPY = "_copy"  # internal marks on a message: never in the Lambda event
 ATTEMPTS = "_attempts"
+# What the consumer reads of a record (an EventBridge-shaped event, as an SQS message's Body): how the runtime's
+# after-failure hook finds the claim on its CloudEvent, as for every channel. Never in the Lambda event either.
+BODY = "Body"
 
 
 def mock_cluster(brokers: int = 1) -> tuple[str, Any]:
@@ -130,15 +133,19 @@ class KafkaChannel(LocalChannel):
                 return
 
     def _message(self, record: Any) -> Message:
+        from inferbus_lambda.sources.kafka import kafka_body
+
         kind, timestamp = record.timestamp()
         key, value = record.key(), record.value()
-        return {
+        message = {
             "topic": record.topic(), "partition": record.partition(), "offset": record.offset(),
             "timestamp": timestamp, "timestampType": "LOG_APPEND_TIME" if kind == 2 else "CREATE_TIME",
             "key": None if key is None else base64.b64encode(key).decode(),
             "value": None if value is None else base64.b64encode(value).decode(),
             "headers": [{name: list(data or b"")} for name, data in record.headers() or ()],
         }
+        message[BODY] = kafka_body(message)[0]
+        return message
 
     def _free(self) -> list[int]:
         return [p for p, messages in self._pending.items() if messages and not self._in_flight.get(p)]
@@ -242,7 +249,7 @@ class KafkaChannel(LocalChannel):
         records: dict[str, list[dict[str, Any]]] = {}
         for message in messages:
             records.setdefault(f"{message['topic']}-{message['partition']}", []).append(
-                {key: value for key, value in message.items() if not key.startswith("_")})
+                {key: value for key, value in message.items() if not key.startswith("_") and key != BODY})
         event: dict[str, Any] = {"eventSource": "aws:kafka" if self.event_source_arn else "SelfManagedKafka",
                                  "bootstrapServers": self.bootstrap_servers, "records": records}
         if self.event_source_arn:

@@ -16,9 +16,11 @@ from inferbus.model.kafka import KafkaTopic
 from inferbus.model.rabbitmq import RabbitMqQueue
 from inferbus.model.settings import ConsumerSettings
 from pipeline.image_classifier import COMPONENTS as IMAGE_CLASSIFIER
+from pipeline.image_classifier import DEMO as IMAGE_CLASSIFIER_DEMO
 from pipeline.risk_scorer import COMPONENTS as RISK_SCORER
+from pipeline.risk_scorer import DEMO as RISK_SCORER_DEMO
 
-__all__ = ["COMPONENTS", "PLACEHOLDER_KAFKA_BOOTSTRAP_SERVERS", "PLACEHOLDER_MQ_BROKER_ARN", "PLACEHOLDER_MQ_SECRET_ARN",
+__all__ = ["COMPONENTS", "DEMO", "PLACEHOLDER_KAFKA_BOOTSTRAP_SERVERS", "PLACEHOLDER_MQ_BROKER_ARN", "PLACEHOLDER_MQ_SECRET_ARN",
            "PLACEHOLDER_MSK_CLUSTER_ARN",
            "SETTINGS"]
 
@@ -50,3 +52,9 @@ COMPONENTS = (
                                                                       credentials_secret_arn=PLACEHOLDER_MQ_SECRET_ARN),
                         settings=dataclasses.replace(_CLASSIFIER.settings, max_receive_count=5)),
 )
+
+# What `inferbus demo -c stage=channels` and `inferbus chaos -c stage=channels` send each consumer: the samples
+# of the component it is made from, under its own name (each through its own channel).
+_SAMPLES = {demo.component: demo for demo in (*IMAGE_CLASSIFIER_DEMO, *RISK_SCORER_DEMO)}
+DEMO = [dataclasses.replace(_SAMPLES[_SCORER.name], component=COMPONENTS[0].name),
+        *(dataclasses.replace(_SAMPLES[_CLASSIFIER.name], component=consumer.name) for consumer in COMPONENTS[1:])]

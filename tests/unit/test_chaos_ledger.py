@@ -34,3 +34,19 @@ def test_nothing_repeated_balances_when_every_input_is_accounted_for_and_none_lo
     assert Ledger(processed_once=3).balanced(3)
     assert not Ledger(processed_once=2, lost=1).balanced(3)
     assert not Ledger(processed_once=2).balanced(3)
+
+
+def test_a_consumer_fed_by_a_broker_takes_nothing_from_the_bus_so_it_is_no_stage_downstream():
+    import dataclasses
+
+    from inferbus.chaos.run import flow_of
+    from inferbus.model.declarations import Channel, Consumer, EventFilter, Pipeline, Producer
+    from inferbus.model.rabbitmq import RabbitMqQueue
+
+    producer = Consumer(name="order-scorer", handler="o.h.lambda_handler", accepts=EventFilter("OrderPlaced"),
+                        emits="OrderScored")
+    taker = Consumer(name="score-auditor", handler="a.h.lambda_handler",
+                     accepts=EventFilter("OrderScored", sources=(Producer("order-scorer"),)), emits="ScoreAudited")
+    assert [c.name for c in flow_of(Pipeline((producer, taker)), producer).stages] == ["order-scorer", "score-auditor"]
+    on_queue = dataclasses.replace(taker, channel=Channel.RABBITMQ, broker=RabbitMqQueue(queue="scores"))
+    assert [c.name for c in flow_of(Pipeline((producer, on_queue)), producer).stages] == ["order-scorer"]

@@ -74,3 +74,20 @@ def test_chaos_counts_an_ordered_root_consumers_results_out_of_key_order_and_the
     assert ledger.balanced(3)
     ledger.out_of_order = 1
     assert not ledger.balanced(3)
+
+
+def test_a_kafka_consumers_results_are_checked_per_partition_where_each_record_landed():
+    from inferbus.channel_feeds import ChannelFeeds
+    from inferbus.model.declarations import Pipeline
+    from inferbus.model.ordering import order_breaks_by
+    from tests.declared import PIPELINE
+
+    consumer = PIPELINE.consumers[0]
+    feeds = ChannelFeeds(pipeline=None, declarations=Pipeline())  # type: ignore[arg-type] - only what was written is read
+    # as the producer's delivery reports said: (partition, offset), an event written twice counts where first written
+    feeds.placed[consumer.name] = {"e1": [(0, 0)], "e2": [(1, 0)], "e3": [(0, 1), (0, 5)], "e4": [(1, 1)]}
+    order = feeds.partition_order(consumer)
+    assert order == [("e1", "0"), ("e3", "0"), ("e2", "1"), ("e4", "1")]
+    assert order_breaks_by(order, ["e2", "e1", "e4", "e3"]) == 0  # partitions interleave freely
+    assert order_breaks_by(order, ["e3", "e1", "e2", "e4"]) == 1  # e3 came out ahead of e1, its partition's earlier
+    assert order_breaks_by(order, ["e1", "e3", "e3", "e1", "e2", "e4"]) == 0  # a repeated result is not a break
