@@ -260,19 +260,9 @@ def chaos_overrides(flow: Flow, batch_size: int) -> dict[str, int]:
     window = 0 if batch_size <= 10 else 1  # SQS takes more than 10 per batch only with a window
     overrides = {}
     for stage in flow.stages:
-        if isinstance(stage, Consumer) and stage.channel is not Channel.KAFKA:  # a topic holds its batch: small_topics
+        if isinstance(stage, Consumer):
             overrides |= {f"{stage.name}.batch_size": batch_size, f"{stage.name}.max_batching_window_s": window}
     return overrides
-
-
-def small_topics(declarations: Pipeline, flow: Flow, batch_size: int) -> Pipeline:
-    """``declarations`` with the flow's Kafka-fed consumers' topics read in batches this small (a ``kafka``
-    consumer's batch is its topic's, not its settings': :func:`chaos_overrides` sets the others')."""
-    window = 0 if batch_size <= 10 else 1
-    names = {stage.name for stage in flow.stages}
-    return dataclasses.replace(declarations, consumers=tuple(
-        dataclasses.replace(c, broker=dataclasses.replace(c.broker, batch_size=batch_size, max_batching_window_s=window))
-        if c.name in names and c.channel is Channel.KAFKA else c for c in declarations.consumers))
 
 
 def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str | None = None, seed: int = 7,
@@ -281,8 +271,8 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str 
               context: Mapping[str, Any] | None = None, pipeline: Pipeline | None = None) -> ChaosReport:
     """Run each flow ``flow`` names (default: all) with ``events`` inputs under the faults; one ledger per flow.
 
-    ``batch_size`` (1-10,000) sets the flow's consumers' batch for this run (an SQS or RabbitMQ consumer's
-    settings, a Kafka consumer's topic; default 10: many invocations, so the per-invocation faults happen
+    ``batch_size`` (1-10,000) sets the flow's consumers' batch for this run (its settings, whatever its
+    channel; default 10: many invocations, so the per-invocation faults happen
     often); ``template`` overrides it (and then every flow runs on that template). ``claims_stores``: run each
     flow once per store (``InferbusSettings.claims_store``; default the settings' one); with more than one, a
     flow's report is keyed ``<flow> (<store>)``. ``context``: CDK context, as ``-c`` gives it
@@ -332,7 +322,6 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
     samples = sample_events(root, min(demo.limit, events), source=SOURCE)
     notify(f"{flow.name}: synthesize + provision", 0, 1)
     overrides = None if template is not None else chaos_overrides(flow, batch_size)
-    declarations = declarations if template is not None else small_topics(declarations, flow, batch_size)
     with LocalPipeline(template, settings=settings, overrides=overrides, pipeline=declarations) as pipeline:
         notify(f"{flow.name}: synthesize + provision", 1, 1)
         feeds = ChannelFeeds(pipeline, pipeline.declarations)  # the root's inputs through its channel, if a broker's

@@ -21,7 +21,6 @@ from inferbus.demo.inputs import UNROUTED
 from inferbus.model.declarations import Channel, Consumer, Pipeline
 from inferbus.model.kafka import KafkaTopic
 from inferbus.model.rabbitmq import RabbitMqQueue
-from inferbus.model.settings import ConsumerSettings
 from inferbus.runtime.rabbitmq import BROKER_URL_VARIABLE, START_COMMAND, BrokerUnavailable
 from infra.stages.channels import PLACEHOLDER_MQ_BROKER_ARN, PLACEHOLDER_MQ_SECRET_ARN, PLACEHOLDER_MSK_CLUSTER_ARN
 from tests.declared import DEMO, PIPELINE
@@ -39,11 +38,8 @@ EVENTS = 120
 def on_channel(consumer: Consumer, channel: Channel) -> Consumer:
     """``consumer`` fed by a fresh topic or queue of its own (a fresh name: nothing left from another run)."""
     name = f"{consumer.name}-{uuid.uuid4().hex[:8]}"
-    defaults = ConsumerSettings()
-    if channel is Channel.KAFKA:  # the topic holds the batch: the settings' batch is left at its default
-        return dataclasses.replace(consumer, channel=channel, broker=KafkaTopic(topic=name, cluster_arn=PLACEHOLDER_MSK_CLUSTER_ARN),
-                                   settings=dataclasses.replace(consumer.settings, batch_size=defaults.batch_size,
-                                                                max_batching_window_s=defaults.max_batching_window_s))
+    if channel is Channel.KAFKA:
+        return dataclasses.replace(consumer, channel=channel, broker=KafkaTopic(topic=name, cluster_arn=PLACEHOLDER_MSK_CLUSTER_ARN))
     return dataclasses.replace(consumer, channel=channel, broker=RabbitMqQueue(
         queue=name, broker_arn=PLACEHOLDER_MQ_BROKER_ARN, credentials_secret_arn=PLACEHOLDER_MQ_SECRET_ARN))
 
