@@ -33,11 +33,21 @@ from typing import Any
 from .sources.base import SourceRecord
 
 __all__ = ["DynamoDBTokenBucket", "InMemoryTokenBucket", "RedisTokenBucket", "TokenBucket", "admit", "backoff_s",
-           "refill", "token_bucket"]
+           "burst", "refill", "token_bucket"]
 
 BUCKET_KEY = "|token-bucket"  # holds '|', which no event id does: never a claim's key, old or new
 MAX_BACKOFF_S = 900
 IDLE_EXPIRY_S = 86_400  # a bucket no one took from for a day is deleted (it would be full again anyway)
+
+
+def burst(rate: float) -> float:
+    """A bucket's default capacity: one second's worth of ``rate``, at least one token (so a rate under 1/s still
+    lets a record through). Over any span of ``t`` seconds, a bucket grants at most ``burst(rate) + rate * t``.
+
+    >>> burst(20.0), burst(0.5)
+    (20.0, 1.0)
+    """
+    return max(rate, 1.0)
 
 
 def refill(tokens: float, updated_ms: int, *, now_ms: int, rate: float, capacity: float) -> float:
@@ -67,7 +77,7 @@ class TokenBucket(abc.ABC):
         if not rate > 0:
             raise ValueError(f"rate must be more than 0, got {rate}")
         self.scope, self.rate = scope, rate
-        self.capacity = capacity if capacity is not None else max(rate, 1.0)
+        self.capacity = capacity if capacity is not None else burst(rate)
 
     @abc.abstractmethod
     def take(self, wanted: int, *, now_ms: int | None = None) -> int:
