@@ -7,19 +7,27 @@ store (DynamoDB or Redis), which refills at the rate and holds at most one secon
 The records it gets no token for go back to their channel with a backoff (:func:`admit`,
 ``RecordSource.return_later``), never to a DLQ.
 
-=========================  ====================================================================
-store                      how one take is atomic
-=========================  ====================================================================
-:class:`RedisTokenBucket`  one Lua script (refill by the server's clock, take, write)
+The backoff is their place in a line the bucket keeps beside its tokens (:meth:`TokenBucket.line_up`):
+the moment by which every record sent back so far will have had its token, pushed on by each batch sent
+back. So records sent back come back spread out at about the rate, instead of together after a second,
+only for most of them to be sent back again: under a backlog each record is usually delivered twice
+(sent back, then taken), not until its last receive.
+
+============================  ====================================================================
+store                         how one take (and one line-up) is atomic
+============================  ====================================================================
+:class:`RedisTokenBucket`     one Lua script (refill by the server's clock, take, write)
 :class:`DynamoDBTokenBucket`  read, then a Put conditional on what was read (optimistic; retried)
 :class:`InMemoryTokenBucket`  a lock (one process: tests)
-=========================  ====================================================================
+============================  ====================================================================
 
 Example
 -------
 >>> bucket = InMemoryTokenBucket(scope="scorer", rate=5.0, clock_ms=lambda: 0)
 >>> bucket.take(8), bucket.take(8), bucket.take(8, now_ms=1_000)
 (5, 0, 5)
+>>> bucket.line_up(3, now_ms=1_000), bucket.line_up(10, now_ms=1_000)  # 3 at 5/s: 0.6 s; then 10 more: 2.6 s
+(1, 3)
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ __all__ = ["DynamoDBTokenBucket", "InMemoryTokenBucket", "RedisTokenBucket", "To
            "burst", "refill", "token_bucket"]
 
 BUCKET_KEY = "|token-bucket"  # holds '|', which no event id does: never a claim's key, old or new
+LINE_KEY = "|token-bucket-line"  # the line's item in DynamoDB (apart: a take rewrites the whole bucket item)
 MAX_BACKOFF_S = 900
 IDLE_EXPIRY_S = 86_400  # a bucket no one took from for a day is deleted (it would be full again anyway)
 
@@ -83,6 +92,20 @@ class TokenBucket(abc.ABC):
     def take(self, wanted: int, *, now_ms: int | None = None) -> int:
         """Take up to ``wanted`` whole tokens at once; how many were taken (0 when the store cannot be reached)."""
 
+    def line_up(self, count: int, *, now_ms: int | None = None) -> int:
+        """Put ``count`` records sent back at the end of the line; the seconds to hide them: until the line's end
+        (where, at the rate, their tokens will be there), 1 to 900. The line ends at ``max(now, its end)
+        + count / rate``. A store that cannot be reached gives :func:`backoff_s`'s estimate."""
+        end_ms = self._extend_line(count, now_ms)
+        if end_ms is None:
+            return backoff_s(count, self.rate)
+        return max(1, min(MAX_BACKOFF_S, math.ceil(end_ms / 1000)))
+
+    @abc.abstractmethod
+    def _extend_line(self, count: int, now_ms: int | None) -> float | None:
+        """Move the line's end by ``count / rate`` past ``max(now, its end)``; milliseconds from now to it (None:
+        the store cannot be reached)."""
+
 
 class InMemoryTokenBucket(TokenBucket):
     """A bucket in this process."""
@@ -92,6 +115,7 @@ class InMemoryTokenBucket(TokenBucket):
         super().__init__(scope=scope, rate=rate, capacity=capacity)
         self._clock_ms = clock_ms or _now_ms
         self._tokens, self._updated_ms = self.capacity, self._clock_ms()
+        self._line_ends_ms = 0.0
         self._lock = threading.Lock()
 
     def take(self, wanted: int, *, now_ms: int | None = None) -> int:
@@ -102,6 +126,12 @@ class InMemoryTokenBucket(TokenBucket):
             granted = min(wanted, math.floor(self._tokens))
             self._tokens -= granted
             return granted
+
+    def _extend_line(self, count: int, now_ms: int | None) -> float | None:
+        with self._lock:
+            now = self._clock_ms() if now_ms is None else now_ms
+            self._line_ends_ms = max(now, self._line_ends_ms) + count * 1000 / self.rate
+            return self._line_ends_ms - now
 
 
 # Refill by the server's clock (every invocation agrees on it), take, write; the key expires when idle.
@@ -123,6 +153,17 @@ return granted
 """
 
 
+# The line's end, in the bucket's hash (a take writes only its own two fields), by the server's clock.
+LINE_SCRIPT = """
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local ends = math.max(now, tonumber(redis.call('HGET', KEYS[1], 'line_ends_ms')) or now) + tonumber(ARGV[1]) * 1000 / tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'line_ends_ms', tostring(ends))
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return tostring(ends - now)
+"""
+
+
 class RedisTokenBucket(TokenBucket):
     """A bucket in Redis or Valkey: one hash (``inferbus:{<scope>}|token-bucket``), one script per take.
 
@@ -139,6 +180,7 @@ class RedisTokenBucket(TokenBucket):
         self.client = client
         self.key = f"inferbus:{{{scope}}}{BUCKET_KEY}"
         self._take = client.register_script(TAKE_SCRIPT)
+        self._line = client.register_script(LINE_SCRIPT)
 
     def take(self, wanted: int, *, now_ms: int | None = None) -> int:  # the server's clock: now_ms is not used
         from redis.exceptions import ConnectionError as RedisConnectionError
@@ -149,6 +191,15 @@ class RedisTokenBucket(TokenBucket):
                                   client=self.client))
         except (RedisConnectionError, RedisTimeoutError):
             return 0  # no token without the bucket: the records come back later
+
+    def _extend_line(self, count: int, now_ms: int | None) -> float | None:  # the server's clock
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        try:
+            return float(self._line(keys=[self.key], args=[count, self.rate, IDLE_EXPIRY_S], client=self.client))
+        except (RedisConnectionError, RedisTimeoutError):
+            return None
 
 
 class DynamoDBTokenBucket(TokenBucket):
@@ -171,6 +222,7 @@ class DynamoDBTokenBucket(TokenBucket):
         self.table_name, self.client, self.max_attempts = table_name, client, max_attempts
         self._clock_ms = clock_ms or _now_ms
         self.item_key = {"id": {"S": f"{scope}#{BUCKET_KEY}"}}
+        self.line_key = {"id": {"S": f"{scope}#{LINE_KEY}"}}
 
     def take(self, wanted: int, *, now_ms: int | None = None) -> int:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -199,6 +251,30 @@ class DynamoDBTokenBucket(TokenBucket):
                 return 0
         return 0
 
+    def _extend_line(self, count: int, now_ms: int | None) -> float | None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        for _ in range(self.max_attempts):
+            now = self._clock_ms() if now_ms is None else now_ms
+            try:
+                item = self.client.get_item(TableName=self.table_name, Key=self.line_key, ConsistentRead=True).get("Item")
+                condition, values = "attribute_not_exists(id)", {}
+                ends = float(now)
+                if item:
+                    ends = max(ends, float(item["ends_ms"]["N"]))
+                    condition, values = "ends_ms = :ends", {":ends": item["ends_ms"]}
+                ends += count * 1000 / self.rate
+                self.client.put_item(TableName=self.table_name, Item={
+                    **self.line_key, "ends_ms": {"N": repr(ends)}, "expiration": {"N": str(now // 1000 + IDLE_EXPIRY_S)}},
+                    ConditionExpression=condition, **({"ExpressionAttributeValues": values} if values else {}))
+                return ends - now
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    return None
+            except BotoCoreError:
+                return None
+        return None
+
 
 def token_bucket(claims: Any, *, rate: float | None, scope: str) -> TokenBucket | None:
     """The consumer's bucket in its claims store's backend (``None`` without a rate): Redis for a
@@ -224,17 +300,23 @@ def admit(records: Sequence[SourceRecord], granted: int, *,
           last_attempt: Callable[[SourceRecord], bool]) -> tuple[list[SourceRecord], list[SourceRecord]]:
     """Split a batch into the records to process now and those to send back.
 
-    The first ``granted`` records (in delivery order) are processed. Of the rest, a record on its last
-    attempt is processed anyway, so the rate never sends a record to the DLQ, unless an earlier record of
-    its ordering group goes back (its group's order comes first; it is sent back with it).
+    The ``granted`` tokens go first to the unordered records on their last attempt (sent back, they would
+    reach the DLQ's receive count), then to the rest in delivery order. Of the records left, one on its last
+    attempt is processed anyway, so the rate never sends a record to the DLQ, unless an earlier record of its
+    ordering group goes back (its group's order comes first; it is sent back with it).
 
     >>> batch = [SourceRecord(str(i), "{}", attempt=3 if i in (2, 3) else 1, group=g) for i, g in enumerate("aabaa")]
     >>> [[r.record_id for r in part] for part in admit(batch, 1, last_attempt=lambda r: r.attempt >= 3)]
     [['0', '2'], ['1', '3', '4']]
+    >>> unordered = [SourceRecord(str(i), "{}", attempt=3 if i == 2 else 1) for i in range(3)]
+    >>> [[r.record_id for r in part] for part in admit(unordered, 1, last_attempt=lambda r: r.attempt >= 3)]
+    [['2'], ['0', '1']]
     """
-    now, later = list(records[:granted]), []
+    first = [record for record in records if record.group is None and last_attempt(record)]
+    ordered = first + [record for record in records if not (record.group is None and last_attempt(record))]
+    now, later = list(ordered[:granted]), []
     held_groups: set[str] = set()
-    for record in records[granted:]:
+    for record in ordered[granted:]:
         if last_attempt(record) and (record.group is None or record.group not in held_groups):
             now.append(record)
         else:
@@ -245,8 +327,9 @@ def admit(records: Sequence[SourceRecord], granted: int, *,
 
 
 def backoff_s(waiting: int, rate: float) -> int:
-    """Seconds to hide records that found no token: about the time the bucket takes to hold that many (at
-    least 1, at most 900: SQS's ``DelaySeconds`` bound, and long enough for any rate worth limiting).
+    """Seconds to hide records that found no token when the line cannot be read: about the time the bucket
+    takes to hold that many (at least 1, at most 900: SQS's ``DelaySeconds`` bound, and long enough for any
+    rate worth limiting).
 
     >>> backoff_s(10, 5.0), backoff_s(1, 100.0), backoff_s(10**6, 1.0)
     (2, 1, 900)

@@ -3,20 +3,20 @@
 A consumer with ``max_events_per_second`` (declared, or ``inferbus chaos --rate``) takes one token per
 record from a bucket that holds at most ``burst(rate)`` tokens and refills at the rate
 (:mod:`inferbus_lambda.rate_limit`). Over the ``t`` seconds from its first batch to its last, it can
-therefore have taken at most ``burst + rate * t`` records with a token: the observed rate
-(records taken per second) is held if it is at most ``rate + burst / t``, the tolerance the burst
-allows and no more. The records it lets through without a token, on their last receive so as never
-to send one to a DLQ (metric ``RecordsOverRateLetThrough``), are counted apart: they are the
-design's one way past the rate, and a run shows how many there were.
+therefore have taken at most ``burst + rate * t`` records with a token. The observed rate is every
+record it took (processed) per second, redeliveries included: it is held if it is at most
+``rate + burst / t``, the tolerance the burst allows and no more. The records it let through without a
+token, on their last receive so as never to send one to a DLQ (metric ``RecordsOverRateLetThrough``),
+are in the observed rate and also shown apart: they are the design's one way past the rate.
 
 "Dead-lettered over rate": an input in a DLQ that the consumer never once admitted (every delivery
 of it was sent back by the rate). The let-through on the last receive makes this 0 by design.
 
 Example
 -------
->>> held = RateHeld(consumer="scorer", declared=10.0, burst=10.0, taken=105, let_through=0, sent_back=40,
+>>> held = RateHeld(consumer="scorer", declared=10.0, burst=10.0, taken=105, let_through=3, sent_back=40,
 ...                 seconds=10.0, dead_lettered_over_rate=0)
->>> round(held.observed, 1), held.bound, held.held
+>>> held.observed, held.bound, held.held
 (10.5, 11.0, True)
 """
 
@@ -46,9 +46,8 @@ class RateHeld:
 
     @property
     def observed(self) -> float:
-        """Records taken with a token, per second (a single batch: over no time, reported as its count)."""
-        with_tokens = self.taken - self.let_through
-        return with_tokens / self.seconds if self.seconds > 0 else float(with_tokens)
+        """Records taken per second, let through or not (a single batch: over no time, reported as its count)."""
+        return self.taken / self.seconds if self.seconds > 0 else float(self.taken)
 
     @property
     def bound(self) -> float:

@@ -72,7 +72,7 @@ def print_flow(flow: FlowReport, console: Console) -> None:
 
 
 def print_rates_held(flow: FlowReport, console: Console) -> None:
-    """Each rate-limited consumer (a column): the records it took with a token per second against its rate and the
+    """Each rate-limited consumer (a column): the records it took per second against its rate and the
     bound its burst allows (rate + burst / seconds), what went back with a backoff, what the rate let through on a
     last receive, and what went to a DLQ for being over the rate. One row per figure: it reads at 80 columns."""
     if not flow.rates_held:
@@ -83,7 +83,7 @@ def print_rates_held(flow: FlowReport, console: Console) -> None:
         table.add_column(name, justify="right")
     figures = flow.rates_held.values()
     rows = [("declared (max_events_per_second)", [f"{held.declared:g}/s" for held in figures]),
-            ("taken with a token", [f"{held.observed:.2f}/s over {held.seconds:.1f} s" for held in figures]),
+            ("taken (processed)", [f"{held.observed:.2f}/s over {held.seconds:.1f} s" for held in figures]),
             ("bound: rate + burst / seconds", [f"{held.bound:.2f}/s (burst {held.burst:g})" for held in figures]),
             ("records taken (deliveries)", [str(held.taken) for held in figures]),
             ("sent back with a backoff", [str(held.sent_back) for held in figures]),
