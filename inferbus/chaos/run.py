@@ -242,6 +242,9 @@ class ChaosReport:
         data["balanced"] = self.balanced
         for name, flow in self.flows.items():
             data["flows"][name]["balanced"] = flow.balanced
+            for consumer, held in flow.rates_held.items():  # the derived figures too, as the table prints them
+                data["flows"][name]["rates_held"][consumer] |= {"observed": held.observed, "bound": held.bound,
+                                                                "held": held.held}
         return data
 
 

@@ -7,7 +7,7 @@ import pytest
 from inferbus_lambda.metric_names import RECORDS_LET_THROUGH, RECORDS_OVER_RATE
 from inferbus_lambda.rate_limit import InMemoryTokenBucket, burst
 
-from inferbus.chaos import FlowReport, chaos_overrides
+from inferbus.chaos import ChaosReport, FaultRates, FlowReport, chaos_overrides
 from inferbus.chaos.rate_limits import rate_held
 from inferbus.model.declarations import Consumer
 from tests.declared import PIPELINE
@@ -54,6 +54,9 @@ def test_a_flow_whose_consumer_did_not_hold_its_rate_does_not_balance():
     assert flow.balanced  # nothing sent, nothing owed
     flow.rates_held["s"] = rate_held("s", 1.0, [(0.0, 10), (1.0, 10)], {}, admitted_ids=set(), dead_letter_ids=set())
     assert not flow.balanced
+    report = ChaosReport(0, FaultRates(), 7, flows={"f": flow})
+    figures = report.as_dict()["flows"]["f"]["rates_held"]["s"]
+    assert (figures["observed"], figures["bound"], figures["held"], report.as_dict()["balanced"]) == (20.0, 2.0, False, False)
 
 
 def test_chaos_rate_limits_every_consumer_of_a_flow_and_only_when_asked():
