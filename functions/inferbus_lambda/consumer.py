@@ -291,7 +291,8 @@ class InferenceConsumer:
         if later:
             self.source.return_later(later, delay_s=self.rate_limit.line_up(len(later)))
             self.metrics.add_metric(name=RECORDS_OVER_RATE, unit=MetricUnit.Count, value=len(later))
-        if len(now) > granted:
+        if len(now) > granted:  # processed without a token: the bucket goes into debt for them, later records wait
+            self.rate_limit.charge(len(now) - granted)
             self.metrics.add_metric(name=RECORDS_LET_THROUGH, unit=MetricUnit.Count, value=len(now) - granted)
         return now, later
 

@@ -28,6 +28,8 @@ Example
 (5, 0, 5)
 >>> bucket.line_up(3, now_ms=1_000), bucket.line_up(10, now_ms=1_000)  # 3 at 5/s: 0.6 s; then 10 more: 2.6 s
 (1, 3)
+>>> bucket.charge(5, now_ms=1_000), bucket.take(8, now_ms=1_600)  # 5 processed without a token: paid for after
+(None, 0)
 """
 
 from __future__ import annotations
@@ -88,9 +90,19 @@ class TokenBucket(abc.ABC):
         self.scope, self.rate = scope, rate
         self.capacity = capacity if capacity is not None else burst(rate)
 
-    @abc.abstractmethod
     def take(self, wanted: int, *, now_ms: int | None = None) -> int:
         """Take up to ``wanted`` whole tokens at once; how many were taken (0 when the store cannot be reached)."""
+        return self._take(wanted, now_ms=now_ms, owed=False)
+
+    def charge(self, count: int, *, now_ms: int | None = None) -> None:
+        """Take ``count`` tokens whether the bucket holds them or not (it may go below 0): records processed without
+        a token (on their last receive) are paid for by the records after them, which wait until it is back above 0.
+        A store that cannot be reached is not charged."""
+        self._take(count, now_ms=now_ms, owed=True)
+
+    @abc.abstractmethod
+    def _take(self, wanted: int, *, now_ms: int | None, owed: bool) -> int:
+        """Refill, then take ``wanted`` tokens if ``owed``, else as many whole ones as there are (none below 0)."""
 
     def line_up(self, count: int, *, now_ms: int | None = None) -> int:
         """Put ``count`` records sent back at the end of the line; the seconds to hide them: until the line's end
@@ -118,12 +130,12 @@ class InMemoryTokenBucket(TokenBucket):
         self._line_ends_ms = 0.0
         self._lock = threading.Lock()
 
-    def take(self, wanted: int, *, now_ms: int | None = None) -> int:
+    def _take(self, wanted: int, *, now_ms: int | None, owed: bool) -> int:
         with self._lock:
             now = self._clock_ms() if now_ms is None else now_ms
             self._tokens = refill(self._tokens, self._updated_ms, now_ms=now, rate=self.rate, capacity=self.capacity)
             self._updated_ms = max(now, self._updated_ms)
-            granted = min(wanted, math.floor(self._tokens))
+            granted = wanted if owed else max(0, min(wanted, math.floor(self._tokens)))
             self._tokens -= granted
             return granted
 
@@ -146,7 +158,8 @@ if now > updated then
   tokens = math.min(capacity, tokens + (now - updated) * rate / 1000)
   updated = now
 end
-local granted = math.min(wanted, math.floor(tokens))
+local granted = wanted
+if ARGV[5] ~= '1' then granted = math.max(0, math.min(wanted, math.floor(tokens))) end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens - granted), 'updated_ms', tostring(updated))
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
 return granted
@@ -179,15 +192,15 @@ class RedisTokenBucket(TokenBucket):
         super().__init__(scope=scope, rate=rate, capacity=capacity)
         self.client = client
         self.key = f"inferbus:{{{scope}}}{BUCKET_KEY}"
-        self._take = client.register_script(TAKE_SCRIPT)
+        self._take_script = client.register_script(TAKE_SCRIPT)
         self._line = client.register_script(LINE_SCRIPT)
 
-    def take(self, wanted: int, *, now_ms: int | None = None) -> int:  # the server's clock: now_ms is not used
+    def _take(self, wanted: int, *, now_ms: int | None, owed: bool) -> int:  # the server's clock: now_ms is not used
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
         try:
-            return int(self._take(keys=[self.key], args=[self.rate, self.capacity, wanted, IDLE_EXPIRY_S],
+            return int(self._take_script(keys=[self.key], args=[self.rate, self.capacity, wanted, IDLE_EXPIRY_S, int(owed)],
                                   client=self.client))
         except (RedisConnectionError, RedisTimeoutError):
             return 0  # no token without the bucket: the records come back later
@@ -224,7 +237,7 @@ class DynamoDBTokenBucket(TokenBucket):
         self.item_key = {"id": {"S": f"{scope}#{BUCKET_KEY}"}}
         self.line_key = {"id": {"S": f"{scope}#{LINE_KEY}"}}
 
-    def take(self, wanted: int, *, now_ms: int | None = None) -> int:
+    def _take(self, wanted: int, *, now_ms: int | None, owed: bool) -> int:
         from botocore.exceptions import BotoCoreError, ClientError
 
         for _ in range(self.max_attempts):
@@ -238,7 +251,7 @@ class DynamoDBTokenBucket(TokenBucket):
                     condition = "updated_ms = :updated AND tokens = :tokens"
                     values = {":updated": item["updated_ms"], ":tokens": item["tokens"]}
                 tokens = refill(tokens, updated, now_ms=now, rate=self.rate, capacity=self.capacity)
-                granted = min(wanted, math.floor(tokens))
+                granted = wanted if owed else max(0, min(wanted, math.floor(tokens)))
                 written = {**self.item_key, "tokens": {"N": repr(tokens - granted)},
                            "updated_ms": {"N": str(max(now, updated))}, "expiration": {"N": str(now // 1000 + IDLE_EXPIRY_S)}}
                 self.client.put_item(TableName=self.table_name, Item=written, ConditionExpression=condition,

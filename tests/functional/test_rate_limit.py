@@ -17,6 +17,7 @@ from inferbus_lambda.rate_limit import (
     DynamoDBTokenBucket,
     InMemoryTokenBucket,
     RedisTokenBucket,
+    TokenBucket,
     admit,
     backoff_s,
     token_bucket,
@@ -179,3 +180,25 @@ def test_records_sent_back_queue_up_behind_those_sent_back_before(store, request
     assert backoffs[0] == 3 and backoffs[1] in ((4,) if now_ms else (3, 4))
     assert InMemoryTokenBucket(scope="idle", rate=rate).line_up(5, now_ms=10**12) == 1  # an empty line: from now
     assert make().line_up(10**6) == 900  # never past SQS's limit
+
+
+@pytest.mark.parametrize("store", ["memory", "redis", "dynamodb"])
+def test_records_let_through_without_a_token_are_paid_for_by_the_records_after_them(store, request):
+    """A record processed on its last receive without a token puts the bucket in debt: the records after it wait
+    until the rate has paid for it, so over a run the rate holds let-through and all."""
+    rate = 10.0
+    if store == "redis":
+        from inferbus_lambda.claims.redis import connect
+
+        client = connect(request.getfixturevalue("redis_endpoint"))
+        client.delete("inferbus:{debtor}|token-bucket")
+        bucket: TokenBucket = RedisTokenBucket(client, scope="debtor", rate=rate)
+    elif store == "dynamodb":
+        bucket = DynamoDBTokenBucket(TABLE, request.getfixturevalue("dynamodb"), scope="debtor", rate=rate)
+    else:
+        bucket = InMemoryTokenBucket(scope="debtor", rate=rate)
+    assert bucket.take(10) == 10  # a full bucket, emptied
+    bucket.charge(5)  # five more processed anyway: 5 tokens owed, half a second at 10/s
+    assert bucket.take(10) == 0  # still owed (Redis and the DynamoDB test clock run on by milliseconds at most)
+    time.sleep(0.3)
+    assert bucket.take(10) == 0  # 0.3 s refilled 3 of the 5 owed: still below 0, nothing to take
