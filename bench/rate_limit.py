@@ -54,6 +54,9 @@ class EstimatedBackoff:
     def take(self, wanted: int, *, now_ms: int | None = None) -> int:
         return self.bucket.take(wanted, now_ms=now_ms)
 
+    def charge(self, count: int, *, now_ms: int | None = None) -> None:
+        self.bucket.charge(count, now_ms=now_ms)
+
     def line_up(self, count: int, *, now_ms: int | None = None) -> int:
         return backoff_s(count, self.rate)
 
