@@ -296,7 +296,7 @@ def _chaos(args: argparse.Namespace) -> int:
     rates = FaultRates(**{rate.name: getattr(args, rate.name) for rate in fields(FaultRates)})  # a flag per rate
     stores = ("dynamodb", "redis") if args.claims_store == "both" else (args.claims_store,) if args.claims_store else None
     options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
-                   batch_size=args.batch_size, claims_stores=stores, context=dict(args.context))
+                   batch_size=args.batch_size, claims_stores=stores, context=dict(args.context), rate=args.rate)
     report = _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
     return 0 if report.balanced else 1
 
@@ -603,6 +603,19 @@ def _rate(text: str) -> float:
     return value
 
 
+def _events_per_second(text: str) -> float:
+    """A consumer's ``max_events_per_second``, checked where the setting is (one range, one message)."""
+    from .model.settings import ConsumerSettings, SettingsError
+
+    try:
+        value = float(text)
+        ConsumerSettings(max_events_per_second=value)
+    except ValueError as error:  # SettingsError is one
+        raise argparse.ArgumentTypeError(str(error) if isinstance(error, SettingsError) else
+                                         f"expected events per second, got {text!r}") from None
+    return value
+
+
 def _reviews(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -801,8 +814,11 @@ def build_parser() -> argparse.ArgumentParser:
                            dest=rate.name, metavar=FaultRates.flag(rate)[2:].replace("-", "_").upper(),
                            help=f"{rate.metadata['help']} (default {rate.default:g})")
     chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10,
-                       help="the flow's consumers' batch: an SQS or RabbitMQ consumer's, a Kafka consumer's topic's "
+                       help="the batch of every consumer of the flow, whatever its channel "
                        "(default 10)")
+    chaos.add_argument("--rate", type=_events_per_second, metavar="EVENTS_PER_SECOND",
+                       help="limit every consumer of the flow to this many events per second (its max_events_per_second; "
+                       "default: as declared) and check each rate-limited consumer held it")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
     chaos.add_argument("--claims-store", choices=("dynamodb", "redis", "both"), default=None,

@@ -78,7 +78,7 @@ from .metric_names import (
     age_ms,
 )
 from .publishing import PublishFailure, entry_size, plan_groups
-from .rate_limit import TokenBucket, admit, backoff_s
+from .rate_limit import TokenBucket, admit
 from .rejections import DeadLetter, Rejection
 from .sources import RecordSource, SourceRecord
 
@@ -289,9 +289,10 @@ class InferenceConsumer:
         granted = self.rate_limit.take(len(records))
         now, later = admit(records, granted, last_attempt=self.source.is_last_attempt)
         if later:
-            self.source.return_later(later, delay_s=backoff_s(len(later), self.rate_limit.rate))
+            self.source.return_later(later, delay_s=self.rate_limit.line_up(len(later)))
             self.metrics.add_metric(name=RECORDS_OVER_RATE, unit=MetricUnit.Count, value=len(later))
-        if len(now) > granted:
+        if len(now) > granted:  # processed without a token: the bucket goes into debt for them, later records wait
+            self.rate_limit.charge(len(now) - granted)
             self.metrics.add_metric(name=RECORDS_LET_THROUGH, unit=MetricUnit.Count, value=len(now) - granted)
         return now, later
 

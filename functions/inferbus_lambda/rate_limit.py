@@ -7,19 +7,29 @@ store (DynamoDB or Redis), which refills at the rate and holds at most one secon
 The records it gets no token for go back to their channel with a backoff (:func:`admit`,
 ``RecordSource.return_later``), never to a DLQ.
 
-=========================  ====================================================================
-store                      how one take is atomic
-=========================  ====================================================================
-:class:`RedisTokenBucket`  one Lua script (refill by the server's clock, take, write)
+The backoff is their place in a line the bucket keeps beside its tokens (:meth:`TokenBucket.line_up`):
+the moment by which every record sent back so far will have had its token, pushed on by each batch sent
+back. So records sent back come back spread out at about the rate, instead of together after a second,
+only for most of them to be sent back again: under a backlog each record is usually delivered twice
+(sent back, then taken), not until its last receive.
+
+============================  ====================================================================
+store                         how one take (and one line-up) is atomic
+============================  ====================================================================
+:class:`RedisTokenBucket`     one Lua script (refill by the server's clock, take, write)
 :class:`DynamoDBTokenBucket`  read, then a Put conditional on what was read (optimistic; retried)
 :class:`InMemoryTokenBucket`  a lock (one process: tests)
-=========================  ====================================================================
+============================  ====================================================================
 
 Example
 -------
 >>> bucket = InMemoryTokenBucket(scope="scorer", rate=5.0, clock_ms=lambda: 0)
 >>> bucket.take(8), bucket.take(8), bucket.take(8, now_ms=1_000)
 (5, 0, 5)
+>>> bucket.line_up(3, now_ms=1_000), bucket.line_up(10, now_ms=1_000)  # 3 at 5/s: 0.6 s; then 10 more: 2.6 s
+(1, 3)
+>>> bucket.charge(5, now_ms=1_000), bucket.take(8, now_ms=1_600)  # 5 processed without a token: paid for after
+(None, 0)
 """
 
 from __future__ import annotations
@@ -33,11 +43,22 @@ from typing import Any
 from .sources.base import SourceRecord
 
 __all__ = ["DynamoDBTokenBucket", "InMemoryTokenBucket", "RedisTokenBucket", "TokenBucket", "admit", "backoff_s",
-           "refill", "token_bucket"]
+           "burst", "refill", "token_bucket"]
 
 BUCKET_KEY = "|token-bucket"  # holds '|', which no event id does: never a claim's key, old or new
+LINE_KEY = "|token-bucket-line"  # the line's item in DynamoDB (apart: a take rewrites the whole bucket item)
 MAX_BACKOFF_S = 900
 IDLE_EXPIRY_S = 86_400  # a bucket no one took from for a day is deleted (it would be full again anyway)
+
+
+def burst(rate: float) -> float:
+    """A bucket's default capacity: one second's worth of ``rate``, at least one token (so a rate under 1/s still
+    lets a record through). Over any span of ``t`` seconds, a bucket grants at most ``burst(rate) + rate * t``.
+
+    >>> burst(20.0), burst(0.5)
+    (20.0, 1.0)
+    """
+    return max(rate, 1.0)
 
 
 def refill(tokens: float, updated_ms: int, *, now_ms: int, rate: float, capacity: float) -> float:
@@ -67,11 +88,35 @@ class TokenBucket(abc.ABC):
         if not rate > 0:
             raise ValueError(f"rate must be more than 0, got {rate}")
         self.scope, self.rate = scope, rate
-        self.capacity = capacity if capacity is not None else max(rate, 1.0)
+        self.capacity = capacity if capacity is not None else burst(rate)
 
-    @abc.abstractmethod
     def take(self, wanted: int, *, now_ms: int | None = None) -> int:
         """Take up to ``wanted`` whole tokens at once; how many were taken (0 when the store cannot be reached)."""
+        return self._take(wanted, now_ms=now_ms, owed=False)
+
+    def charge(self, count: int, *, now_ms: int | None = None) -> None:
+        """Take ``count`` tokens whether the bucket holds them or not (it may go below 0): records processed without
+        a token (on their last receive) are paid for by the records after them, which wait until it is back above 0.
+        A store that cannot be reached is not charged."""
+        self._take(count, now_ms=now_ms, owed=True)
+
+    @abc.abstractmethod
+    def _take(self, wanted: int, *, now_ms: int | None, owed: bool) -> int:
+        """Refill, then take ``wanted`` tokens if ``owed``, else as many whole ones as there are (none below 0)."""
+
+    def line_up(self, count: int, *, now_ms: int | None = None) -> int:
+        """Put ``count`` records sent back at the end of the line; the seconds to hide them: until the line's end
+        (where, at the rate, their tokens will be there), 1 to 900. The line ends at ``max(now, its end)
+        + count / rate``. A store that cannot be reached gives :func:`backoff_s`'s estimate."""
+        end_ms = self._extend_line(count, now_ms)
+        if end_ms is None:
+            return backoff_s(count, self.rate)
+        return max(1, min(MAX_BACKOFF_S, math.ceil(end_ms / 1000)))
+
+    @abc.abstractmethod
+    def _extend_line(self, count: int, now_ms: int | None) -> float | None:
+        """Move the line's end by ``count / rate`` past ``max(now, its end)``; milliseconds from now to it (None:
+        the store cannot be reached)."""
 
 
 class InMemoryTokenBucket(TokenBucket):
@@ -82,16 +127,23 @@ class InMemoryTokenBucket(TokenBucket):
         super().__init__(scope=scope, rate=rate, capacity=capacity)
         self._clock_ms = clock_ms or _now_ms
         self._tokens, self._updated_ms = self.capacity, self._clock_ms()
+        self._line_ends_ms = 0.0
         self._lock = threading.Lock()
 
-    def take(self, wanted: int, *, now_ms: int | None = None) -> int:
+    def _take(self, wanted: int, *, now_ms: int | None, owed: bool) -> int:
         with self._lock:
             now = self._clock_ms() if now_ms is None else now_ms
             self._tokens = refill(self._tokens, self._updated_ms, now_ms=now, rate=self.rate, capacity=self.capacity)
             self._updated_ms = max(now, self._updated_ms)
-            granted = min(wanted, math.floor(self._tokens))
+            granted = wanted if owed else max(0, min(wanted, math.floor(self._tokens)))
             self._tokens -= granted
             return granted
+
+    def _extend_line(self, count: int, now_ms: int | None) -> float | None:
+        with self._lock:
+            now = self._clock_ms() if now_ms is None else now_ms
+            self._line_ends_ms = max(now, self._line_ends_ms) + count * 1000 / self.rate
+            return self._line_ends_ms - now
 
 
 # Refill by the server's clock (every invocation agrees on it), take, write; the key expires when idle.
@@ -106,10 +158,22 @@ if now > updated then
   tokens = math.min(capacity, tokens + (now - updated) * rate / 1000)
   updated = now
 end
-local granted = math.min(wanted, math.floor(tokens))
+local granted = wanted
+if ARGV[5] ~= '1' then granted = math.max(0, math.min(wanted, math.floor(tokens))) end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens - granted), 'updated_ms', tostring(updated))
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
 return granted
+"""
+
+
+# The line's end, in the bucket's hash (a take writes only its own two fields), by the server's clock.
+LINE_SCRIPT = """
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local ends = math.max(now, tonumber(redis.call('HGET', KEYS[1], 'line_ends_ms')) or now) + tonumber(ARGV[1]) * 1000 / tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'line_ends_ms', tostring(ends))
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return tostring(ends - now)
 """
 
 
@@ -128,17 +192,27 @@ class RedisTokenBucket(TokenBucket):
         super().__init__(scope=scope, rate=rate, capacity=capacity)
         self.client = client
         self.key = f"inferbus:{{{scope}}}{BUCKET_KEY}"
-        self._take = client.register_script(TAKE_SCRIPT)
+        self._take_script = client.register_script(TAKE_SCRIPT)
+        self._line = client.register_script(LINE_SCRIPT)
 
-    def take(self, wanted: int, *, now_ms: int | None = None) -> int:  # the server's clock: now_ms is not used
+    def _take(self, wanted: int, *, now_ms: int | None, owed: bool) -> int:  # the server's clock: now_ms is not used
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
         try:
-            return int(self._take(keys=[self.key], args=[self.rate, self.capacity, wanted, IDLE_EXPIRY_S],
+            return int(self._take_script(keys=[self.key], args=[self.rate, self.capacity, wanted, IDLE_EXPIRY_S, int(owed)],
                                   client=self.client))
         except (RedisConnectionError, RedisTimeoutError):
             return 0  # no token without the bucket: the records come back later
+
+    def _extend_line(self, count: int, now_ms: int | None) -> float | None:  # the server's clock
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        try:
+            return float(self._line(keys=[self.key], args=[count, self.rate, IDLE_EXPIRY_S], client=self.client))
+        except (RedisConnectionError, RedisTimeoutError):
+            return None
 
 
 class DynamoDBTokenBucket(TokenBucket):
@@ -161,8 +235,9 @@ class DynamoDBTokenBucket(TokenBucket):
         self.table_name, self.client, self.max_attempts = table_name, client, max_attempts
         self._clock_ms = clock_ms or _now_ms
         self.item_key = {"id": {"S": f"{scope}#{BUCKET_KEY}"}}
+        self.line_key = {"id": {"S": f"{scope}#{LINE_KEY}"}}
 
-    def take(self, wanted: int, *, now_ms: int | None = None) -> int:
+    def _take(self, wanted: int, *, now_ms: int | None, owed: bool) -> int:
         from botocore.exceptions import BotoCoreError, ClientError
 
         for _ in range(self.max_attempts):
@@ -176,7 +251,7 @@ class DynamoDBTokenBucket(TokenBucket):
                     condition = "updated_ms = :updated AND tokens = :tokens"
                     values = {":updated": item["updated_ms"], ":tokens": item["tokens"]}
                 tokens = refill(tokens, updated, now_ms=now, rate=self.rate, capacity=self.capacity)
-                granted = min(wanted, math.floor(tokens))
+                granted = wanted if owed else max(0, min(wanted, math.floor(tokens)))
                 written = {**self.item_key, "tokens": {"N": repr(tokens - granted)},
                            "updated_ms": {"N": str(max(now, updated))}, "expiration": {"N": str(now // 1000 + IDLE_EXPIRY_S)}}
                 self.client.put_item(TableName=self.table_name, Item=written, ConditionExpression=condition,
@@ -188,6 +263,30 @@ class DynamoDBTokenBucket(TokenBucket):
             except BotoCoreError:
                 return 0
         return 0
+
+    def _extend_line(self, count: int, now_ms: int | None) -> float | None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        for _ in range(self.max_attempts):
+            now = self._clock_ms() if now_ms is None else now_ms
+            try:
+                item = self.client.get_item(TableName=self.table_name, Key=self.line_key, ConsistentRead=True).get("Item")
+                condition, values = "attribute_not_exists(id)", {}
+                ends = float(now)
+                if item:
+                    ends = max(ends, float(item["ends_ms"]["N"]))
+                    condition, values = "ends_ms = :ends", {":ends": item["ends_ms"]}
+                ends += count * 1000 / self.rate
+                self.client.put_item(TableName=self.table_name, Item={
+                    **self.line_key, "ends_ms": {"N": repr(ends)}, "expiration": {"N": str(now // 1000 + IDLE_EXPIRY_S)}},
+                    ConditionExpression=condition, **({"ExpressionAttributeValues": values} if values else {}))
+                return ends - now
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    return None
+            except BotoCoreError:
+                return None
+        return None
 
 
 def token_bucket(claims: Any, *, rate: float | None, scope: str) -> TokenBucket | None:
@@ -214,17 +313,23 @@ def admit(records: Sequence[SourceRecord], granted: int, *,
           last_attempt: Callable[[SourceRecord], bool]) -> tuple[list[SourceRecord], list[SourceRecord]]:
     """Split a batch into the records to process now and those to send back.
 
-    The first ``granted`` records (in delivery order) are processed. Of the rest, a record on its last
-    attempt is processed anyway, so the rate never sends a record to the DLQ, unless an earlier record of
-    its ordering group goes back (its group's order comes first; it is sent back with it).
+    The ``granted`` tokens go first to the unordered records on their last attempt (sent back, they would
+    reach the DLQ's receive count), then to the rest in delivery order. Of the records left, one on its last
+    attempt is processed anyway, so the rate never sends a record to the DLQ, unless an earlier record of its
+    ordering group goes back (its group's order comes first; it is sent back with it).
 
     >>> batch = [SourceRecord(str(i), "{}", attempt=3 if i in (2, 3) else 1, group=g) for i, g in enumerate("aabaa")]
     >>> [[r.record_id for r in part] for part in admit(batch, 1, last_attempt=lambda r: r.attempt >= 3)]
     [['0', '2'], ['1', '3', '4']]
+    >>> unordered = [SourceRecord(str(i), "{}", attempt=3 if i == 2 else 1) for i in range(3)]
+    >>> [[r.record_id for r in part] for part in admit(unordered, 1, last_attempt=lambda r: r.attempt >= 3)]
+    [['2'], ['0', '1']]
     """
-    now, later = list(records[:granted]), []
+    first = [record for record in records if record.group is None and last_attempt(record)]
+    ordered = first + [record for record in records if not (record.group is None and last_attempt(record))]
+    now, later = list(ordered[:granted]), []
     held_groups: set[str] = set()
-    for record in records[granted:]:
+    for record in ordered[granted:]:
         if last_attempt(record) and (record.group is None or record.group not in held_groups):
             now.append(record)
         else:
@@ -235,8 +340,9 @@ def admit(records: Sequence[SourceRecord], granted: int, *,
 
 
 def backoff_s(waiting: int, rate: float) -> int:
-    """Seconds to hide records that found no token: about the time the bucket takes to hold that many (at
-    least 1, at most 900: SQS's ``DelaySeconds`` bound, and long enough for any rate worth limiting).
+    """Seconds to hide records that found no token when the line cannot be read: about the time the bucket
+    takes to hold that many (at least 1, at most 900: SQS's ``DelaySeconds`` bound, and long enough for any
+    rate worth limiting).
 
     >>> backoff_s(10, 5.0), backoff_s(1, 100.0), backoff_s(10**6, 1.0)
     (2, 1, 900)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import json
 import random
 import threading
 import time
@@ -54,6 +55,7 @@ from inferbus_lambda.consumer import BatchReport, RecordStatus
 from inferbus_lambda.contracts import CloudEvent, EventData
 from inferbus_lambda.errors import TransientError
 from inferbus_lambda.publishing import PublishFailure
+from inferbus_lambda.sources import SourceRecord
 
 from .rates import FaultRates
 from .store_costs import MeteredDynamoDB
@@ -114,6 +116,10 @@ class FaultCounts:
     crashes_before_complete: int = 0
     records_failed_by_claim_throttling: int = 0  # BatchReport.claims_unavailable
     duplicates_skipped: int = 0  # records reported duplicate
+    # When each batch was admitted past the consumer's rate (monotonic seconds, records), and the inputs admitted:
+    # what a rate-limited consumer took from its bucket, and which inputs it ever took (chaos.rates_held).
+    admissions: list[tuple[float, int]] = field(default_factory=list)
+    admitted_ids: set[str] = field(default_factory=set)
     republishable: Republishable = field(default_factory=Republishable)  # recorded by FaultyClaimStore
 
 
@@ -455,14 +461,27 @@ class FaultInjector:
         return infer_with_record_errors
 
     def _tally(self, process: Callable[..., BatchReport]) -> Callable[..., BatchReport]:
-        def process_and_count(*args: Any, **kwargs: Any) -> BatchReport:
-            report = process(*args, **kwargs)
+        def process_and_count(records: Sequence[SourceRecord], *args: Any, **kwargs: Any) -> BatchReport:
+            admitted = {event_id for record in records if (event_id := _input_id(record.body))}
+            with self._lock:  # before processing: a timeout or a crash in it loses the report, not the admission
+                self.counts.admissions.append((time.monotonic(), len(records)))
+                self.counts.admitted_ids |= admitted
+            report = process(records, *args, **kwargs)
             with self._lock:
                 self.counts.records_failed_by_claim_throttling += report.claims_unavailable
                 self.counts.duplicates_skipped += report.count(RecordStatus.DUPLICATE)
             return report
 
         return process_and_count
+
+
+def _input_id(body: str) -> str | None:
+    """The id of the CloudEvent an EventBridge event carries (the input chaos sent), if it reads as one."""
+    try:
+        event_id = json.loads(body)["detail"]["id"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return event_id if isinstance(event_id, str) else None
 
 
 def inject_faults(function: LocalFunction, rates: FaultRates | None, *, seed: int | None = None) -> FaultInjector:

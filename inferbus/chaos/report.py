@@ -68,9 +68,34 @@ def print_flow(flow: FlowReport, console: Console) -> None:
         if entry.unexplained_results:
             console.print(f"[red]{name}: results repeated without a recorded cause: "
                           f"{', '.join(entry.unexplained_results[:10])}[/red]")
+    print_rates_held(flow, console)
     if flow.stuck:
         console.print(f"[red]{flow.stuck} valid inputs still fail with the faults off: "
                       "a bug of the flow, not an incident (see inferbus redrive --dry-run for why)[/red]")
+
+
+def print_rates_held(flow: FlowReport, console: Console) -> None:
+    """Each rate-limited consumer (a column): the records it took per second against its rate and the
+    bound its burst allows (rate + burst / seconds), what went back with a backoff, what the rate let through on a
+    last receive, and what went to a DLQ for being over the rate. One row per figure: it reads at 80 columns."""
+    if not flow.rates_held:
+        return
+    table = Table(title=f"rate held in {flow.flow}", title_justify="left")
+    table.add_column("")
+    for name in flow.rates_held:
+        table.add_column(name, justify="right")
+    figures = flow.rates_held.values()
+    rows = [("declared (max_events_per_second)", [f"{held.declared:g}/s" for held in figures]),
+            ("taken (processed)", [f"{held.observed:.2f}/s over {held.seconds:.1f} s" for held in figures]),
+            ("bound: rate + burst / seconds", [f"{held.bound:.2f}/s (burst {held.burst:g})" for held in figures]),
+            ("records taken (deliveries)", [str(held.taken) for held in figures]),
+            ("sent back with a backoff", [str(held.sent_back) for held in figures]),
+            ("let through on a last receive", [str(held.let_through) for held in figures]),
+            ("in a DLQ for being over rate", [str(held.dead_lettered_over_rate) for held in figures]),
+            ("held", ["[green]yes[/green]" if held.held else "[red]NO[/red]" for held in figures])]
+    for label, cells in rows:
+        table.add_row(label, *cells)
+    console.print(table)
 
 
 def print_claims_bills(report: ChaosReport, console: Console) -> None:

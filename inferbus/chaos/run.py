@@ -61,6 +61,7 @@ from inferbus.model.ordering import order_breaks, order_breaks_by
 
 from ..channel_feeds import ChannelFeeds, fed_by_broker
 from .faults import FaultInjector, inject_faults
+from .rate_limits import RateHeld, rate_held
 from .rates import FaultRates
 from .store_costs import StoreBill, bill_of
 
@@ -221,13 +222,16 @@ class FlowReport:
     channel: str = "sqs"  # how the root's inputs reach it (a workflow's: its rule, "sqs")
     # Why the inputs in the root consumer's DLQ (or a Kafka mapping's on-failure queue) were given up: reason -> inputs
     kept_reasons: dict[str, int] = field(default_factory=dict)
+    rates_held: dict[str, RateHeld] = field(default_factory=dict)  # each rate-limited consumer's, by name
 
     @property
     def balanced(self) -> bool:
         """Both ledgers balance, and once the faults are off and the DLQ redriven no input stays there:
-        every input is valid, so one still failing is a bug of the consumer, not an incident."""
+        every input is valid, so one still failing is a bug of the consumer, not an incident. Every
+        rate-limited consumer held its rate and sent nothing to a DLQ for being over it."""
         final = self.after_redrive or self.ledger
-        return self.ledger.balanced(self.events) and final.balanced(self.events) and not self.stuck
+        return (self.ledger.balanced(self.events) and final.balanced(self.events) and not self.stuck
+                and all(held.held for held in self.rates_held.values()))
 
     @property
     def stuck(self) -> int:
@@ -252,23 +256,30 @@ class ChaosReport:
         data["balanced"] = self.balanced
         for name, flow in self.flows.items():
             data["flows"][name]["balanced"] = flow.balanced
+            for consumer, held in flow.rates_held.items():  # the derived figures too, as the table prints them
+                data["flows"][name]["rates_held"][consumer] |= {"observed": held.observed, "bound": held.bound,
+                                                                "held": held.held}
         return data
 
 
-def chaos_overrides(flow: Flow, batch_size: int) -> dict[str, int]:
-    """The flow's consumers' batches this small: more invocations, so more of them can fail."""
+def chaos_overrides(flow: Flow, batch_size: int, rate: float | None = None) -> dict[str, float]:
+    """The flow's consumers' batches this small: more invocations, so more of them can fail; with ``rate``, each
+    consumer limited to that many events per second (its ``max_events_per_second``; else as declared)."""
     window = 0 if batch_size <= 10 else 1  # SQS takes more than 10 per batch only with a window
-    overrides = {}
+    overrides: dict[str, float] = {}
     for stage in flow.stages:
         if isinstance(stage, Consumer):
             overrides |= {f"{stage.name}.batch_size": batch_size, f"{stage.name}.max_batching_window_s": window}
+            if rate is not None:
+                overrides[f"{stage.name}.max_events_per_second"] = rate
     return overrides
 
 
 def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str | None = None, seed: int = 7,
               redrive: bool = True, batch_size: int = 10, progress: Callable[[str, int, int], None] | None = None,
               template: dict[str, Any] | None = None, claims_stores: Sequence[str] | None = None,
-              context: Mapping[str, Any] | None = None, pipeline: Pipeline | None = None) -> ChaosReport:
+              context: Mapping[str, Any] | None = None, pipeline: Pipeline | None = None,
+              rate: float | None = None) -> ChaosReport:
     """Run each flow ``flow`` names (default: all) with ``events`` inputs under the faults; one ledger per flow.
 
     ``batch_size`` (1-10,000) sets the flow's consumers' batch for this run (its settings, whatever its
@@ -277,7 +288,8 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str 
     flow once per store (``InferbusSettings.claims_store``; default the settings' one); with more than one, a
     flow's report is keyed ``<flow> (<store>)``. ``context``: CDK context, as ``-c`` gives it
     (``{"stage": "channels"}`` runs that stage's declarations and samples); ``pipeline``, the declarations
-    (default ``pipeline/``'s).
+    (default ``pipeline/``'s). ``rate``: every consumer of the flow limited to that many events per second
+    (else as declared); each rate-limited consumer's figures are in ``FlowReport.rates_held`` (:mod:`.rate_limits`).
     """
     from inferbus.demo.inputs import declared
     from inferbus.model.settings import CLAIMS_STORES
@@ -299,7 +311,7 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str 
                 try:
                     report.flows[key] = _run_flow(declarations, chosen, events, rates, seed=seed, redrive=redrive,
                                                   batch_size=batch_size, progress=progress, template=template,
-                                                  settings=settings)
+                                                  settings=settings, rate=rate)
                 except UnsupportedTemplateError as error:  # e.g. claims in Redis and no local Redis: say what to start
                     raise ChaosError(str(error)) from None
     report.seconds = time.perf_counter() - started
@@ -308,7 +320,7 @@ def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str 
 
 def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates, *, seed: int, redrive: bool,
               batch_size: int, progress: Callable[[str, int, int], None] | None,
-              template: dict[str, Any] | None, settings: InferbusSettings) -> FlowReport:
+              template: dict[str, Any] | None, settings: InferbusSettings, rate: float | None = None) -> FlowReport:
     from inferbus.demo.inputs import inputs_of, sample_events
     from inferbus.local import LocalPipeline
 
@@ -321,7 +333,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
     started = time.perf_counter()
     samples = sample_events(root, min(demo.limit, events), source=SOURCE)
     notify(f"{flow.name}: synthesize + provision", 0, 1)
-    overrides = None if template is not None else chaos_overrides(flow, batch_size)
+    overrides = None if template is not None else chaos_overrides(flow, batch_size, rate)
     with LocalPipeline(template, settings=settings, overrides=overrides, pipeline=declarations) as pipeline:
         notify(f"{flow.name}: synthesize + provision", 1, 1)
         feeds = ChannelFeeds(pipeline, pipeline.declarations)  # the root's inputs through its channel, if a broker's
@@ -554,13 +566,16 @@ def _outcome(flow: Flow, event_id: str, results: dict[str, dict[tuple[str, str],
 
 
 def _dead_letter_ids(pipeline: Any) -> set[str]:
+    return {event_id for messages in pipeline.dead_letters().values() for event_id in _input_ids(messages)}
+
+
+def _input_ids(messages: list[dict[str, Any]]) -> set[str]:
     ids = set()
-    for messages in pipeline.dead_letters().values():
-        for message in messages:
-            try:
-                ids.add(json.loads(message["Body"])["detail"]["id"])
-            except (ValueError, KeyError, TypeError):
-                continue
+    for message in messages:
+        try:
+            ids.add(json.loads(message["Body"])["detail"]["id"])
+        except (ValueError, KeyError, TypeError):
+            continue
     return ids
 
 
@@ -587,5 +602,10 @@ def _count_faults(pipeline: Any, flow: Flow, injectors: dict[Any, FaultInjector]
         report.claims_expired += local.source.expired_after_failures
         report.records_failed_by_claim_throttling += counts.records_failed_by_claim_throttling
         report.crashes_before_complete += counts.crashes_before_complete
+        declared = local.function.spec.environment.get("MAX_EVENTS_PER_SECOND")
+        if declared:
+            dead = _input_ids(pipeline.peek(local.dead_letter_queue_url)) if local.dead_letter_queue_url else set()
+            report.rates_held[stage.name] = rate_held(stage.name, float(declared), counts.admissions, local.function.metrics,
+                                                      admitted_ids=counts.admitted_ids, dead_letter_ids=dead)
     accept = [f for f in injectors if f.spec.environment.get("POWERTOOLS_SERVICE_NAME") == "accept"]
     report.duplicates_skipped += int(sum(v for f in accept for v in f.metrics.get("EventsDuplicate", [])))

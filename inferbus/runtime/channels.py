@@ -21,6 +21,10 @@ method               what a channel does
 ``close``            let go of the channel's connections (a broker's); default none
 ===================  ========================================================================
 
+Of the failed messages, ``hidden_by_function`` names those the function itself hid for a backoff
+(SQS's ``ChangeMessageVisibility``): the poller does not release them, they come back when the
+backoff ends (default none: a channel without a visibility timeout has no such backoff).
+
 An ordered channel (an SQS FIFO queue) says so with ``duplicates_in_place``: the poller then
 delivers a duplicate by leaving the message undeleted, as a lost delete would, never as a copy
 behind its group's later messages.
@@ -90,6 +94,11 @@ class LocalChannel(abc.ABC):
     def close(self) -> None:
         """Let go of the channel's connections (a broker's); a queue on moto holds none."""
 
+    def hidden_by_function(self, messages: list[Message]) -> set[str]:
+        """The ids of ``messages`` (failed) that the function hid for a backoff of its own while it had them:
+        the poller leaves them hidden. Default none: a channel without a visibility timeout has no such backoff."""
+        return set()
+
     @property
     def duplicates_in_place(self) -> bool:
         """Whether an at-least-once duplicate comes back in its place (the message not deleted: visible again at
@@ -134,6 +143,12 @@ class SqsChannel(LocalChannel):
 
     def release(self, messages: list[Message]) -> None:
         release_messages(self.sqs, self.queue.url, messages)
+
+    def hidden_by_function(self, messages: list[Message]) -> set[str]:
+        from .moto_patches import hidden_on_purpose
+
+        hidden = hidden_on_purpose(self.queue.arn, [message["ReceiptHandle"] for message in messages])
+        return {message["MessageId"] for message in messages if message["ReceiptHandle"] in hidden}
 
     @property
     def duplicates_in_place(self) -> bool:

@@ -18,6 +18,9 @@ invocation of the function that was running when it failed has ended, instead of
 six times the function's, always outlasts those invocations; a record that failed because
 another invocation held its claim is retried after that one ended, as in AWS.) The number of
 deliveries, and so the move to the DLQ after ``maxReceiveCount``, is unchanged.
+A failed record the function itself hid for a backoff (``ChangeMessageVisibility`` during its
+invocation: a consumer over its rate, :mod:`inferbus_lambda.rate_limit`) is left hidden, as in
+AWS: it comes back when its backoff ends, never sooner (counted in :attr:`LocalEventSource.backed_off`).
 Whatever else the timeout would have let expire (an application's own leases, such as
 idempotency claims an invocation left in progress) is the caller's to expire at that moment:
 the ``after_failure`` hook runs when failed records are about to be visible again, with
@@ -78,6 +81,7 @@ class LocalEventSource:
         self.duplicates_delivered = 0
         self._again: set[str] = set()  # messages already delivered twice in place (an ordered channel's duplicates)
         self.expired_after_failures = 0
+        self.backed_off = 0  # failed records the function hid for a backoff: left hidden, not released
         self._draws = random.Random()  # noqa: S311 - chaos, not crypto
         self._counts = threading.Lock()
         self._poller: threading.Thread | None = None
@@ -259,7 +263,10 @@ class LocalEventSource:
                 expired = self.after_failure(self.function, messages, failed_at_ms)
                 with self._counts:
                     self.expired_after_failures += expired
-            self.channel.release(messages)
+            hidden = self.channel.hidden_by_function(messages)  # their backoff is the function's: not shortened
+            with self._counts:
+                self.backed_off += len(hidden)
+            self.channel.release([message for message in messages if self.channel.message_id(message) not in hidden])
 
     def backlog(self) -> int:
         """Messages still to deliver: visible, or in flight (which includes those this poller holds)."""

@@ -68,6 +68,10 @@ Cost:
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.
+
+Marks: a message a caller hides for a while (``ChangeMessageVisibility`` above 0, a consumer's backoff)
+remembers the receipt handle it was hidden with (:func:`hidden_on_purpose`), so the local poller
+leaves it hidden instead of making it visible at once as it does other failed records.
 """
 
 from __future__ import annotations
@@ -194,6 +198,7 @@ def _long_poll(response: Any) -> bool:
 
 
 DEDUPLICATION_WINDOW_S = 300  # SQS FIFO's deduplication interval
+HIDDEN_WITH = "_inferbus_hidden_with"  # a message's attribute: the receipt handle a caller last hid it (longer) with
 
 
 def _patch_sqs() -> None:
@@ -222,8 +227,11 @@ def _patch_sqs() -> None:
 
     def change_visibility_and_notify(self: Any, queue_name: str, receipt_handle: str, visibility_timeout: int) -> None:
         change_visibility(self, queue_name, receipt_handle, visibility_timeout)
+        queue = self.get_queue(queue_name)
         if int(visibility_timeout) == 0:
-            _notify("queue", self.get_queue(queue_name).queue_arn)
+            _notify("queue", queue.queue_arn)
+        elif (message := _index(queue).by_handle.get(receipt_handle)) is not None:
+            message.__dict__[HIDDEN_WITH] = receipt_handle  # hidden on purpose during this receipt (hidden_on_purpose)
 
     _patch(SQSBackend, "is_message_valid_based_on_retention_period", is_message_valid_based_on_retention_period)
     _patch(Queue, "add_message", add_message_and_notify)
@@ -1029,6 +1037,17 @@ def messages_on(queue_arn: str) -> list[dict[str, Any]]:
         looked.append({"MessageId": message.id, "Body": message.body, "Attributes": attributes,
                        "MessageAttributes": dict(message.message_attributes)})
     return looked
+
+
+def hidden_on_purpose(queue_arn: str, receipt_handles: list[str]) -> set[str]:
+    """Of ``receipt_handles``, those whose message was hidden for a while by a ``ChangeMessageVisibility``
+    with that very handle (a consumer's backoff during that receipt), without a request."""
+    queue = _queue(queue_arn)
+    if queue is None:
+        return set()
+    index = _index(queue)
+    return {handle for handle in receipt_handles
+            if (message := index.by_handle.get(handle)) is not None and message.__dict__.get(HIDDEN_WITH) == handle}
 
 
 def queue_depth(queue_arn: str) -> int:

@@ -111,6 +111,8 @@ def test_an_event_file_python_cannot_read_is_one_line_not_a_crash(tmp_path, caps
     (["demo", "--count", "text-pipeline=lots"], "expected COMPONENT=N"),
     (["replay", "--since", "yesterday", "--until", "2026-12-01T10:00"], "expected an ISO 8601 time"),
     (["no-such-command"], "invalid choice: 'no-such-command'"),
+    (["chaos", "--rate", "0"], "max_events_per_second must be in (0, 100000]"),
+    (["chaos", "--rate", "fast"], "expected events per second, got 'fast'"),
 ])
 def test_a_wrong_command_line(argv, expected, capsys):
     with pytest.raises(SystemExit) as exit_:

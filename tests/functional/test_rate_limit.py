@@ -17,6 +17,7 @@ from inferbus_lambda.rate_limit import (
     DynamoDBTokenBucket,
     InMemoryTokenBucket,
     RedisTokenBucket,
+    TokenBucket,
     admit,
     backoff_s,
     token_bucket,
@@ -92,11 +93,15 @@ def test_the_bucket_lives_in_the_claims_stores_backend(redis_client, dynamodb):
     assert token_bucket(table_store, rate=None, scope="s") is None
 
 
-def test_over_the_rate_a_record_on_its_last_attempt_still_goes_through_unless_its_group_waits():
+def test_over_the_rate_a_record_on_its_last_attempt_takes_a_token_first_or_goes_through_unless_its_group_waits():
     batch = [SourceRecord(str(i), "{}", attempt=attempt, group=group)
              for i, (attempt, group) in enumerate([(1, None), (1, None), (3, None), (1, "a"), (3, "a"), (3, "b")])]
     now, later = admit(batch, 1, last_attempt=lambda record: record.attempt >= 3)
-    assert [r.record_id for r in now] == ["0", "2", "5"] and [r.record_id for r in later] == ["1", "3", "4"]
+    # the token goes to "2" (unordered, on its last attempt), "5" is let through, "4" waits behind "3" of its group
+    assert [r.record_id for r in now] == ["2", "5"] and [r.record_id for r in later] == ["0", "1", "3", "4"]
+    # with tokens to spare, the rest go in delivery order
+    now, later = admit(batch, 3, last_attempt=lambda record: record.attempt >= 3)
+    assert [r.record_id for r in now] == ["2", "0", "1", "5"] and [r.record_id for r in later] == ["3", "4"]
     assert admit(batch, 10, last_attempt=lambda record: True) == (batch, [])
     assert (backoff_s(0, 1.0), backoff_s(30, 10.0), backoff_s(5000, 1.0)) == (1, 3, 900)
 
@@ -149,3 +154,51 @@ def test_the_rate_is_a_declared_consumer_setting():
     assert ConsumerSettings(max_events_per_second=0.5).max_events_per_second == 0.5
     with pytest.raises(SettingsError, match=r"max_events_per_second must be in \(0, 100000\]"):
         ConsumerSettings(max_events_per_second=0)
+
+
+@pytest.mark.parametrize("store", ["memory", "redis", "dynamodb"])
+def test_records_sent_back_queue_up_behind_those_sent_back_before(store, request):
+    """Each batch sent back waits behind every record sent back before it, at the rate (its backoff is its place in
+    the line), and the line is shared by every invocation; once the line is behind, it starts again from now."""
+    rate = 10.0
+    if store == "redis":
+        from inferbus_lambda.claims.redis import connect
+
+        client = connect(request.getfixturevalue("redis_endpoint"))
+        client.delete("inferbus:{liner}|token-bucket")
+        make = lambda: RedisTokenBucket(client, scope="liner", rate=rate)  # noqa: E731
+    elif store == "dynamodb":
+        client = request.getfixturevalue("dynamodb")
+        make = lambda: DynamoDBTokenBucket(TABLE, client, scope="liner", rate=rate)  # noqa: E731
+    else:
+        shared = InMemoryTokenBucket(scope="liner", rate=rate)
+        make = lambda: shared  # noqa: E731 - one process: one object
+    first, second = make(), make()  # two invocations
+    now_ms = None if store == "redis" else int(time.time() * 1000)  # Redis lines up by its own clock
+    # 25 records (2.5 s at 10/s) sent back, then 10 more behind them (1 s): 3 s, then 4 s (3 if Redis's clock ran on)
+    backoffs = [first.line_up(25, now_ms=now_ms), second.line_up(10, now_ms=now_ms)]
+    assert backoffs[0] == 3 and backoffs[1] in ((4,) if now_ms else (3, 4))
+    assert InMemoryTokenBucket(scope="idle", rate=rate).line_up(5, now_ms=10**12) == 1  # an empty line: from now
+    assert make().line_up(10**6) == 900  # never past SQS's limit
+
+
+@pytest.mark.parametrize("store", ["memory", "redis", "dynamodb"])
+def test_records_let_through_without_a_token_are_paid_for_by_the_records_after_them(store, request):
+    """A record processed on its last receive without a token puts the bucket in debt: the records after it wait
+    until the rate has paid for it, so over a run the rate holds let-through and all."""
+    rate = 10.0
+    if store == "redis":
+        from inferbus_lambda.claims.redis import connect
+
+        client = connect(request.getfixturevalue("redis_endpoint"))
+        client.delete("inferbus:{debtor}|token-bucket")
+        bucket: TokenBucket = RedisTokenBucket(client, scope="debtor", rate=rate)
+    elif store == "dynamodb":
+        bucket = DynamoDBTokenBucket(TABLE, request.getfixturevalue("dynamodb"), scope="debtor", rate=rate)
+    else:
+        bucket = InMemoryTokenBucket(scope="debtor", rate=rate)
+    assert bucket.take(10) == 10  # a full bucket, emptied
+    bucket.charge(5)  # five more processed anyway: 5 tokens owed, half a second at 10/s
+    assert bucket.take(10) == 0  # still owed (Redis and the DynamoDB test clock run on by milliseconds at most)
+    time.sleep(0.3)
+    assert bucket.take(10) == 0  # 0.3 s refilled 3 of the 5 owed: still below 0, nothing to take
