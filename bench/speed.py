@@ -269,6 +269,81 @@ def bare_session_runs(handler: Any) -> list[Callable[[int], Callable[[], Any]]]:
     return runs
 
 
+# -- what each workflow step receives: its ASL walked over the steps' real answers ------------------------
+
+def _at(document: Any, path: str) -> Any:
+    """A reference path (``$``, ``$.a.b``) in ``document``."""
+    for key in [key for key in path.removeprefix("$").split(".") if key]:
+        document = document[key]
+    return document
+
+
+def _filled(template: Any, document: Any) -> Any:
+    """A ``Parameters`` or ``ResultSelector`` template with each ``key.$`` path resolved in ``document``."""
+    if isinstance(template, dict):
+        return {key.removesuffix(".$"): _at(document, value) if key.endswith(".$") else _filled(value, document)
+                for key, value in template.items()}
+    if isinstance(template, list):
+        return [_filled(value, document) for value in template]
+    return template
+
+
+def _placed(state: Any, result_path: str | None, result: Any) -> Any:
+    """``state`` with ``result`` at ``result_path`` (``None``: discarded; ``$``: replaces it)."""
+    if result_path is None:
+        return state
+    keys = [key for key in result_path.removeprefix("$").split(".") if key]
+    if not keys:
+        return result
+    placed = copy.deepcopy(state)
+    target = placed
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    target[keys[-1]] = result
+    return placed
+
+
+def walk_states(definition: Mapping[str, Any], state: Any, run_task: Callable[[str, Any], Any]) -> Any:
+    """Run a workflow's own states over ``state`` as Step Functions would pass data between them, each Lambda
+    task (``${<Stem>FunctionArn}``) answered by ``run_task(stem, payload)``; other tasks (publishing) and
+    choices end the walk: the bench needs only the inputs its Lambda steps get."""
+    name = definition["StartAt"]
+    while name:
+        spec = definition["States"][name]
+        function = spec.get("Parameters", {}).get("FunctionName", "") if spec["Type"] == "Task" else ""
+        if spec["Type"] == "Parallel":
+            result = [walk_states(branch, copy.deepcopy(state), run_task) for branch in spec["Branches"]]
+        elif function.startswith("${") and function.endswith("FunctionArn}"):
+            result = {"Payload": run_task(function[2:-len("FunctionArn}")], _filled(spec["Parameters"]["Payload"], state))}
+            if "ResultSelector" in spec:
+                result = _filled(spec["ResultSelector"], result)
+        elif spec["Type"] == "Pass":
+            result = spec.get("Result", state)
+        else:
+            return state
+        state = _at(_placed(state, spec.get("ResultPath", "$"), result), spec.get("OutputPath", "$"))
+        name = spec.get("Next")
+    return state
+
+
+def step_inputs(workflow: Workflow, functions: list[Function]) -> dict[str, Any]:
+    """What each of ``workflow``'s functions gets (by label) for one held-out sample: Accept its request, each
+    task its ASL ``Payload`` from the answers of the steps before it (run here, AWS answered by the stub)."""
+    steps = {function.label.split()[-1]: function for function in functions if function.component is workflow}
+    detail = json.loads(sample_events(workflow, 1)[0][0].model_dump_json())
+    inputs: dict[str, Any] = {}
+
+    def run(stem: str, payload: Any) -> Any:
+        function = steps[stem]
+        inputs[function.label] = copy.deepcopy(payload)
+        with environment({**function.environment, "POWERTOOLS_TRACE_DISABLED": "true"}):
+            return load_handler(function)(copy.deepcopy(payload), LambdaContext())
+
+    accepted = run("Accept", accept_request(workflow, detail))
+    walk_states(json.loads((REPO_ROOT / "statemachines" / workflow.definition).read_text()), {"accepted": accepted}, run)
+    return inputs
+
+
 # -- the measurements -----------------------------------------------------------------------------------
 
 def measure_consumers(functions: list[Function], aws: InstantAws, sizes: list[int], repeat: int) -> list[list[str]]:
@@ -322,29 +397,21 @@ def boto3_method(client: Any, operation: str) -> str:
 
 
 def measure_steps(functions: list[Function], aws: InstantAws, repeat: int) -> list[list[str]]:
-    """Each workflow's steps in their declared order, each on what the steps before it answered."""
+    """Each workflow's steps in their declared order, each on what its ASL passes it after the steps before it."""
     rows = []
     for workflow in load_pipeline().workflows:
         if inputs_of(workflow) is None:
             continue
-        event = sample_events(workflow, 1)[0][0]
-        detail = json.loads(event.model_dump_json())
-        state: dict[str, Any] = {**detail["data"], "branches": []}
-        for function in [f for f in functions if f.component is workflow]:
-            stem = function.label.split()[-1]
+        inputs = step_inputs(workflow, functions)
+        for function in [f for f in functions if f.component is workflow and f.label in inputs]:
             handler = load_handler(function)
-            step_input = accept_request(workflow, detail) if stem == "Accept" else dict(state)
+            step_input = inputs[function.label]
             with environment({**function.environment, "POWERTOOLS_TRACE_DISABLED": "true"}):
                 aws.counts.clear()
-                cpu = cpu_per_call(lambda: handler(step_input, LambdaContext()), repeat * 5)
-                answer = handler(step_input, LambdaContext())
-                calls = ", ".join(f"{api} {n / (repeat * 5 + 2):.0f}" for api, n in sorted(aws.counts.items())) or "none"
+                cpu = cpu_per_call(lambda: handler(copy.deepcopy(step_input), LambdaContext()), repeat * 5)
+                calls = ", ".join(f"{api} {n / (repeat * 5 + 1):.0f}" for api, n in sorted(aws.counts.items())) or "none"
             bare = bare_session_runs(handler)
             bare_cpu = sum(cpu_per_call(make(1), repeat * 5) for make in bare) if bare else None
-            if stem != "Accept":
-                if "probabilities" in answer and "model" in answer:  # a parallel branch's score
-                    state["branches"].append(answer)
-                state.update({key: value for key, value in answer.items() if key != "model"})
             rows.append([function.label, f"{cpu * 1e6:,.0f}", f"{bare_cpu * 1e6:,.0f}" if bare_cpu else "—", calls])
     return rows
 
@@ -435,29 +502,16 @@ print(json.dumps({"init_ms": (time.perf_counter() - started) * 1000, "init_cpu_m
 KIT_SHARE_GOAL_MS = 50.0  # issue 21: the kit's share of a cold init, for every function
 
 
-def first_inputs(functions: list[Function], aws: InstantAws) -> dict[str, dict[str, Any]]:
+def first_inputs(functions: list[Function]) -> dict[str, dict[str, Any]]:
     """What each function's first invocation gets: a consumer, an SQS batch of 10 held-out samples; a
-    workflow's steps, in their declared order, each what the steps before it answered (run here once)."""
+    workflow's steps, what its ASL passes each after the steps before it (run here once)."""
     inputs: dict[str, dict[str, Any]] = {}
     for function in functions:
         if isinstance(function.component, Consumer) and inputs_of(function.component) is not None:
             inputs[function.label] = sqs_event(function.component, 10)
     for workflow in load_pipeline().workflows:
-        if inputs_of(workflow) is None:
-            continue
-        detail = json.loads(sample_events(workflow, 1)[0][0].model_dump_json())
-        state: dict[str, Any] = {**detail["data"], "branches": []}
-        for function in [f for f in functions if f.component is workflow]:
-            stem = function.label.split()[-1]
-            step_input = accept_request(workflow, detail) if stem == "Accept" else dict(state)
-            inputs[function.label] = copy.deepcopy(step_input)
-            if stem == "Accept":
-                continue
-            with environment({**function.environment, "POWERTOOLS_TRACE_DISABLED": "true"}):
-                answer = load_handler(function)(step_input, LambdaContext())
-            if "probabilities" in answer and "model" in answer:  # a parallel branch's score
-                state["branches"].append(answer)
-            state.update({key: value for key, value in answer.items() if key != "model"})
+        if inputs_of(workflow) is not None:
+            inputs |= step_inputs(workflow, functions)
     return inputs
 
 
@@ -584,7 +638,7 @@ def main() -> None:
         consumers = [] if args.cold else measure_consumers(functions, aws, sizes, repeat)
         steps = [] if args.cold else measure_steps(functions, aws, repeat)
         embed = None if args.cold else measure_embed(functions, repeat)
-        inputs = first_inputs(functions, aws)
+        inputs = first_inputs(functions)
     finally:
         sys.stdout = stdout
     cold = measure_cold(functions, cold_runs, inputs)
