@@ -28,6 +28,7 @@ Usage::
     .venv/bin/python bench/speed.py            # the whole run (a few minutes on 2 cores)
     .venv/bin/python bench/speed.py --quick    # fewer repeats and no batch of 1,000 (CI)
     .venv/bin/python bench/speed.py --cold     # the cold-init table alone: each function's kit's share
+    .venv/bin/python bench/speed.py --cold --against /tmp/main   # ... beside another checkout's, in the same rounds
 """
 
 from __future__ import annotations
@@ -515,12 +516,14 @@ def first_inputs(functions: list[Function]) -> dict[str, dict[str, Any]]:
     return inputs
 
 
-def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, dict[str, Any]]) -> list[list[str]]:
+def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, dict[str, Any]],
+                 against: Path | None = None) -> list[list[str]]:
     """Fresh interpreters, interleaved run by run: the handler (then its first invocation, on the
     instant stub), against the bare libraries opening the same model files (as the bundler's trace
     finds them) and making the same boto3 clients at init. The kit's share is the difference of
     the medians, in wall time (the goal) and in CPU time (what another process on the machine
-    disturbs least)."""
+    disturbs least). With ``against`` (another checkout's root), that tree's handler runs in the same
+    rounds, beside the same baseline: its kit's share and init + first invoke (CPU) are the "before"."""
     import statistics
     import tempfile
 
@@ -550,11 +553,14 @@ def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, di
             return json.loads(answer.stdout.strip().splitlines()[-1])
 
         bare_args = [json.dumps(paths), json.dumps(tokenizers), json.dumps(init_clients[kind])]
-        runs: dict[str, list[dict[str, float]]] = {"bare": [], "off": [], "on": []}
+        runs: dict[str, list[dict[str, float]]] = {"bare": [], "off": [], "on": [], **({"against": []} if against else {})}
         for _ in range(repeat):  # interleaved: a burst of load on the machine hits both sides alike
             runs["bare"].append(run(COLD_BARE, bare_args, off))
             runs["off"].append(run(COLD_HANDLER, [function.handler, *invoke], off))
             runs["on"].append(run(COLD_HANDLER, [function.handler], on))
+            if against:
+                runs["against"].append(run(COLD_HANDLER, [function.handler, *invoke],
+                                           {**off, "PYTHONPATH": str(against / "functions")}))
         os.unlink(event_file.name)
 
         median = {(side, key): statistics.median(r[key] for r in results) for side, results in runs.items()
@@ -576,6 +582,11 @@ def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, di
             " + ".join([*(["onnxruntime"] * bool(paths)), *(["tokenizers"] * bool(tokenizers)),
                         *init_clients[kind]]) or "nothing",
         ])
+        if against:
+            before = median["against", "init_cpu_ms"] - median["bare", "init_cpu_ms"]
+            before_first = (f"{median['against', 'init_cpu_ms'] + median['against', 'invoke_cpu_ms']:.0f}"
+                            if invoke else "—")
+            rows[-1][-1:-1] = [f"{before:.0f}", before_first]
     return rows
 
 
@@ -616,6 +627,9 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="the cold-init table only (the kit's share of each init)")
     parser.add_argument("--cold-runs", type=int, default=None,
                         help="fresh interpreters per side and function (default 7, 5 with --quick; medians need ≥ 5)")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout's root (e.g. a snapshot of main): its handlers run in the same cold-init "
+                             "rounds, and their CPU share and init + 1st invoke are printed as 'before'")
     parser.add_argument("--cdk-out", type=Path, default=REPO_ROOT / "cdk.out",
                         help="a bundled cloud assembly for the asset sizes (default cdk.out, from `npx cdk synth`)")
     args = parser.parse_args()
@@ -641,7 +655,7 @@ def main() -> None:
         inputs = first_inputs(functions)
     finally:
         sys.stdout = stdout
-    cold = measure_cold(functions, cold_runs, inputs)
+    cold = measure_cold(functions, cold_runs, inputs, args.against)
 
     print(f"inferbus bench{' (quick)' if args.quick else ''}: {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
@@ -659,7 +673,9 @@ def main() -> None:
           f"(models loaded, clients made, tracing off) against its bare libraries; kit's share = median "
           f"difference, goal ≤ {KIT_SHARE_GOAL_MS:.0f} ms",
           ["function", "handler", "bare", "kit's share", "handler/bare", "goal", "handler CPU", "bare CPU",
-           "share CPU", "goal CPU", "init + 1st invoke", "same, CPU", "tracing on", "bare = its models opened by + clients"], cold)
+           "share CPU", "goal CPU", "init + 1st invoke", "same, CPU", "tracing on",
+           *(["before: share CPU", "before: init + 1st, CPU"] if args.against else []),
+           "bare = its models opened by + clients"], cold)
     if args.cold:
         return
     sizes_rows = asset_sizes(args.cdk_out)
