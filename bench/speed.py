@@ -539,7 +539,8 @@ def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, di
         paths = [path for path in read if path.endswith(".onnx")]
         tokenizers = [path for path in read if path.endswith("tokenizer.json")]
         env = {**os.environ, **FAKE_AWS, **function.environment, "PYTHONPATH": str(FUNCTIONS),
-               "LAMBDA_TASK_ROOT": str(REPO_ROOT), "AWS_LAMBDA_FUNCTION_NAME": "bench"}
+               "LAMBDA_TASK_ROOT": str(REPO_ROOT), "AWS_LAMBDA_FUNCTION_NAME": "bench",
+               "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}  # as Lambda's runtime sets them (nothing connects to it)
         off = {**env, "POWERTOOLS_TRACE_DISABLED": "true"}
         on = {**env, "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR"}
         on.pop("POWERTOOLS_TRACE_DISABLED", None)
@@ -630,6 +631,8 @@ def main() -> None:
     parser.add_argument("--against", type=Path, default=None,
                         help="another checkout's root (e.g. a snapshot of main): its handlers run in the same cold-init "
                              "rounds, and their CPU share and init + 1st invoke are printed as 'before'")
+    parser.add_argument("--only", default="",
+                        help="cold init: only the functions whose label contains this text (e.g. Accept)")
     parser.add_argument("--cdk-out", type=Path, default=REPO_ROOT / "cdk.out",
                         help="a bundled cloud assembly for the asset sizes (default cdk.out, from `npx cdk synth`)")
     args = parser.parse_args()
@@ -655,7 +658,7 @@ def main() -> None:
         inputs = first_inputs(functions)
     finally:
         sys.stdout = stdout
-    cold = measure_cold(functions, cold_runs, inputs, args.against)
+    cold = measure_cold([f for f in functions if args.only in f.label], cold_runs, inputs, args.against)
 
     print(f"inferbus bench{' (quick)' if args.quick else ''}: {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
