@@ -1,6 +1,5 @@
 """Texts: submitted for analysis (sentiment and entities) by the text pipeline."""
 
-from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
