@@ -1,6 +1,5 @@
 """Images: 8x8 digits submitted for classification (batched consumer); scenes for analysis (vision workflow)."""
 
-
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
