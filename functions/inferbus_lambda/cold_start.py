@@ -6,8 +6,11 @@ collector does not know that: each time enough objects pile up it walks the whol
 for cycles, and after the clients are made one full walk costs about 20 ms of CPU
 (``bench/speed.py --cold``), for nothing. So, in Lambda only (``AWS_LAMBDA_RUNTIME_API`` is set
 by its runtime, never by the local twin, the CLI or the tests), the kit turns the collector off
-when its handler module is first imported, and at the first invocation moves everything the init
-made to the permanent generation (:func:`gc.freeze`) and turns it back on. Collections during the
+at its first import (``inferbus_lambda/__init__.py``), and the first invocation of a handler it
+made (:meth:`~.handlers.FunctionRuntime.wrap`) moves everything the init made to the permanent
+generation (:func:`gc.freeze`) and turns it back on. A Lambda function of your own that imports
+the kit (its contracts, say) but makes no handler with it calls :func:`release_collection` at the
+end of its init itself. Collections during the
 invocations then walk only what the invocations allocate. What the init left as cyclic garbage
 (a few MB) is frozen with the rest, as the standard library's documentation of ``gc.freeze``
 describes for a pre-forking server.
