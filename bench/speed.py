@@ -249,7 +249,7 @@ def naive_recipe(handler: Any, function: Function) -> Callable[[dict[str, Any]],
     return run
 
 
-def bare_session_runs(handler: Any) -> list[Callable[[int], Callable[[], Any]]]:
+def bare_session_runs(handler: Any) -> list[Callable[[int], Callable[[], Any] | None]]:
     """``session.run`` of each model the function loads, on a batch of zeros of the model's input width."""
     runs = []
     for model in handler.runtime.models.values():
@@ -258,13 +258,15 @@ def bare_session_runs(handler: Any) -> list[Callable[[int], Callable[[], Any]]]:
             continue
         inputs = session.get_inputs()
 
-        def make(size: int, session: Any = session, inputs: Any = inputs) -> Callable[[], Any]:
-            if len(inputs) == 1:
+        def make(size: int, session: Any = session, inputs: Any = inputs) -> Callable[[], Any] | None:
+            if len(inputs) == 1 and len(inputs[0].shape) == 2:
                 width = inputs[0].shape[1] if isinstance(inputs[0].shape[1], int) else 1
                 dtype = np.int64 if "int64" in inputs[0].type else np.float32
                 feed = {inputs[0].name: np.zeros((size, width), dtype=dtype)}
-            else:  # the text encoder: 32 tokens each
+            elif all("int64" in i.type and len(i.shape) == 2 for i in inputs):  # the text encoder: 32 tokens each
                 feed = {i.name: np.ones((size, 32), dtype=np.int64) for i in inputs}
+            else:  # a graph whose inputs a batch of zeros does not describe (the taggers, the detector)
+                return None
             return lambda: session.run(None, feed)
 
         runs.append(make)
@@ -369,7 +371,7 @@ def measure_consumers(functions: list[Function], aws: InstantAws, sizes: list[in
                 floor = replay_floor(recorded, repeat) / size
                 floor_unvalidated = replay_floor(recorded, repeat, validate=False) / size
                 naive_cpu = cpu_per_call(lambda: naive(event), max(1, repeat // 2))
-                bare_cpu = sum(cpu_per_call(make(size), repeat) for make in bare)
+                bare_cpu = sum(cpu_per_call(run, repeat) for make in bare if (run := make(size)) is not None)
                 dynamodb = sum(n for api, n in requests.items() if api in {"TransactWriteItems", "BatchWriteItem"})
                 rows.append([
                     function.label, str(size), f"{cpu / size * 1e6:,.0f}", f"{naive_cpu / size * 1e6:,.0f}",
@@ -413,7 +415,7 @@ def measure_steps(functions: list[Function], aws: InstantAws, repeat: int) -> li
                 cpu = cpu_per_call(lambda: handler(copy.deepcopy(step_input), LambdaContext()), repeat * 5)
                 calls = ", ".join(f"{api} {n / (repeat * 5 + 1):.0f}" for api, n in sorted(aws.counts.items())) or "none"
             bare = bare_session_runs(handler)
-            bare_cpu = sum(cpu_per_call(make(1), repeat * 5) for make in bare) if bare else None
+            bare_cpu = sum(cpu_per_call(run, repeat * 5) for make in bare if (run := make(1)) is not None) or None
             rows.append([function.label, f"{cpu * 1e6:,.0f}", f"{bare_cpu * 1e6:,.0f}" if bare_cpu else "—", calls])
     return rows
 
