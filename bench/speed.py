@@ -17,7 +17,8 @@ the least and the median of fresh interpreters, handler and baseline interleaved
   against the same stub), per record: what a batched consumer cannot beat here;
 - **cold init**: a fresh interpreter importing the handler (models loaded, clients made), tracing
   off and on, against a fresh interpreter that imports onnxruntime, opens the same models and
-  makes the boto3 clients the function makes at init; the kit's share is the difference of the
+  makes the boto3 clients the function makes at init (both with the Lambda runtime's variables set, so
+  the kit's init behaves as in Lambda: inferbus_lambda.cold_start); the kit's share is the difference of the
   medians (wall and CPU time), PASS within 50 ms; then the handler's first invocation in the same
   interpreter (init + first invoke);
 - **the embed step** against bare ``session.run`` on the same token ids;
@@ -28,6 +29,7 @@ Usage::
     .venv/bin/python bench/speed.py            # the whole run (a few minutes on 2 cores)
     .venv/bin/python bench/speed.py --quick    # fewer repeats and no batch of 1,000 (CI)
     .venv/bin/python bench/speed.py --cold     # the cold-init table alone: each function's kit's share
+    .venv/bin/python bench/speed.py --cold --against /tmp/main   # ... beside another checkout's, in the same rounds
 """
 
 from __future__ import annotations
@@ -247,7 +249,7 @@ def naive_recipe(handler: Any, function: Function) -> Callable[[dict[str, Any]],
     return run
 
 
-def bare_session_runs(handler: Any) -> list[Callable[[int], Callable[[], Any]]]:
+def bare_session_runs(handler: Any) -> list[Callable[[int], Callable[[], Any] | None]]:
     """``session.run`` of each model the function loads, on a batch of zeros of the model's input width."""
     runs = []
     for model in handler.runtime.models.values():
@@ -256,17 +258,94 @@ def bare_session_runs(handler: Any) -> list[Callable[[int], Callable[[], Any]]]:
             continue
         inputs = session.get_inputs()
 
-        def make(size: int, session: Any = session, inputs: Any = inputs) -> Callable[[], Any]:
-            if len(inputs) == 1:
+        def make(size: int, session: Any = session, inputs: Any = inputs) -> Callable[[], Any] | None:
+            if len(inputs) == 1 and len(inputs[0].shape) == 2:
                 width = inputs[0].shape[1] if isinstance(inputs[0].shape[1], int) else 1
                 dtype = np.int64 if "int64" in inputs[0].type else np.float32
                 feed = {inputs[0].name: np.zeros((size, width), dtype=dtype)}
-            else:  # the text encoder: 32 tokens each
+            elif all("int64" in i.type and len(i.shape) == 2 for i in inputs):  # the text encoder: 32 tokens each
                 feed = {i.name: np.ones((size, 32), dtype=np.int64) for i in inputs}
+            else:  # a graph whose inputs a batch of zeros does not describe (the taggers, the detector)
+                return None
             return lambda: session.run(None, feed)
 
         runs.append(make)
     return runs
+
+
+# -- what each workflow step receives: its ASL walked over the steps' real answers ------------------------
+
+def _at(document: Any, path: str) -> Any:
+    """A reference path (``$``, ``$.a.b``) in ``document``."""
+    for key in [key for key in path.removeprefix("$").split(".") if key]:
+        document = document[key]
+    return document
+
+
+def _filled(template: Any, document: Any) -> Any:
+    """A ``Parameters`` or ``ResultSelector`` template with each ``key.$`` path resolved in ``document``."""
+    if isinstance(template, dict):
+        return {key.removesuffix(".$"): _at(document, value) if key.endswith(".$") else _filled(value, document)
+                for key, value in template.items()}
+    if isinstance(template, list):
+        return [_filled(value, document) for value in template]
+    return template
+
+
+def _placed(state: Any, result_path: str | None, result: Any) -> Any:
+    """``state`` with ``result`` at ``result_path`` (``None``: discarded; ``$``: replaces it)."""
+    if result_path is None:
+        return state
+    keys = [key for key in result_path.removeprefix("$").split(".") if key]
+    if not keys:
+        return result
+    placed = copy.deepcopy(state)
+    target = placed
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    target[keys[-1]] = result
+    return placed
+
+
+def walk_states(definition: Mapping[str, Any], state: Any, run_task: Callable[[str, Any], Any]) -> Any:
+    """Run a workflow's own states over ``state`` as Step Functions would pass data between them, each Lambda
+    task (``${<Stem>FunctionArn}``) answered by ``run_task(stem, payload)``; other tasks (publishing) and
+    choices end the walk: the bench needs only the inputs its Lambda steps get."""
+    name = definition["StartAt"]
+    while name:
+        spec = definition["States"][name]
+        function = spec.get("Parameters", {}).get("FunctionName", "") if spec["Type"] == "Task" else ""
+        if spec["Type"] == "Parallel":
+            result = [walk_states(branch, copy.deepcopy(state), run_task) for branch in spec["Branches"]]
+        elif function.startswith("${") and function.endswith("FunctionArn}"):
+            result = {"Payload": run_task(function[2:-len("FunctionArn}")], _filled(spec["Parameters"]["Payload"], state))}
+            if "ResultSelector" in spec:
+                result = _filled(spec["ResultSelector"], result)
+        elif spec["Type"] == "Pass":
+            result = spec.get("Result", state)
+        else:
+            return state
+        state = _at(_placed(state, spec.get("ResultPath", "$"), result), spec.get("OutputPath", "$"))
+        name = spec.get("Next")
+    return state
+
+
+def step_inputs(workflow: Workflow, functions: list[Function]) -> dict[str, Any]:
+    """What each of ``workflow``'s functions gets (by label) for one held-out sample: Accept its request, each
+    task its ASL ``Payload`` from the answers of the steps before it (run here, AWS answered by the stub)."""
+    steps = {function.label.split()[-1]: function for function in functions if function.component is workflow}
+    detail = json.loads(sample_events(workflow, 1)[0][0].model_dump_json())
+    inputs: dict[str, Any] = {}
+
+    def run(stem: str, payload: Any) -> Any:
+        function = steps[stem]
+        inputs[function.label] = copy.deepcopy(payload)
+        with environment({**function.environment, "POWERTOOLS_TRACE_DISABLED": "true"}):
+            return load_handler(function)(copy.deepcopy(payload), LambdaContext())
+
+    accepted = run("Accept", accept_request(workflow, detail))
+    walk_states(json.loads((REPO_ROOT / "statemachines" / workflow.definition).read_text()), {"accepted": accepted}, run)
+    return inputs
 
 
 # -- the measurements -----------------------------------------------------------------------------------
@@ -292,7 +371,7 @@ def measure_consumers(functions: list[Function], aws: InstantAws, sizes: list[in
                 floor = replay_floor(recorded, repeat) / size
                 floor_unvalidated = replay_floor(recorded, repeat, validate=False) / size
                 naive_cpu = cpu_per_call(lambda: naive(event), max(1, repeat // 2))
-                bare_cpu = sum(cpu_per_call(make(size), repeat) for make in bare)
+                bare_cpu = sum(cpu_per_call(run, repeat) for make in bare if (run := make(size)) is not None)
                 dynamodb = sum(n for api, n in requests.items() if api in {"TransactWriteItems", "BatchWriteItem"})
                 rows.append([
                     function.label, str(size), f"{cpu / size * 1e6:,.0f}", f"{naive_cpu / size * 1e6:,.0f}",
@@ -322,29 +401,21 @@ def boto3_method(client: Any, operation: str) -> str:
 
 
 def measure_steps(functions: list[Function], aws: InstantAws, repeat: int) -> list[list[str]]:
-    """Each workflow's steps in their declared order, each on what the steps before it answered."""
+    """Each workflow's steps in their declared order, each on what its ASL passes it after the steps before it."""
     rows = []
     for workflow in load_pipeline().workflows:
         if inputs_of(workflow) is None:
             continue
-        event = sample_events(workflow, 1)[0][0]
-        detail = json.loads(event.model_dump_json())
-        state: dict[str, Any] = {**detail["data"], "branches": []}
-        for function in [f for f in functions if f.component is workflow]:
-            stem = function.label.split()[-1]
+        inputs = step_inputs(workflow, functions)
+        for function in [f for f in functions if f.component is workflow and f.label in inputs]:
             handler = load_handler(function)
-            step_input = accept_request(workflow, detail) if stem == "Accept" else dict(state)
+            step_input = inputs[function.label]
             with environment({**function.environment, "POWERTOOLS_TRACE_DISABLED": "true"}):
                 aws.counts.clear()
-                cpu = cpu_per_call(lambda: handler(step_input, LambdaContext()), repeat * 5)
-                answer = handler(step_input, LambdaContext())
-                calls = ", ".join(f"{api} {n / (repeat * 5 + 2):.0f}" for api, n in sorted(aws.counts.items())) or "none"
+                cpu = cpu_per_call(lambda: handler(copy.deepcopy(step_input), LambdaContext()), repeat * 5)
+                calls = ", ".join(f"{api} {n / (repeat * 5 + 1):.0f}" for api, n in sorted(aws.counts.items())) or "none"
             bare = bare_session_runs(handler)
-            bare_cpu = sum(cpu_per_call(make(1), repeat * 5) for make in bare) if bare else None
-            if stem != "Accept":
-                if "probabilities" in answer and "model" in answer:  # a parallel branch's score
-                    state["branches"].append(answer)
-                state.update({key: value for key, value in answer.items() if key != "model"})
+            bare_cpu = sum(cpu_per_call(run, repeat * 5) for make in bare if (run := make(1)) is not None) or None
             rows.append([function.label, f"{cpu * 1e6:,.0f}", f"{bare_cpu * 1e6:,.0f}" if bare_cpu else "—", calls])
     return rows
 
@@ -435,38 +506,27 @@ print(json.dumps({"init_ms": (time.perf_counter() - started) * 1000, "init_cpu_m
 KIT_SHARE_GOAL_MS = 50.0  # issue 21: the kit's share of a cold init, for every function
 
 
-def first_inputs(functions: list[Function], aws: InstantAws) -> dict[str, dict[str, Any]]:
+def first_inputs(functions: list[Function]) -> dict[str, dict[str, Any]]:
     """What each function's first invocation gets: a consumer, an SQS batch of 10 held-out samples; a
-    workflow's steps, in their declared order, each what the steps before it answered (run here once)."""
+    workflow's steps, what its ASL passes each after the steps before it (run here once)."""
     inputs: dict[str, dict[str, Any]] = {}
     for function in functions:
         if isinstance(function.component, Consumer) and inputs_of(function.component) is not None:
             inputs[function.label] = sqs_event(function.component, 10)
     for workflow in load_pipeline().workflows:
-        if inputs_of(workflow) is None:
-            continue
-        detail = json.loads(sample_events(workflow, 1)[0][0].model_dump_json())
-        state: dict[str, Any] = {**detail["data"], "branches": []}
-        for function in [f for f in functions if f.component is workflow]:
-            stem = function.label.split()[-1]
-            step_input = accept_request(workflow, detail) if stem == "Accept" else dict(state)
-            inputs[function.label] = copy.deepcopy(step_input)
-            if stem == "Accept":
-                continue
-            with environment({**function.environment, "POWERTOOLS_TRACE_DISABLED": "true"}):
-                answer = load_handler(function)(step_input, LambdaContext())
-            if "probabilities" in answer and "model" in answer:  # a parallel branch's score
-                state["branches"].append(answer)
-            state.update({key: value for key, value in answer.items() if key != "model"})
+        if inputs_of(workflow) is not None:
+            inputs |= step_inputs(workflow, functions)
     return inputs
 
 
-def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, dict[str, Any]]) -> list[list[str]]:
+def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, dict[str, Any]],
+                 against: Path | None = None) -> list[list[str]]:
     """Fresh interpreters, interleaved run by run: the handler (then its first invocation, on the
     instant stub), against the bare libraries opening the same model files (as the bundler's trace
     finds them) and making the same boto3 clients at init. The kit's share is the difference of
     the medians, in wall time (the goal) and in CPU time (what another process on the machine
-    disturbs least)."""
+    disturbs least). With ``against`` (another checkout's root), that tree's handler runs in the same
+    rounds, beside the same baseline: its kit's share and init + first invoke (CPU) are the "before"."""
     import statistics
     import tempfile
 
@@ -482,7 +542,8 @@ def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, di
         paths = [path for path in read if path.endswith(".onnx")]
         tokenizers = [path for path in read if path.endswith("tokenizer.json")]
         env = {**os.environ, **FAKE_AWS, **function.environment, "PYTHONPATH": str(FUNCTIONS),
-               "LAMBDA_TASK_ROOT": str(REPO_ROOT), "AWS_LAMBDA_FUNCTION_NAME": "bench"}
+               "LAMBDA_TASK_ROOT": str(REPO_ROOT), "AWS_LAMBDA_FUNCTION_NAME": "bench",
+               "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}  # as Lambda's runtime sets them (nothing connects to it)
         off = {**env, "POWERTOOLS_TRACE_DISABLED": "true"}
         on = {**env, "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR"}
         on.pop("POWERTOOLS_TRACE_DISABLED", None)
@@ -496,11 +557,14 @@ def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, di
             return json.loads(answer.stdout.strip().splitlines()[-1])
 
         bare_args = [json.dumps(paths), json.dumps(tokenizers), json.dumps(init_clients[kind])]
-        runs: dict[str, list[dict[str, float]]] = {"bare": [], "off": [], "on": []}
+        runs: dict[str, list[dict[str, float]]] = {"bare": [], "off": [], "on": [], **({"against": []} if against else {})}
         for _ in range(repeat):  # interleaved: a burst of load on the machine hits both sides alike
             runs["bare"].append(run(COLD_BARE, bare_args, off))
             runs["off"].append(run(COLD_HANDLER, [function.handler, *invoke], off))
             runs["on"].append(run(COLD_HANDLER, [function.handler], on))
+            if against:
+                runs["against"].append(run(COLD_HANDLER, [function.handler, *invoke],
+                                           {**off, "PYTHONPATH": str(against / "functions")}))
         os.unlink(event_file.name)
 
         median = {(side, key): statistics.median(r[key] for r in results) for side, results in runs.items()
@@ -522,6 +586,11 @@ def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, di
             " + ".join([*(["onnxruntime"] * bool(paths)), *(["tokenizers"] * bool(tokenizers)),
                         *init_clients[kind]]) or "nothing",
         ])
+        if against:
+            before = median["against", "init_cpu_ms"] - median["bare", "init_cpu_ms"]
+            before_first = (f"{median['against', 'init_cpu_ms'] + median['against', 'invoke_cpu_ms']:.0f}"
+                            if invoke else "—")
+            rows[-1][-1:-1] = [f"{before:.0f}", before_first]
     return rows
 
 
@@ -562,6 +631,11 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="the cold-init table only (the kit's share of each init)")
     parser.add_argument("--cold-runs", type=int, default=None,
                         help="fresh interpreters per side and function (default 7, 5 with --quick; medians need ≥ 5)")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout's root (e.g. a snapshot of main): its handlers run in the same cold-init "
+                             "rounds, and their CPU share and init + 1st invoke are printed as 'before'")
+    parser.add_argument("--only", default="",
+                        help="cold init: only the functions whose label contains this text (e.g. Accept)")
     parser.add_argument("--cdk-out", type=Path, default=REPO_ROOT / "cdk.out",
                         help="a bundled cloud assembly for the asset sizes (default cdk.out, from `npx cdk synth`)")
     args = parser.parse_args()
@@ -584,10 +658,10 @@ def main() -> None:
         consumers = [] if args.cold else measure_consumers(functions, aws, sizes, repeat)
         steps = [] if args.cold else measure_steps(functions, aws, repeat)
         embed = None if args.cold else measure_embed(functions, repeat)
-        inputs = first_inputs(functions, aws)
+        inputs = first_inputs(functions)
     finally:
         sys.stdout = stdout
-    cold = measure_cold(functions, cold_runs, inputs)
+    cold = measure_cold([f for f in functions if args.only in f.label], cold_runs, inputs, args.against)
 
     print(f"inferbus bench{' (quick)' if args.quick else ''}: {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
@@ -605,7 +679,9 @@ def main() -> None:
           f"(models loaded, clients made, tracing off) against its bare libraries; kit's share = median "
           f"difference, goal ≤ {KIT_SHARE_GOAL_MS:.0f} ms",
           ["function", "handler", "bare", "kit's share", "handler/bare", "goal", "handler CPU", "bare CPU",
-           "share CPU", "goal CPU", "init + 1st invoke", "same, CPU", "tracing on", "bare = its models opened by + clients"], cold)
+           "share CPU", "goal CPU", "init + 1st invoke", "same, CPU", "tracing on",
+           *(["before: share CPU", "before: init + 1st, CPU"] if args.against else []),
+           "bare = its models opened by + clients"], cold)
     if args.cold:
         return
     sizes_rows = asset_sizes(args.cdk_out)

@@ -42,6 +42,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
+from .cold_start import release_collection
 from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
 from .errors import ConfigurationError
 from .metric_names import (
@@ -184,6 +185,7 @@ class FunctionRuntime:
 
     def wrap(self, handler: Handler) -> Handler:
         def invoke(event: Any, context: Any) -> Any:
+            release_collection()  # the init is over (cold_start)
             self.context = context
             try:
                 return handler(event, context)

@@ -258,8 +258,7 @@ def contract_source(plan: ConsumerPlan) -> str:
         "tests all validate with these models.",
         '"""',
         "",
-        "from __future__ import annotations",
-        "",
+        # no postponed annotations: pydantic would compile each from its text (cold init)
         f"from typing import {', '.join(typing_names)}",
         "",
         f"from pydantic import {', '.join(['Field'] + (['field_validator'] if distribution else []))}",

@@ -212,8 +212,7 @@ def contract_source(plan: WorkflowPlan) -> str:
         "first step, its step function, the CLI, the demo and the tests all validate with these models.",
         '"""',
         "",
-        "from __future__ import annotations",
-        "",
+        # no postponed annotations: pydantic would compile each from its text (cold init)
         "from typing import Annotated, ClassVar",
         "",
         "from pydantic import Field",

@@ -195,3 +195,75 @@ def test_the_contracts_package_names_each_domain_name_where_it_is_defined():
     for name, module in contracts._DOMAIN_OF.items():
         assert getattr(contracts, name) is vars(importlib.import_module(f"inferbus_lambda.contracts.{module}"))[name]
         assert name in contracts.__all__
+
+
+GC_PROBE = """
+import gc, importlib, json, sys
+collections = lambda: sum(generation["collections"] for generation in gc.get_stats())
+import inferbus_lambda  # the kit's first import, as any handler's (what the interpreter did before is not its)
+before = collections()
+module, _, attribute = sys.argv[1].rpartition(".")
+handler = getattr(importlib.import_module(module), attribute)
+after_init = {"enabled": gc.isenabled(), "collections": collections() - before, "frozen": gc.get_freeze_count()}
+
+class Context:
+    function_name, memory_limit_in_mb, aws_request_id = "probe", 128, "probe"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:probe"
+    def get_remaining_time_in_millis(self): return 30000
+
+try:
+    handler({}, Context())  # not a valid event: the invocation fails, but it has begun
+except Exception:
+    pass
+print(json.dumps({"init": after_init, "invoked": {"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}}))
+"""
+
+
+@cache
+def gc_probe(name: str, in_lambda: bool) -> dict[str, Any]:
+    """The collector's state after the function's init and after its first invocation, in a fresh interpreter
+    with the environment the stack gives it, and the Lambda runtime's API address set or not."""
+    handler, environment = FUNCTIONS_DECLARED[name]
+    env = {**os.environ, **environment.as_variables(), "PYTHONPATH": str(FUNCTIONS), "LAMBDA_TASK_ROOT": str(ROOT),
+           "POWERTOOLS_TRACE_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
+    env.pop("AWS_LAMBDA_RUNTIME_API", None)
+    if in_lambda:
+        env["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:9001"  # nothing connects to it
+    answer = subprocess.run([sys.executable, "-c", GC_PROBE, handler], env=env, capture_output=True, text=True, check=False)
+    assert answer.returncode == 0, answer.stderr[-2000:]
+    return json.loads(answer.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", FUNCTIONS_DECLARED)
+def test_in_lambda_no_garbage_collection_runs_during_a_functions_init(name):
+    """A full collection over the init's heap costs tens of ms of CPU (bench/speed.py --cold): in Lambda the
+    collector is off from the kit's first import to the first invocation, which freezes the init's objects
+    and turns it back on."""
+    found = gc_probe(name, in_lambda=True)
+    assert found["init"] == {"enabled": False, "collections": 0, "frozen": 0}
+    assert found["invoked"]["enabled"]
+    assert found["invoked"]["frozen"] > 0
+
+
+@pytest.mark.parametrize("name", FUNCTIONS_DECLARED)
+def test_outside_lambda_the_collector_is_left_alone(name):
+    """The local twin, the CLI and the tests run the same handlers in long-lived processes: nothing is held or frozen."""
+    found = gc_probe(name, in_lambda=False)
+    assert found["init"]["enabled"] and found["init"]["frozen"] == 0
+    assert found["invoked"] == {"enabled": True, "frozen": 0}
+
+
+def contract_modules() -> list[Path]:
+    """Every module of the contracts package (yours included)."""
+    from inferbus_lambda import contracts
+
+    return sorted(Path(contracts.__file__).parent.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", contract_modules(), ids=lambda path: path.name)
+def test_a_contract_module_does_not_postpone_its_annotations(path):
+    """With ``from __future__ import annotations`` pydantic compiles and evaluates every field's annotation
+    from its text when the model is defined: a third of the contracts' share of each cold init."""
+    postponed = [node.lineno for node in ast.parse(path.read_text()).body if isinstance(node, ast.ImportFrom)
+                 and node.module == "__future__" and any(alias.name == "annotations" for alias in node.names)]
+    assert not postponed, f"{path.name}:{postponed[0]}: remove it (quote a name used before it is defined)"

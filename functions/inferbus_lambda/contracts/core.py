@@ -19,7 +19,9 @@ Example
 True
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` in the contract modules: pydantic would then compile and
+# evaluate each field's annotation from its text, about a third of what defining the models costs a
+# cold init (bench/speed.py --cold); a name used before it is defined is quoted instead.
 
 import functools
 import importlib
@@ -89,7 +91,7 @@ def is_identifier(value: Any) -> bool:
 
 
 # Every registered event type: EVENT_TYPE -> its data model (see EventData).
-EVENT_DATA_MODELS: dict[str, type[EventData]] = {}
+EVENT_DATA_MODELS: dict[str, type["EventData"]] = {}
 
 
 class EventData(BaseModel):
@@ -189,7 +191,7 @@ def result_event_id(input_id: str, producer: str, *, input_source: str | None) -
 
 
 @functools.cache
-def envelope_model(event_type: str) -> type[CloudEvent[Any]]:
+def envelope_model(event_type: str) -> "type[CloudEvent[Any]]":
     """The envelope model of ``event_type``, built once (parametrizing a generic model is slow).
 
     Raises
@@ -204,7 +206,7 @@ def envelope_model(event_type: str) -> type[CloudEvent[Any]]:
 
 
 def new_event(data: DataT, *, source: str, correlationid: str | None = None, subject: str | None = None,
-              event_id: str | None = None) -> CloudEvent[DataT]:
+              event_id: str | None = None) -> "CloudEvent[DataT]":
     """Wrap ``data`` in a new envelope with the current time and ``event_id`` (default: a fresh id).
 
     ``correlationid`` defaults to the new event's own id (the start of a request).
@@ -234,7 +236,7 @@ def describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_event(envelope: Mapping[str, Any]) -> CloudEvent[EventData]:
+def parse_event(envelope: Mapping[str, Any]) -> "CloudEvent[EventData]":
     """Validate a CloudEvent given as a mapping; the ``type`` chooses the data model.
 
     Raises
@@ -256,7 +258,7 @@ def parse_event(envelope: Mapping[str, Any]) -> CloudEvent[EventData]:
         raise InvalidEventError(describe(error), event_id) from None
 
 
-def to_put_events_entry(event: CloudEvent[Any], bus_name: str) -> dict[str, Any]:
+def to_put_events_entry(event: "CloudEvent[Any]", bus_name: str) -> dict[str, Any]:
     """Map a CloudEvent to one ``PutEvents`` request entry (its ``traceparent`` as the entry's X-Ray ``TraceHeader``)."""
     entry = {
         "EventBusName": bus_name,
@@ -385,7 +387,7 @@ def loads_strict(text: str | bytes, what: str = "body") -> Any:
     return value
 
 
-def _parse_detail(detail: Any, source: Any, detail_type: Any) -> CloudEvent[EventData]:
+def _parse_detail(detail: Any, source: Any, detail_type: Any) -> "CloudEvent[EventData]":
     if isinstance(detail, str | bytes):
         detail = loads_strict(detail, "detail")
     event = parse_event(detail)
@@ -413,12 +415,12 @@ def _readable_id(body: Any) -> str | None:
     return event_id if is_identifier(event_id) else None
 
 
-def from_put_events_entry(entry: Mapping[str, Any]) -> CloudEvent[EventData]:
+def from_put_events_entry(entry: Mapping[str, Any]) -> "CloudEvent[EventData]":
     """Inverse of :func:`to_put_events_entry`."""
     return _parse_detail(entry.get("Detail"), entry.get("Source"), entry.get("DetailType"))
 
 
-def from_eventbridge_event(body: str | bytes | Mapping[str, Any]) -> CloudEvent[EventData]:
+def from_eventbridge_event(body: str | bytes | Mapping[str, Any]) -> "CloudEvent[EventData]":
     """Read the CloudEvent out of the event EventBridge delivers to a target (an SQS body).
 
     Raises

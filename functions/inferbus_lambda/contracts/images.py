@@ -1,7 +1,5 @@
 """Images: 8x8 digits submitted for classification (batched consumer); scenes for analysis (vision workflow)."""
 
-from __future__ import annotations
-
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -68,7 +66,7 @@ class SceneSubmitted(EventData):
     ]
 
     @model_validator(mode="after")
-    def _pixels_fill_the_scene(self) -> SceneSubmitted:
+    def _pixels_fill_the_scene(self) -> "SceneSubmitted":
         if len(self.pixels) != self.width * self.height:
             raise ValueError(f"pixels must hold width x height = {self.width * self.height} values, got {len(self.pixels)}")
         return self
@@ -96,7 +94,7 @@ class ImageAnalyzed(EventData):
     scene_classifier: ModelRef
 
     @model_validator(mode="after")
-    def _one_row_per_object(self) -> ImageAnalyzed:
+    def _one_row_per_object(self) -> "ImageAnalyzed":
         if not len(self.boxes) == len(self.classes) == len(self.scores):
             raise ValueError(f"boxes, classes and scores must be as long as each other, got "
                              f"{len(self.boxes)}, {len(self.classes)} and {len(self.scores)}")

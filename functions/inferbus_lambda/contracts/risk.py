@@ -1,7 +1,5 @@
 """Transactions: scored for risk, routed by the score to automatic approval or to a person."""
 
-from __future__ import annotations
-
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field

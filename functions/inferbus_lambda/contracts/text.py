@@ -1,7 +1,5 @@
 """Texts: submitted for analysis (sentiment and entities) by the text pipeline."""
 
-from __future__ import annotations
-
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
