@@ -278,13 +278,17 @@ class EmbeddedPipeline:
         self.activity.changed()
         if kind == "execution" and self.on_execution_end is not None:
             self.on_execution_end(arn)
-        if self.retain is not None or self.retention_s is not None:
-            with self._trim_lock:
-                due = time.monotonic() - self._trimmed_at >= TRIM_EVERY_S  # a trim scans what is kept: not at each change
-                if due:
-                    self._trimmed_at = time.monotonic()
+        self._trim_if_due()
+
+    def _trim_if_due(self) -> None:
+        if self.retain is None and self.retention_s is None:
+            return
+        with self._trim_lock:
+            due = time.monotonic() - self._trimmed_at >= TRIM_EVERY_S  # a trim scans what is kept: not at each change
             if due:
-                self._trim()
+                self._trimmed_at = time.monotonic()
+        if due:
+            self._trim()
 
     def _trim(self) -> None:
         """Forget what falls out of the windows (``retain``, ``retention_s``)."""
@@ -461,6 +465,7 @@ class EmbeddedPipeline:
             if time.monotonic() - swept_at >= TTL_SWEEP_S:
                 swept_at = time.monotonic()
                 moto_patches.expire_items()
+                self._trim_if_due()  # also when nothing moves: what left the window goes with its claims
             if not self._dispatch_bridges():
                 self.activity.wait(seen, 1.0)
 
