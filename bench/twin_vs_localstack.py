@@ -24,7 +24,7 @@ of its dependencies (newer ones removed what it imports)::
 Usage::
 
     .venv/bin/python bench/twin_vs_localstack.py [--runs 10] [--events 1000] [--template cdk.out/x.template.json]
-        [--localstack-python /tmp/ls313/bin/python]
+        [--localstack-python /tmp/ls313/bin/python] [--retention 30]
 """
 
 from __future__ import annotations
@@ -122,11 +122,13 @@ def stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def inferbus_serve(root: Path, template: Path | None, log: Path) -> Iterator[Server]:
+def inferbus_serve(root: Path, template: Path | None, log: Path, retention_s: int | None = None) -> Iterator[Server]:
     port = free_port()
     command = [sys.executable, "-m", "inferbus.cli", "serve", "--port", str(port), "--json"]
     if template is not None:
         command += ["--template", str(template)]
+    if retention_s is not None:
+        command += ["--retention", str(retention_s)]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=root, stdout=out, stderr=subprocess.STDOUT, text=True,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -235,6 +237,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10, help="runs on the same servers (default 10)")
     parser.add_argument("--events", type=int, default=1000, help="events per run, put 10 at a time (default 1000)")
     parser.add_argument("--template", type=Path, help="a synthesized template for inferbus serve (else it synthesizes)")
+    parser.add_argument("--retention", type=int, help="inferbus serve's --retention in seconds (default serve's, 1 hour: "
+                        "the archive then fills its 10,000-event window over ten runs)")
     parser.add_argument("--localstack-python", help="the python of a venv with localstack-core[runtime]")
     parser.add_argument("--inferbus-root", type=Path, default=ROOT,
                         help="the checkout whose inferbus serve runs (default this one): to measure another version")
@@ -242,7 +246,7 @@ def main() -> None:
     logs = Path(tempfile.mkdtemp(prefix="twin-bench-"))
     print(f"twin vs LocalStack: {args.runs} runs of {args.events} events (PutEvents of {BATCH}) per server; "
           f"{os.cpu_count()} CPUs; logs in {logs}")
-    with inferbus_serve(args.inferbus_root, args.template, logs / "inferbus.log") as twin, \
+    with inferbus_serve(args.inferbus_root, args.template, logs / "inferbus.log", args.retention) as twin, \
             localstack(args.localstack_python, logs / "localstack.log") as other:
         servers = [twin] + ([other] if isinstance(other, Server) else [])
         if isinstance(other, str):

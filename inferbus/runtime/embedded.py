@@ -245,7 +245,7 @@ class EmbeddedPipeline:
 
     def _cap_claim_lifetime(self, function: LocalFunction) -> None:
         lifetime = function.spec.environment.get(CLAIM_LIFETIME_VARIABLE)
-        if self.retention_s is None or lifetime is None:
+        if self.retention_s is None or not str(lifetime).isdigit():  # none, or not a number: the function says why
             return
         capped = min(int(lifetime), math.ceil(self.retention_s))
         if capped != int(lifetime):
