@@ -22,8 +22,9 @@ and times every PutEvents. At the end (after a bounded settle) it checks each le
 
 With ``--retention S`` the server keeps claims and archived events for S seconds (``inferbus serve
 --retention``); after the ledgers the soak waits (at most S + 20 s more) for what it remembers to leave
-that window: every claim the load wrote swept from the idempotency table and the bus archive
-emptied. It reports the claims and archived events at the end of the load and after the window.
+that window: every claim the load wrote swept from the idempotency table (the archive is trimmed
+to the window as events arrive). It reports the claims and archived events at the end of the load
+and after the window.
 
 Burst (``--burst N``): N valid events as fast as one client puts them (PutEvents of 10), the PutEvents
 rate and how long after the last put the last result arrived; then the same client and puts against
@@ -459,7 +460,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
             deadline = time.monotonic() + args.retention + FORGET_MARGIN_S  # the last claims were written by now
             while True:
                 kept["after_window"] = remembered(endpoint, outputs)
-                if not any(kept["after_window"].values()) or time.monotonic() >= deadline:
+                if not kept["after_window"]["claims"] or time.monotonic() >= deadline:
                     break
                 time.sleep(1.0)
             kept["after_window_rss_mb"] = round(rss_mb(process.pid), 1)

@@ -465,7 +465,6 @@ class EmbeddedPipeline:
             if time.monotonic() - swept_at >= TTL_SWEEP_S:
                 swept_at = time.monotonic()
                 moto_patches.expire_items()
-                self._trim_if_due()  # also when nothing moves: what left the window goes with its claims
             if not self._dispatch_bridges():
                 self.activity.wait(seen, 1.0)
 
