@@ -20,6 +20,12 @@ and times every PutEvents. At the end (after a bounded settle) it checks each le
 - each foreign event arrived in the client's queue and none was kept as invalid;
 - every queue on the server is empty.
 
+With ``--retention S`` the server keeps claims and archived events for S seconds (``inferbus serve
+--retention``); after the ledgers the soak waits (at most S + 20 s more) for what it remembers to leave
+that window: every claim the load wrote swept from the idempotency table (the archive is trimmed
+to the window as events arrive). It reports the claims and archived events at the end of the load
+and after the window.
+
 Burst (``--burst N``): N valid events as fast as one client puts them (PutEvents of 10), the PutEvents
 rate and how long after the last put the last result arrived; then the same client and puts against
 a plain moto server (one rule to one queue, nothing consuming), the baseline measured in the same run.
@@ -27,7 +33,8 @@ a plain moto server (one rule to one queue, nothing consuming), the baseline mea
 Usage::
 
     .venv/bin/python bench/soak.py                                 # 100 events/s for 10 minutes
-    .venv/bin/python bench/soak.py --rate 20 --duration 30 --json  # what tests/e2e/test_soak.py runs
+    .venv/bin/python bench/soak.py --retention 120                 # the same, claims kept 2 minutes
+    .venv/bin/python bench/soak.py --rate 20 --duration 30 --retention 10 --json  # tests/e2e/test_soak.py
     .venv/bin/python bench/soak.py --burst 2000
 
 Loopback only; every wait is bounded (``--settle``).
@@ -60,13 +67,14 @@ for path in (ROOT, ROOT / "functions"):
         sys.path.insert(0, str(path))
 
 from inferbus_lambda.contracts import ReviewRequest, data_model, new_event, to_put_events_entry  # noqa: E402
-from twin_vs_localstack import free_port, rss_mb, stop  # noqa: E402
+from twin_vs_localstack import cpu_s, free_port, rss_mb, stop  # noqa: E402
 
 from inferbus.demo.inputs import UNROUTED, demo_components, inputs_of, reviewer_of  # noqa: E402
 from inferbus.model.declarations import Consumer, Pipeline, Workflow  # noqa: E402
 from inferbus.model.names import (  # noqa: E402
     DEAD_LETTER_QUEUE_URL,
     EVENT_BUS_NAME_OUTPUT,
+    IDEMPOTENCY_TABLE_OUTPUT,
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
     UNROUTED_CHECK_SOURCE,
@@ -83,6 +91,7 @@ FOREIGN = {"source": ["soak.shipping"], "detail-type": ["ShipmentDelayed"]}  # a
 START_TIMEOUT_S = 300.0
 SAMPLE_EVERY_S = 2.0
 SAMPLES_PER_COMPONENT = 200  # distinct held-out samples cycled through
+FORGET_MARGIN_S = 20.0  # with --retention: past the window, what serve's sweeps (every 5 s) may still take
 
 
 @dataclass
@@ -157,11 +166,14 @@ class Traffic:
 # -- the server -------------------------------------------------------------------------------------
 
 @contextmanager
-def served(template: Path | None, log: Path) -> Iterator[tuple[dict[str, Any], subprocess.Popen]]:
+def served(template: Path | None, log: Path, retention_s: int | None = None,
+           ) -> Iterator[tuple[dict[str, Any], subprocess.Popen]]:
     """``inferbus serve --json`` on a free loopback port; yields its ready line and the process."""
     command = [sys.executable, "-m", "inferbus.cli", "serve", "--port", str(free_port()), "--json"]
     if template is not None:
         command += ["--template", str(template)]
+    if retention_s is not None:
+        command += ["--retention", str(retention_s)]
     environment = {**os.environ, "PYTHONUNBUFFERED": "1",
                    "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "functions"), os.environ.get("PYTHONPATH", "")])}
     with log.open("w") as out:
@@ -177,12 +189,6 @@ def served(template: Path | None, log: Path) -> Iterator[tuple[dict[str, Any], s
         raise SystemExit(f"soak: inferbus serve did not start; its output is in {log}")
     finally:
         stop(process)
-
-
-def cpu_s(pid: int) -> float:
-    """CPU time (user + system) a process has used so far, in seconds: a figure the machine's other load moves little."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def client(service: str, endpoint: str) -> Any:
@@ -359,6 +365,16 @@ def balanced(missing: dict[str, Any]) -> bool:
     return not any(value for key, value in missing.items() if isinstance(value, list))
 
 
+def remembered(endpoint: str, outputs: dict[str, str]) -> dict[str, int]:
+    """What serve still remembers of the events it took: claims in the idempotency table, events in the bus's archives."""
+    dynamodb, events = client("dynamodb", endpoint), client("events", endpoint)
+    claims = sum(page["Count"] for page in dynamodb.get_paginator("scan").paginate(
+        TableName=outputs[IDEMPOTENCY_TABLE_OUTPUT], Select="COUNT"))
+    archived = sum(events.describe_archive(ArchiveName=archive["ArchiveName"])["EventCount"]
+                   for archive in events.list_archives()["Archives"])
+    return {"claims": claims, "archived": archived}
+
+
 def queues_left(sqs: Any) -> dict[str, int]:
     """Every queue on the server with messages (visible or in flight), and how many."""
     left = {}
@@ -398,7 +414,8 @@ def rss_slope_mb_per_min(samples: list[Sample]) -> float:
 def soak(args: argparse.Namespace) -> dict[str, Any]:
     pipeline = load_pipeline()
     shares = dict(valid=args.valid, invalid=args.invalid, foreign=args.foreign)
-    with tempfile.TemporaryDirectory() as scratch, served(args.template, Path(scratch) / "serve.log") as (ready, process):
+    with tempfile.TemporaryDirectory() as scratch, \
+            served(args.template, Path(scratch) / "serve.log", args.retention) as (ready, process):
         endpoint, outputs = ready["endpoint"], ready["outputs"]
         events, sqs = client("events", endpoint), client("sqs", endpoint)
         ledger = Ledger()
@@ -438,8 +455,18 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         left = queues_left(sqs)
         samples.append(Sample(time.monotonic() - began, rss_mb(process.pid)))
         used_s = cpu_s(process.pid) - cpu_before
+        kept = {"after_load": remembered(endpoint, outputs)}
+        if args.retention is not None:
+            deadline = time.monotonic() + args.retention + FORGET_MARGIN_S  # the last claims were written by now
+            while True:
+                kept["after_window"] = remembered(endpoint, outputs)
+                if not kept["after_window"]["claims"] or time.monotonic() >= deadline:
+                    break
+                time.sleep(1.0)
+            kept["after_window_rss_mb"] = round(rss_mb(process.pid), 1)
     figures = report(args, samples, ledger, missing, left, failed_entries, traffic.count, driven_s, settle_s)
     figures["server_cpu_ms_per_event"] = round(used_s * 1000 / max(traffic.count, 1), 2)
+    figures["retention_s"], figures["remembered"] = args.retention, kept
     return figures
 
 
@@ -488,6 +515,11 @@ def print_soak(figures: dict[str, Any]) -> None:
     print(f"PutEvents (ms): first {put['window_s']} s p50 {put['first_p50']} p99 {put['first_p99']}; "
           f"last {put['window_s']} s p50 {put['last_p50']} p99 {put['last_p99']}; last/first p50 {put['last_over_first_p50']}×")
     print(f"server CPU (user + system) per event put, its whole processing included: {figures['server_cpu_ms_per_event']} ms")
+    kept = figures["remembered"]
+    print(f"remembered at the end of the load: {kept['after_load']}" + (
+        f"; {figures['retention_s']} s after it (--retention): {kept.get('after_window')}, "
+        f"resident memory {kept.get('after_window_rss_mb')} MB" if figures["retention_s"] is not None else
+        " (serve's default retention)"))
 
 
 # -- the burst --------------------------------------------------------------------------------------
@@ -625,6 +657,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, help="instead of a soak: put this many events at once (e.g. 2000)")
     parser.add_argument("--runs", type=int, default=1, help="bursts in a row on the same server (default 1)")
     parser.add_argument("--template", type=Path, help="a synthesized template (default: synthesize the app)")
+    parser.add_argument("--retention", type=int, help="serve's --retention in seconds (default serve's: 1 hour), then "
+                        "wait for the claims and archived events to leave it")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.burst:

@@ -4,10 +4,13 @@ One boto3 client, per server and per run: 1,000 events in 100 PutEvents of 10 to
 of the client's own sends them to a queue of its own, then it drains that queue (receive 10, delete
 in a batch). Printed per run and server: events/s (events delivered over the time from the first put
 to the last message received), the PutEvents p50, the last delivery's lag after the last put
-returned, and the server's resident memory; then the ratio inferbus / LocalStack.
+returned, the server's CPU time (user + system) per event and its resident memory; then the ratio
+inferbus / LocalStack, and each server's last run against its first.
 
 The runs go to the same servers one after the other, so a server that slows as its queues fill or
-its memory grows shows it run after run. LocalStack (``localstack-core[runtime]`` from PyPI, in a
+its memory grows shows it run after run. On a shared machine the rates move with the others' load;
+the CPU per event moves little with it, so it tells a server whose work per event grows from a busy
+machine. LocalStack (``localstack-core[runtime]`` from PyPI, in a
 venv of its own, started in host mode without Docker, events and SQS only) is given
 ``--localstack-python``; when it is not given or does not start, one line says so and the inferbus
 figures are printed all the same. Loopback only; every wait is bounded.
@@ -21,7 +24,7 @@ of its dependencies (newer ones removed what it imports)::
 Usage::
 
     .venv/bin/python bench/twin_vs_localstack.py [--runs 10] [--events 1000] [--template cdk.out/x.template.json]
-        [--localstack-python /tmp/ls313/bin/python]
+        [--localstack-python /tmp/ls313/bin/python] [--retention 30]
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class RunFigures:
     last_delivery_lag_s: float
     delivered: int
     rss_mb: float
+    cpu_ms_per_event: float
 
 
 def free_port() -> int:
@@ -74,16 +78,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children (LocalStack runs under a supervisor), in MB."""
-    pids = [pid]
+def _with_children(pid: int) -> list[int]:
+    """A process and its children (LocalStack runs under a supervisor)."""
     try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        pids += [int(child) for child in children]
+        return [pid, *(int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
     except OSError:
-        pass
+        return [pid]
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, in MB."""
     total = 0
-    for each in pids:
+    for each in _with_children(pid):
         try:
             for line in Path(f"/proc/{each}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -91,6 +97,19 @@ def rss_mb(pid: int) -> float:
         except OSError:
             continue
     return total / 1024
+
+
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system) a process and its children have used so far, in seconds: a figure the
+    machine's other load moves little."""
+    total = 0
+    for each in _with_children(pid):
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -103,11 +122,13 @@ def stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def inferbus_serve(root: Path, template: Path | None, log: Path) -> Iterator[Server]:
+def inferbus_serve(root: Path, template: Path | None, log: Path, retention_s: int | None = None) -> Iterator[Server]:
     port = free_port()
     command = [sys.executable, "-m", "inferbus.cli", "serve", "--port", str(port), "--json"]
     if template is not None:
         command += ["--template", str(template)]
+    if retention_s is not None:
+        command += ["--retention", str(retention_s)]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=root, stdout=out, stderr=subprocess.STDOUT, text=True,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -183,6 +204,7 @@ class Client:
         entries = [{"EventBusName": self.server.bus, "Source": "bench.client", "DetailType": "BenchPing",
                     "Detail": json.dumps({"run": run, "n": n, "text": "x" * 200})} for n in range(events)]
         put_ms = []
+        cpu_before = cpu_s(self.server.pid)
         first = time.monotonic()
         for start in range(0, events, BATCH):
             began = time.monotonic()
@@ -201,12 +223,13 @@ class Client:
                 self.sqs.delete_message_batch(QueueUrl=self.url, Entries=[
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
         return RunFigures(delivered / (last_received - first), statistics.median(put_ms), last_received - last_put,
-                          delivered, rss_mb(self.server.pid))
+                          delivered, rss_mb(self.server.pid), (cpu_s(self.server.pid) - cpu_before) * 1000 / events)
 
 
 def line(run: int, name: str, figures: RunFigures) -> str:
     return (f"{run:>3}  {name:10}  {figures.events_per_s:9.0f}  {figures.put_p50_ms:11.1f}  "
-            f"{figures.last_delivery_lag_s:10.2f}  {figures.delivered:9}  {figures.rss_mb:7.0f}")
+            f"{figures.last_delivery_lag_s:10.2f}  {figures.delivered:9}  {figures.cpu_ms_per_event:10.2f}  "
+            f"{figures.rss_mb:7.0f}")
 
 
 def main() -> None:
@@ -214,6 +237,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10, help="runs on the same servers (default 10)")
     parser.add_argument("--events", type=int, default=1000, help="events per run, put 10 at a time (default 1000)")
     parser.add_argument("--template", type=Path, help="a synthesized template for inferbus serve (else it synthesizes)")
+    parser.add_argument("--retention", type=int, help="inferbus serve's --retention in seconds (default serve's, 1 hour: "
+                        "the archive then fills its 10,000-event window over ten runs)")
     parser.add_argument("--localstack-python", help="the python of a venv with localstack-core[runtime]")
     parser.add_argument("--inferbus-root", type=Path, default=ROOT,
                         help="the checkout whose inferbus serve runs (default this one): to measure another version")
@@ -221,13 +246,13 @@ def main() -> None:
     logs = Path(tempfile.mkdtemp(prefix="twin-bench-"))
     print(f"twin vs LocalStack: {args.runs} runs of {args.events} events (PutEvents of {BATCH}) per server; "
           f"{os.cpu_count()} CPUs; logs in {logs}")
-    with inferbus_serve(args.inferbus_root, args.template, logs / "inferbus.log") as twin, \
+    with inferbus_serve(args.inferbus_root, args.template, logs / "inferbus.log", args.retention) as twin, \
             localstack(args.localstack_python, logs / "localstack.log") as other:
         servers = [twin] + ([other] if isinstance(other, Server) else [])
         if isinstance(other, str):
             print(other)
         clients = [Client(server) for server in servers]
-        print("run  server      events/s  put p50 ms  last lag s  delivered  RSS MB")
+        print("run  server      events/s  put p50 ms  last lag s  delivered  CPU ms/ev   RSS MB")
         first: dict[str, RunFigures] = {}
         for run in range(1, args.runs + 1):
             figures = {}
@@ -244,7 +269,11 @@ def main() -> None:
         for name, was in first.items():
             now = figures[name]
             print(f"{name}: last run / first run: events/s {now.events_per_s / was.events_per_s:.2f}×, "
-                  f"put p50 {now.put_p50_ms / was.put_p50_ms:.2f}×, RSS {now.rss_mb - was.rss_mb:+.0f} MB")
+                  f"put p50 {now.put_p50_ms / was.put_p50_ms:.2f}×, last lag "
+                  f"{now.last_delivery_lag_s / max(was.last_delivery_lag_s, 1e-3):.2f}×, CPU per event "
+                  f"{now.cpu_ms_per_event / was.cpu_ms_per_event:.2f}×, RSS {now.rss_mb - was.rss_mb:+.0f} MB "
+                  f"({(now.rss_mb - was.rss_mb) * 1024 / max(args.events * (args.runs - 1), 1):.2f} KB per event)")
+        print(f"load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
 
 
 if __name__ == "__main__":

@@ -531,7 +531,8 @@ def _serve(args: argparse.Namespace) -> int:
     from .serve import ServeError, serve
 
     try:
-        serve(port=args.port, host=args.host, template=_template(args.template), as_json=args.json)
+        retention = {} if args.retention is None else {"retention_s": args.retention}  # None: serve's default
+        serve(port=args.port, host=args.host, template=_template(args.template), as_json=args.json, **retention)
     except ServeError as error:
         raise CommandError(str(error)) from None
     return 0
@@ -666,6 +667,21 @@ def _in_range(low: int, high: int):  # noqa: ANN202 - an argparse type
         return value
 
     return parse
+
+
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def _duration_s(text: str) -> int:
+    """An argparse type: a duration in seconds, or with a unit (``90s``, ``15m``, ``1h``, ``45d``)."""
+    number, unit = (text[:-1], text[-1]) if text[-1:] in DURATION_UNITS else (text, "s")
+    try:
+        value = int(number) * DURATION_UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or a number with s, m, h or d (15m, 1h), got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 s, got {text!r}")
+    return value
 
 
 def _component_number(text: str) -> tuple[str, int]:
@@ -842,6 +858,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--template", help="a synthesized template (JSON file; a root stack in a cloud assembly is read "
                        "with its nested stacks) instead of synthesizing the app")
     serve.add_argument("--json", action="store_true", help="one JSON object per log line")
+    serve.add_argument("--retention", type=_duration_s, metavar="DURATION",
+                       help="how long the twin remembers event ids to drop duplicates (the claims) and keeps archived "
+                       "events for replays (default 1h; AWS keeps the claims for the template's lifetime, 45d by "
+                       "default: pass 45d for that); a duplicate within it is dropped, its memory is bounded by it")
     serve.set_defaults(run=_serve)
     invoke = command("invoke", "run one function of the template with one event; print its result and logs",
                      description="The local counterpart of `sam local invoke -e event.json`: provisions the stack on "

@@ -83,11 +83,14 @@ class LocalPipeline(EmbeddedPipeline):
     retain
         Keep only a window of invocations and finished executions (see :class:`EmbeddedPipeline`);
         default, everything.
+    retention_s
+        Remember claims and archived events only this long (see :class:`EmbeddedPipeline`); default,
+        the template's lifetimes.
     """
 
     def __init__(self, template: dict[str, Any] | None = None, *, settings: InferbusSettings | None = None,
                  overrides: dict[str, Any] | None = None, pipeline: Pipeline | None = None, tap: bool = True,
-                 retain: int | None = None) -> None:
+                 retain: int | None = None, retention_s: float | None = None) -> None:
         from pipeline import load_pipeline
 
         from .template import synthesize
@@ -97,7 +100,8 @@ class LocalPipeline(EmbeddedPipeline):
         if template is None:
             template = synthesize(self.settings, overrides=overrides, pipeline=self.declarations)
         super().__init__(template, stack_name=self.settings.staged(self.settings.stack_name), host=HOST,
-                         after_failure=self._expire_claims, tap=tap, retain=retain)
+                         after_failure=self._expire_claims, tap=tap, retain=retain,
+                         retention_s=retention_s)
         self._dynamodb: Any = None
 
     def _expire_claims(self, function: LocalFunction, messages: list[dict[str, Any]], failed_at_ms: int) -> int:

@@ -35,6 +35,10 @@ LOOPBACK = "127.0.0.1"
 # What a server that runs for days keeps of what happened: each function's last invocations (with
 # their logs) and each state machine's last finished executions; everything else is forgotten.
 RETAINED = 100
+# How long it remembers an event's id to drop a duplicate (its claims) and keeps archived events for
+# replays: AWS keeps claims for the template's lifetime (45 days by default), which under a steady
+# load is memory without bound here (about 1.9 KB a claim in moto).
+DEFAULT_RETENTION_S = 3600
 
 
 class ServeError(RuntimeError):
@@ -69,7 +73,7 @@ def port_free(host: str, port: int) -> bool:
 
 def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str, Any] | None = None,
           as_json: bool = False, out: TextIO = sys.stdout, ready: Callable[[str], None] | None = None,
-          until: Callable[[], bool] | None = None) -> None:
+          until: Callable[[], bool] | None = None, retention_s: float = DEFAULT_RETENTION_S) -> None:
     """Run the pipeline behind an endpoint until Ctrl-C (or SIGTERM, or ``until()`` is true).
 
     Parameters
@@ -82,6 +86,9 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
         One JSON object per line instead of text.
     ready
         Called with the endpoint URL once clients may connect.
+    retention_s
+        How long claims and archived events are kept (``EmbeddedPipeline``'s ``retention_s``); the
+        template's lifetime when it is shorter. Default one hour.
 
     Raises
     ------
@@ -106,7 +113,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
 
     previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
     # The tap feeds the console's recent events; with ``retain`` it keeps a window when nobody reads it.
-    with LocalPipeline(template, retain=RETAINED) as pipeline:
+    with LocalPipeline(template, retain=RETAINED, retention_s=retention_s) as pipeline:
         # By event source: a kafka or rabbitmq consumer's reads a broker, not an SQS queue.
         named = {pipeline.consumer(c.name).source: c.name for c in pipeline.declarations.consumers}
         named[pipeline.event_source(pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"])] = UNROUTED_CHECK_NAME

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import sys
 import threading
 import time
 import warnings
@@ -67,6 +69,8 @@ DRAIN_TIMEOUT_S = 300.0
 KAFKA_BOOTSTRAP_VARIABLE = "INFERBUS_KAFKA_BOOTSTRAP_SERVERS"  # a real broker for the Kafka mappings (default: a mock)
 TRIM_EVERY_S = 1.0  # with ``retain``: how often what is kept is trimmed to its window
 KEPT_PER_RETAINED = 100  # archived events and deleted receipt handles kept per retained invocation
+# What a claims function reads as its claims' lifetime (``ClaimsEnvironment``): capped by ``retention_s``.
+CLAIM_LIFETIME_VARIABLE = "IDEMPOTENCY_TTL_SECONDS"
 TTL_SWEEP_S = 5.0  # while started: how often DynamoDB items past their time to live are deleted (AWS: within days)
 IDLE_POLL_S = 0.05  # drain re-checks this often when nothing signals (an execution parking on a token)
 CHECK_EVERY_S = 0.02  # and, while things move, at most this often
@@ -104,6 +108,15 @@ class EmbeddedPipeline:
         each queue's receipt handles of deleted messages (kept so that a second delete succeeds).
         Trimmed at most once a second. Default, keep everything (the demo, chaos and the tests read
         it all back).
+    retention_s
+        How long the twin remembers what only serves to recognise an event that comes back, for a
+        pipeline that runs without end: each claims function's claim lifetime is capped at it (its
+        ``IDEMPOTENCY_TTL_SECONDS``; the template's is what AWS keeps, 45 days by default: as long as
+        an event can come back), so that the TTL sweep frees claims after it, and the bus archive
+        keeps only the events of that window, so that a replay never resends an event whose claim
+        has expired. A duplicate within the window is dropped as before; an event that comes back
+        later (a dead-letter redrive) is taken as new, as AWS takes one after the claim lifetime.
+        Nothing waiting in a queue is dropped. Default, the template's lifetimes.
 
     Attributes
     ----------
@@ -132,11 +145,15 @@ class EmbeddedPipeline:
     """
 
     def __init__(self, template: dict[str, Any], *, stack_name: str, host: HostConfig,
-                 after_failure: AfterFailure | None = None, tap: bool = True, retain: int | None = None) -> None:
+                 after_failure: AfterFailure | None = None, tap: bool = True, retain: int | None = None,
+                 retention_s: float | None = None) -> None:
         if retain is not None and retain < 1:
             raise ValueError(f"retain must be at least 1, got {retain}")
+        if retention_s is not None and retention_s < 1:
+            raise ValueError(f"retention_s must be at least 1 s, got {retention_s}")
         self.template = template
         self.retain = retain
+        self.retention_s = retention_s
         self._trimmed_at = time.monotonic()
         self.stack_name = stack_name
         self.host = host
@@ -198,6 +215,7 @@ class EmbeddedPipeline:
         resource_policy.ROLE_TAGS.update(self.deployment.role_tags)
         for logical_id, spec in self.deployment.functions.items():
             self.functions[logical_id] = LocalFunction(spec, self.host, retain=self.retain)
+            self._cap_claim_lifetime(self.functions[logical_id])
         for source in self.deployment.event_sources:
             self.event_sources.append(LocalEventSource(source, self._channel(source),
                                                        self.functions[source.function_logical_id], self.after_failure,
@@ -224,6 +242,14 @@ class EmbeddedPipeline:
             function.load()
         if self.tap:
             self._add_tap()
+
+    def _cap_claim_lifetime(self, function: LocalFunction) -> None:
+        lifetime = function.spec.environment.get(CLAIM_LIFETIME_VARIABLE)
+        if self.retention_s is None or not str(lifetime).isdigit():  # none, or not a number: the function says why
+            return
+        capped = min(int(lifetime), math.ceil(self.retention_s))
+        if capped != int(lifetime):
+            function.set_environment(**{CLAIM_LIFETIME_VARIABLE: str(capped)})
 
     def _channel(self, source: EventSourceSpec) -> LocalChannel:
         """The channel a mapping reads: its SQS queue on moto, a Kafka topic on the local cluster, or an Amazon MQ
@@ -252,17 +278,29 @@ class EmbeddedPipeline:
         self.activity.changed()
         if kind == "execution" and self.on_execution_end is not None:
             self.on_execution_end(arn)
-        if self.retain is not None:
-            with self._trim_lock:
-                due = time.monotonic() - self._trimmed_at >= TRIM_EVERY_S  # a trim scans what is kept: not at each change
-                if due:
-                    self._trimmed_at = time.monotonic()
+        self._trim_if_due()
+
+    def _trim_if_due(self) -> None:
+        if self.retain is None and self.retention_s is None:
+            return
+        with self._trim_lock:
+            due = time.monotonic() - self._trimmed_at >= TRIM_EVERY_S  # a trim scans what is kept: not at each change
             if due:
-                moto_patches.forget_finished_executions(self.retain)
-                moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED)
-                keep = self.retain * KEPT_PER_RETAINED  # the tap, when nobody reads it (a console not open)
-                if len(self._tapped) > keep:
-                    self._tapped = self._tapped[-keep:]  # a new list: one a reader already took stays whole
+                self._trimmed_at = time.monotonic()
+        if due:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Forget what falls out of the windows (``retain``, ``retention_s``)."""
+        archived_after = time.time() - self.retention_s if self.retention_s is not None else None
+        if self.retain is None:
+            moto_patches.forget_old_events(sys.maxsize, archived_after)
+            return
+        moto_patches.forget_finished_executions(self.retain)
+        moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED, archived_after)
+        keep = self.retain * KEPT_PER_RETAINED  # the tap, when nobody reads it (a console not open)
+        if len(self._tapped) > keep:
+            self._tapped = self._tapped[-keep:]  # a new list: one a reader already took stays whole
 
     def _deliver(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any]) -> bool:
         """Take a rule's delivery to a target moto cannot deliver to (called inside PutEvents: only queue it)."""

@@ -966,12 +966,14 @@ class RecentHandles(set):  # type: ignore[type-arg]
         self.update([handle])
 
 
-def forget_old_events(keep: int) -> int:
+def forget_old_events(keep: int, archived_after_s: float | None = None) -> int:
     """Keep the last ``keep`` events of each bus archive and receipt handles of each queue's deleted messages.
 
     moto keeps both without end (an archive its events for replays, as AWS does for its retention
-    days; a queue its deleted messages' handles, so that a second delete succeeds). Returns how many
-    archived events were forgotten.
+    days; a queue its deleted messages' handles, so that a second delete succeeds). With
+    ``archived_after_s`` (epoch seconds) an archive also forgets the events before it, oldest first
+    (by their ``time``, what a replay selects on; the archive is in arrival order, so it stops at the
+    first event in the window). Returns how many archived events were forgotten.
     """
     from moto.events.models import events_backends
     from moto.sqs.models import sqs_backends
@@ -981,7 +983,11 @@ def forget_old_events(keep: int) -> int:
         for regions in events_backends.values():
             for backend in regions.values():
                 for archive in backend.archives.values():
-                    excess = len(archive.events) - keep
+                    excess = max(len(archive.events) - keep, 0)
+                    if archived_after_s is not None:
+                        while excess < len(archive.events) and \
+                                _epoch(archive.events[excess].get("time", 0)) < archived_after_s:
+                            excess += 1
                     if excess > 0:
                         del archive.events[:excess]
                         forgotten += excess

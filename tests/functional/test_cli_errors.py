@@ -113,6 +113,8 @@ def test_an_event_file_python_cannot_read_is_one_line_not_a_crash(tmp_path, caps
     (["no-such-command"], "invalid choice: 'no-such-command'"),
     (["chaos", "--rate", "0"], "max_events_per_second must be in (0, 100000]"),
     (["chaos", "--rate", "fast"], "expected events per second, got 'fast'"),
+    (["serve", "--retention", "soon"], "expected seconds or a number with s, m, h or d"),
+    (["serve", "--retention", "0m"], "must be at least 1 s"),
 ])
 def test_a_wrong_command_line(argv, expected, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -120,6 +122,11 @@ def test_a_wrong_command_line(argv, expected, capsys):
     assert exit_.value.code == 2
     line = one_line(capsys)
     assert expected in line and line.endswith("--help)")
+
+
+@pytest.mark.parametrize(("given", "seconds"), [("90", 90), ("90s", 90), ("15m", 900), ("1h", 3600), ("45d", 3_888_000)])
+def test_serve_reads_a_retention_in_seconds_or_with_a_unit(given, seconds):
+    assert cli.build_parser().parse_args(["serve", "--retention", given]).retention == seconds
 
 
 @mock_aws

@@ -146,3 +146,91 @@ def test_a_running_pipeline_deletes_items_whose_time_to_live_passed(monkeypatch)
         while {i["id"]["S"] for i in dynamodb.scan(TableName=table)["Items"]} != {"live"}:
             assert time.monotonic() < deadline, dynamodb.scan(TableName=table)["Items"]
             time.sleep(0.05)
+
+
+# -- retention_s: how long the twin remembers what only recognises an event that comes back ----------------------
+
+
+def claims_of(pipeline, event) -> list[dict]:
+    from inferbus_lambda.claims.base import event_key
+
+    from inferbus.model.names import IDEMPOTENCY_TABLE_OUTPUT
+
+    items = pipeline.session.client("dynamodb").scan(TableName=pipeline.outputs[IDEMPOTENCY_TABLE_OUTPUT])["Items"]
+    return [item for item in items if item["id"]["S"].endswith(event_key(event))]
+
+
+def classified_ids(pipeline) -> list[str]:
+    return [e["detail"]["data"]["input_id"] for e in pipeline.tapped_events() if e["detail-type"] == "ImageClassified"]
+
+
+def test_a_duplicate_within_the_window_is_dropped_and_the_claim_is_freed_after_it(template):
+    """serve ran with the template's claim lifetime (45 days): under a steady load its claims grew without end."""
+    from inferbus_lambda.contracts import ImageSubmitted, new_event, to_put_events_entry
+
+    from inferbus.local import LocalPipeline
+
+    window_s = 3
+    with LocalPipeline(template, retention_s=window_s) as pipeline:
+        consumer = pipeline.consumer("image-classifier").function
+        event = new_event(ImageSubmitted(pixels=[3] * 64), source="retention.test")
+        entry = to_put_events_entry(event, pipeline.bus_name)
+        assert pipeline.put_events([entry]) == []
+        pipeline.drain()
+        assert classified_ids(pipeline) == [event.id]
+        (claim,) = claims_of(pipeline, event)
+        assert int(claim["expiration"]["N"]) <= time.time() + window_s + 1  # the window's, not the template's lifetime
+
+        assert pipeline.put_events([entry]) == []  # the same event again, within the window: dropped as before
+        pipeline.drain()
+        assert classified_ids(pipeline) == [] and sum(consumer.metrics["DuplicatesSkipped"]) == 1
+
+        moto_patches.expire_items(time.time() + window_s + 1)  # the sweep a started pipeline runs every few seconds
+        assert claims_of(pipeline, event) == []
+        assert pipeline.put_events([entry]) == []  # after the window: taken as new, as AWS after the claim lifetime
+        pipeline.drain()
+        assert classified_ids(pipeline) == [event.id]
+
+
+def test_every_claims_function_runs_with_the_shorter_of_its_lifetime_and_the_window(template):
+    from inferbus.local import LocalPipeline
+
+    lifetimes = {}
+    with LocalPipeline(template) as pipeline:
+        for logical_id, function in pipeline.functions.items():
+            if embedded.CLAIM_LIFETIME_VARIABLE in function.spec.environment:
+                lifetimes[logical_id] = int(function.environment[embedded.CLAIM_LIFETIME_VARIABLE])
+    assert lifetimes, "the template has no function that claims event ids"
+    shortest = min(lifetimes.values())
+    for window_s in (shortest - 1, shortest + 100):  # one shorter than every lifetime, one longer than some
+        with LocalPipeline(template, retention_s=window_s) as pipeline:
+            running = {logical_id: int(pipeline.functions[logical_id].environment[embedded.CLAIM_LIFETIME_VARIABLE])
+                       for logical_id in lifetimes}
+        assert running == {logical_id: min(lifetime, window_s) for logical_id, lifetime in lifetimes.items()}
+
+
+def test_the_archive_keeps_only_the_events_of_the_window(trim_at_every_change):
+    """An archived event older than the window could be replayed after its claim expired: it is forgotten with it."""
+    work = t.template(WorkQueue=t.queue(), WorkRule=t.rule("Work", [t.queue_target("WorkQueue")]))
+    with runtime(work, tap=False, retention_s=60) as pipeline:
+        bus_arn = pipeline.events.describe_event_bus(Name=pipeline.bus_name)["Arn"]
+        pipeline.events.create_archive(ArchiveName="everything", EventSourceArn=bus_arn)
+        now = time.time()
+        ages_s = [600, 120, 61, 30, 0]  # put in this order: the archive is in arrival order
+        pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work",
+                              "Time": now - age, "Detail": json.dumps({"age": age})} for age in ages_s])
+        pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work", "Detail": "{}"}])
+        from moto.events.models import events_backends
+
+        archive = next(a for regions in events_backends.values() for backend in regions.values()
+                       for a in backend.archives.values())
+        kept = [json.loads(e["detail"]) if isinstance(e["detail"], str) else e["detail"] for e in archive.events]
+        assert [k.get("age") for k in kept] == [30, 0, None]  # older than 60 s: forgotten; the rest kept, in order
+        url = pipeline.deployment.queues["WorkQueue"].url
+        delivered = pipeline.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        assert len(delivered) == len(ages_s) + 1  # the window forgets archived copies, never a delivery
+
+
+def test_a_retention_window_must_hold_something():
+    with pytest.raises(ValueError, match="retention_s must be at least 1 s"):
+        runtime(template(), retention_s=0)
