@@ -23,6 +23,7 @@ from moto.sqs.models import Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import StateTaskService
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
@@ -56,6 +57,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (moto_backends, "list_of_moto_modules", []),
     (AmazonStateLanguageParser, "parse", ["definition"]),
     (json_path, "parse", ["path", "debug"]),
+    (result_path, "parse", ["string"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
     (BaseModel, "__new__", ["cls", "args", "kwargs"]),
 ]
