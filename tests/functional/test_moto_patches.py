@@ -81,6 +81,9 @@ def test_what_is_read_directly_is_still_there():
     assert "__new__" not in Message.__dict__ and "instances_tracked" in inspect.getsource(Message.__new__)
     assert {"BASE_ATTRIBUTES", "FIFO_ATTRIBUTES", "KMS_ATTRIBUTES"} <= set(vars(Queue))
     assert "self.deleted_messages" in inspect.getsource(Queue.delete_message)
+    # what a scan for receivable messages compares, with the clock read once (Message.visible and .delayed each read it)
+    assert "current_time > self.visible_at" in inspect.getsource(Message.visible.fget)
+    assert "current_time < self.delayed_until" in inspect.getsource(Message.delayed.fget)
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
     assert {"message_retention_period", "queue_arn", "_messages"} <= set(vars(Queue("q", "123456789012", "us-east-1")))
