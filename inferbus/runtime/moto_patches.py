@@ -65,6 +65,12 @@ Cost:
   process (each DynamoDB item written, each execution with its history); the lists are now weak
   (:class:`WeakTracked`). ``StartExecution`` deep-copied the state machine for each execution; one
   snapshot per revision is shared (:class:`SnapshotPerRevision`).
+- moto's Step Functions interpreter deep-copies a state's data (its input, result, the
+  execution's context and each history event) several times per state with ``copy.deepcopy``,
+  which was about two fifths of ``inferbus serve``'s CPU under a burst (a 384-float embedding
+  copied float by float through deepcopy's memo). That data is JSON (dicts, lists, strings,
+  numbers): :func:`copy_json` copies it the same way at a fraction of the cost and hands
+  anything else to ``copy.deepcopy``.
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.
@@ -295,7 +301,7 @@ class VisibleMessages:
         self.messages = messages
 
     def __iter__(self) -> Iterator[Any]:
-        return (message for message in self.messages if message.visible and not message.delayed)
+        return _receivable_now(self.messages)
 
     def __bool__(self) -> bool:
         return any(True for _ in self)
@@ -619,6 +625,53 @@ def _patch_stepfunctions() -> None:
         _patch(module, "boto_client_for", cached_client_for)
 
 
+# Values a JSON copy shares instead of copying: immutable, as deepcopy itself returns them.
+_SHARED_AS_IS = frozenset({str, int, float, bool, type(None), bytes, datetime.datetime, datetime.date})
+
+
+def copy_json(value: Any, memo: Any = None) -> Any:
+    """A deep copy of a JSON value (dicts, lists, immutable scalars); anything else via ``copy.deepcopy``.
+
+    The same result as ``copy.deepcopy`` for the data Step Functions passes between states (which
+    JSON parsing made, so no value in it is shared by two containers or contains itself), without
+    deepcopy's per-object memo and dispatch. A ``dict`` or ``list`` subclass is not plain JSON: it is
+    deep-copied as before.
+    """
+    kind = type(value)
+    if kind in _SHARED_AS_IS:
+        return value
+    if kind is dict:
+        return {key: item if type(item) in _SHARED_AS_IS else copy_json(item) for key, item in value.items()}
+    if kind is list:
+        return [item if type(item) in _SHARED_AS_IS else copy_json(item) for item in value]
+    import copy
+
+    return copy.deepcopy(value, memo)
+
+
+class JsonValueCopy:
+    """What a module of moto's Step Functions interpreter sees as ``copy``: :func:`copy_json` as its deepcopy."""
+
+    deepcopy = staticmethod(copy_json)
+
+
+# The interpreter's modules that deep-copy state data (each does ``import copy`` and calls ``copy.deepcopy``).
+_ASL = "moto.stepfunctions.parser.asl."
+STATE_DATA_COPIERS = tuple(_ASL + name for name in (
+    "eval.states", "eval.environment", "eval.event.event_manager", "component.common.string.string_expression",
+    "component.common.path.result_path", "component.state.exec.execute_state",
+    "component.state.exec.state_parallel.state_parallel", "component.state.exec.state_map.state_map",
+    "component.state.exec.state_task.service.state_task_service",
+    "component.intrinsic.function.statesfunction.json_manipulation.json_merge"))
+
+
+def _patch_state_data_copies() -> None:
+    import importlib
+
+    for name in STATE_DATA_COPIERS:
+        _patch(importlib.import_module(name), "copy", JsonValueCopy)
+
+
 class SnapshotPerRevision:
     """What moto's Step Functions module sees as ``copy``: one deep copy per state machine revision.
 
@@ -825,6 +878,10 @@ def _patch_jsonpath() -> None:
     parse = functools.lru_cache(maxsize=1024)(jsonpath_ng.ext.parse)
     _patch(jsonpath_ng.ext, "parse", parse)  # EventBridge's input templates import it at each call
     _patch(json_path, "parse", parse)  # Step Functions' paths imported it once
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+
+    # A ResultPath built jsonpath_ng's parser (a yacc table) for every state it ran: 5 % of serve's CPU in a burst.
+    _patch(result_path, "parse", functools.lru_cache(maxsize=1024)(result_path.parse))
 
 
 def install(changed: Callable[[str, str], None] | None = None,
@@ -851,6 +908,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_events()
     _patch_replays()
     _patch_stepfunctions()
+    _patch_state_data_copies()
     _patch_dynamodb()
     _patch_jsonpath()
 
@@ -1024,7 +1082,17 @@ def mark_managed(rule_arn: str, managed_by: str) -> None:
 def receivable(queue_arn: str) -> bool:
     """Whether a ReceiveMessage could return something now (a visible message), without a request."""
     queue = _queue(queue_arn)
-    return queue is not None and any(message.visible and not message.delayed for message in list(queue._messages))
+    return queue is not None and any(True for _ in _receivable_now(list(queue._messages)))
+
+
+def _receivable_now(messages: Iterable[Any]) -> Iterator[Any]:
+    """The messages that are visible and not delayed, as moto's ``Message.visible`` and ``delayed`` decide, with the
+    clock read once: those properties read it (a datetime subtraction) twice per message, which a poller's check of
+    a queue with many messages in flight made a few per cent of serve's CPU."""
+    from moto.core.utils import unix_time_millis
+
+    now = unix_time_millis()
+    return (message for message in messages if now > message.visible_at and not now < message.delayed_until)
 
 
 def messages_on(queue_arn: str) -> list[dict[str, Any]]:

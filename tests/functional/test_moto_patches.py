@@ -23,6 +23,7 @@ from moto.sqs.models import Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import StateTaskService
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
@@ -56,6 +57,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (moto_backends, "list_of_moto_modules", []),
     (AmazonStateLanguageParser, "parse", ["definition"]),
     (json_path, "parse", ["path", "debug"]),
+    (result_path, "parse", ["string"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
     (BaseModel, "__new__", ["cls", "args", "kwargs"]),
 ]
@@ -79,6 +81,9 @@ def test_what_is_read_directly_is_still_there():
     assert "__new__" not in Message.__dict__ and "instances_tracked" in inspect.getsource(Message.__new__)
     assert {"BASE_ATTRIBUTES", "FIFO_ATTRIBUTES", "KMS_ATTRIBUTES"} <= set(vars(Queue))
     assert "self.deleted_messages" in inspect.getsource(Queue.delete_message)
+    # what a scan for receivable messages compares, with the clock read once (Message.visible and .delayed each read it)
+    assert "current_time > self.visible_at" in inspect.getsource(Message.visible.fget)
+    assert "current_time < self.delayed_until" in inspect.getsource(Message.delayed.fget)
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
     assert {"message_retention_period", "queue_arn", "_messages"} <= set(vars(Queue("q", "123456789012", "us-east-1")))
@@ -494,3 +499,66 @@ def test_what_a_backend_lets_go_of_is_freed_and_what_it_holds_still_listed(patch
     listed = list(Item.instances_tracked)
     assert any(item.attrs["id"].value == "rewritten" for item in listed)
     assert sum(item.attrs["id"].value == "item-7" for item in listed) == 1  # items the table holds stay listed
+
+
+def test_the_interpreter_modules_whose_copies_are_replaced_still_copy_with_copy_deepcopy():
+    import importlib
+
+    for name in moto_patches.STATE_DATA_COPIERS:
+        module = importlib.import_module(name)
+        assert module.copy.__name__ == "copy" and "copy.deepcopy(" in inspect.getsource(module), name
+
+
+@pytest.mark.parametrize("value", [
+    {"embedding": [0.25 * i for i in range(384)], "meta": {"id": "e-1", "ok": True, "none": None, "n": 2**40}},
+    [[1, [2, [3, {"deep": ["x"]}]]], "s", 1.5, False],
+    "a string", 7, None,
+])
+def test_a_json_copy_equals_deepcopy_and_shares_no_container(value):
+    import copy
+
+    copied = moto_patches.copy_json(value)
+    assert copied == copy.deepcopy(value)
+
+    def containers(tree: object) -> list[object]:
+        found: list[object] = []
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (dict, list)):
+                found.append(node)
+                stack.extend(node.values() if isinstance(node, dict) else node)
+        return found
+
+    assert not {id(c) for c in containers(copied)} & {id(c) for c in containers(value)}
+
+
+def test_what_is_not_plain_json_is_deep_copied_as_before():
+    import collections
+    import datetime
+
+    class State:
+        def __init__(self) -> None:
+            self.data = {"k": [1]}
+
+    state, ordered, stamp = State(), collections.OrderedDict(a=[1]), datetime.datetime(2026, 1, 1)
+    copied = moto_patches.copy_json({"state": state, "ordered": ordered, "at": stamp})
+    assert copied["state"] is not state and copied["state"].data == state.data and copied["state"].data is not state.data
+    assert type(copied["ordered"]) is collections.OrderedDict and copied["ordered"]["a"] is not ordered["a"]
+    assert copied["at"] == stamp
+
+
+def test_an_execution_s_states_do_not_share_data_under_the_json_copy():
+    """A Pass state that writes into its input's dict (ResultPath) leaves the execution's input as it was."""
+    definition = {"StartAt": "Add", "States": {
+        "Add": {"Type": "Pass", "Result": "x", "ResultPath": "$.nested.added", "Next": "Again"},
+        "Again": {"Type": "Pass", "Result": "y", "ResultPath": "$.nested.again", "End": True}}}
+    with runtime(t.template(), tap=False) as pipeline:
+        arn = pipeline.stepfunctions.create_state_machine(
+            name="copies", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        given = {"nested": {"kept": [1, 2]}}
+        execution = pipeline.stepfunctions.start_execution(stateMachineArn=arn, input=json.dumps(given))["executionArn"]
+        pipeline.drain()
+        described = pipeline.stepfunctions.describe_execution(executionArn=execution)
+    assert json.loads(described["input"]) == given
+    assert json.loads(described["output"]) == {"nested": {"kept": [1, 2], "added": "x", "again": "y"}}
