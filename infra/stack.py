@@ -35,7 +35,7 @@ from inferbus_lambda.environment import (
 from inferbus_lambda.errors import REJECTION_ERRORS
 from inferbus_lambda.execution_failures import ENDED, LOGGED_ENDS, STATUS_CHANGE
 
-from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Route
+from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Route, StateTable
 from inferbus.model.declarations import Workflow as WorkflowDeclaration
 from inferbus.model.names import (
     ACCEPT_STEM,
@@ -98,6 +98,7 @@ ACCEPT_CLAIM_ACTIONS = ("dynamodb:PutItem",)
 CONSUMER_CLAIM_ACTIONS = ("dynamodb:PutItem", "dynamodb:BatchWriteItem")
 # CloudWatch alarms on metric math take at most 10 metrics; FIS takes at most 5 stop conditions.
 METRICS_PER_ALARM = 10
+STATE_TABLE_READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
 # The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
 LOG_RETENTION = dict(
     zip(
@@ -153,6 +154,7 @@ class InferbusStack(Stack):
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             removal_policy=RemovalPolicy.DESTROY,  # it holds only short-lived claims
         )
+        self.state_tables = {table.name: self._state_table(table) for table in pipeline.state_tables}
         self.alarm_topic = sns.Topic(
             self,
             "AlarmTopic",
@@ -263,6 +265,7 @@ class InferbusStack(Stack):
             CONSUMES=declaration.accepts.type,
             PRODUCES=declaration.result_type,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+            INFERBUS_STATE_TABLES=self._state_tables_variable(declaration) if declaration.reads else None,
         )
         consumer = QueueConsumer(
             scope,
@@ -284,6 +287,8 @@ class InferbusStack(Stack):
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
         self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
+        for table in declaration.reads:  # read-only, and only the two reads a state table's reader makes
+            self.state_tables[table.name].grant(consumer.function, *STATE_TABLE_READ_ACTIONS)
         ConsumerMonitoring(
             scope,
             f"{declaration.construct_id}Monitoring",
@@ -297,6 +302,26 @@ class InferbusStack(Stack):
         )
         self._queue_consumer_outputs(consumer)
         return consumer
+
+    def _state_table(self, declaration: StateTable) -> dynamodb.Table:
+        """A store consumers read (see :class:`~inferbus.model.declarations.StateTable`): encrypted, with
+        point-in-time recovery, on demand, retained when the stack goes (it holds your data)."""
+        table = dynamodb.Table(
+            self,
+            declaration.construct_id,
+            partition_key=dynamodb.Attribute(name=StateTable.KEY, type=dynamodb.AttributeType.STRING),
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        CfnOutput(self, declaration.output_key, value=table.table_name)
+        return table
+
+    def _state_tables_variable(self, declaration: Consumer) -> str:
+        """``INFERBUS_STATE_TABLES``: each table the consumer reads, by declared name."""
+        return self.to_json_string({table.name: {"table": self.state_tables[table.name].table_name,
+                                                 "cache_s": table.cache_s} for table in declaration.reads})
 
     @staticmethod
     def _queue_consumer_outputs(consumer: QueueConsumer) -> None:

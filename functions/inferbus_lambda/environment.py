@@ -153,6 +153,9 @@ class ConsumerEnvironment(ClaimsEnvironment):
         (SQS's own redrive would move it without one). Unset: SQS moves it, reason unknown.
     RECORD_SOURCE
         The channel its records come from (``inferbus_lambda.sources.RECORD_SOURCES``). Default ``sqs``.
+    INFERBUS_STATE_TABLES
+        The state tables it reads, a JSON object: declared name -> ``{"table": physical name,
+        "cache_s": seconds}`` (``inferbus_lambda.state``). Unset: it reads none.
     """
 
     EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
@@ -163,6 +166,7 @@ class ConsumerEnvironment(ClaimsEnvironment):
     DEAD_LETTER_QUEUE_URL: str | None = None
     MAX_RECEIVE_COUNT: Annotated[int, Field(ge=1)] | None = None
     RECORD_SOURCE: Annotated[str, Field(min_length=1)] = "sqs"
+    INFERBUS_STATE_TABLES: str | None = None
 
 
 class IngestEnvironment(FunctionEnvironment):

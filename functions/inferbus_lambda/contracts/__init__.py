@@ -1,6 +1,6 @@
 """Event contracts: the CloudEvents envelope (:mod:`.core`) and the data of each event type.
 
-One module per domain: :mod:`.images`, :mod:`.text`, :mod:`.risk`. To add event types, add a
+One module per domain: :mod:`.images`, :mod:`.text`, :mod:`.risk`, :mod:`.recommendations`. To add event types, add a
 module here with :class:`EventData` subclasses (``inferbus new consumer`` writes one from your
 model's inputs and outputs); defining the class registers the type, so the consumers, the
 workflows' first step, the CLI and the tests all validate with it.
@@ -41,6 +41,7 @@ from .images import (
     ImageSubmitted,
     ModelScore,
 )
+from .recommendations import MAX_RECOMMENDATIONS, Recommendation, Recommended
 from .risk import (
     FEATURE_LIMIT,
     RISK_FEATURES,
@@ -58,7 +59,7 @@ from .text import MAX_ENTITIES, TEXT_MAX_CHARS, Entity, Sentiment, TextAnalysisF
 
 __all__ = [
     "ApprovalFailed", "CAUSE_MAX_CHARS", "CloudEvent", "Customer", "DIGIT_CLASSES", "EVENT_DATA_MODELS", "Entity",
-    "EventData", "FEATURE_LIMIT", "IDENTIFIER_PATTERN", "IMAGE_PIXELS", "Identifier", "ImageAnalysisFailed",
+    "EventData", "FEATURE_LIMIT", "IDENTIFIER_PATTERN", "IMAGE_PIXELS", "Identifier", "MAX_RECOMMENDATIONS", "Recommendation", "Recommended", "ImageAnalysisFailed",
     "ImageAnalyzed", "ImageClassified", "ImageSubmitted", "InvalidEventError", "MAX_ENTITIES", "ModelRef", "ModelScore",
     "PIXEL_MAX", "Probability", "RISK_FEATURES", "ReviewCase", "ReviewCompleted", "ReviewFailed", "ReviewRequest",
     "RiskScored", "Sentiment", "ShortText", "TEXT_MAX_CHARS", "TextAnalysisFailed", "TextAnalyzed", "TextSubmitted",
