@@ -191,8 +191,10 @@ def review_queue_url(pipeline):
 
 
 def offers(pipeline, segment):
-    return [json.loads(m["Body"])["detail"]["data"]["input_id"]
-            for m in pipeline.peek(pipeline.route_queue_url(f"{segment.lower()}-customer-offers"))]
+    """The transactions the segment's recommender answered (Recommended, by the id of the approval it took)."""
+    approvals = {e.id: e.data.input_id for e in published(pipeline, "TransactionApproved")}
+    return [approvals[e.data.input_id] for e in published(pipeline, "Recommended")
+            if e.source == RESULT_SOURCES[f"{segment.lower()}-customer-recommender"]]
 
 
 LOW_RISK, HIGH_RISK = 0, 1  # rows of risk-holdout.npz: benign (risk 0.001) and malignant (risk 1.0)
