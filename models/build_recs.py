@@ -15,7 +15,8 @@ and aggregate popularity per demographic segment. The demo's customers are synth
 Written:
 
 - ``models/recs-ease.onnx``      returning customers: history (multi-hot over the movies) ->
-  low-rank EASE item-item scores (two MatMuls) -> already-seen movies masked -> TopK 10;
+  low-rank EASE item-item scores (two MatMuls) + a popularity tie-breaker -> already-seen
+  movies masked -> TopK 10 (an empty history gets the most popular movies);
 - ``models/recs-popular.onnx``   new customers: demographic segment (age band x gender) ->
   Gather of that segment's popularity -> TopK 10;
 - ``models/recs-customers.jsonl`` the demo's customer profiles, seeded into the
@@ -58,12 +59,15 @@ WHEEL_DIR = "recbole/dataset_example/ml-100k/"
 SEED = 7
 COLD_FRACTION = 0.1
 TOP_K = 10
-LAMBDAS = (100.0, 250.0, 500.0, 1000.0)
+LAMBDAS = (50.0, 100.0, 250.0, 500.0)
 RANKS = (64, 128, 256)
 # MovieLens-1M's age groups, used here on 100K's exact ages: under 18, 18-24, 25-34, 35-44, 45-49, 50-55, 56+.
 AGE_BANDS = ((0, 17), (18, 24), (25, 34), (35, 44), (45, 49), (50, 55), (56, 200))
 GENDERS = ("F", "M")
 MASK = 1.0e4  # subtracted from the score of a movie already seen: below every real score
+# Popularity (share of users who rated a movie, 0-1) times this is added to every score: it only breaks ties,
+# so a customer with no history (all scores 0) gets the most popular movies from the same graph.
+PRIOR_WEIGHT = 1.0e-4
 DEMO_CUSTOMERS = 17
 DATASET = ("MovieLens-100K (GroupLens; read from the recbole 1.2.1 wheel's dataset_example/ml-100k): "
            "non-commercial research only, cite Harper & Konstan 2015, not redistributed")
@@ -165,13 +169,14 @@ def segment_popularity(x: np.ndarray, users: np.ndarray, data: MovieLens) -> np.
     return table
 
 
-def ease_graph(left: np.ndarray, right: np.ndarray) -> bytes:
+def ease_graph(left: np.ndarray, right: np.ndarray, prior: np.ndarray) -> bytes:
     from onnx import TensorProto, helper, numpy_helper
 
     n_items = left.shape[0]
     nodes = [
         helper.make_node("MatMul", ["history", "left"], ["embedding"]),
-        helper.make_node("MatMul", ["embedding", "right"], ["scores_all"]),
+        helper.make_node("MatMul", ["embedding", "right"], ["similarity"]),
+        helper.make_node("Add", ["similarity", "prior"], ["scores_all"]),
         helper.make_node("Mul", ["history", "mask"], ["penalty"]),
         helper.make_node("Sub", ["scores_all", "penalty"], ["masked"]),
         helper.make_node("TopK", ["masked", "k"], ["scores", "index"], axis=1),
@@ -183,6 +188,7 @@ def ease_graph(left: np.ndarray, right: np.ndarray) -> bytes:
         [helper.make_tensor_value_info("items", TensorProto.INT64, [None, TOP_K]),
          helper.make_tensor_value_info("scores", TensorProto.FLOAT, [None, TOP_K])],
         [numpy_helper.from_array(left, "left"), numpy_helper.from_array(right, "right"),
+         numpy_helper.from_array((PRIOR_WEIGHT * prior).astype(np.float32)[None, :], "prior"),
          numpy_helper.from_array(np.array(MASK, dtype=np.float32), "mask"),
          numpy_helper.from_array(np.array([TOP_K], dtype=np.int64), "k"),
          numpy_helper.from_array(np.array(1, dtype=np.int64), "one")],
@@ -266,7 +272,7 @@ def main() -> None:  # noqa: PLR0915 - one build, read top to bottom
     x = matrix(train, n_users, data.n_items)
     b = ease(x, l2)
     left, right = low_rank(b, rank)
-    EASE_FILE.write_bytes(ease_graph(left, right))
+    EASE_FILE.write_bytes(ease_graph(left, right, x[warm].mean(axis=0)))
     truth = np.array([test[u] for u in warm_list])
     hr, ndcg = hit_and_ndcg(run_onnx(EASE_FILE, {"history": x[warm_list]}), truth)
     full_hr, full_ndcg = hit_and_ndcg(top_k(x[warm_list] @ b.astype(np.float32), x[warm_list]), truth)

@@ -47,7 +47,7 @@ COMPONENTS = [
         handler="returning_customer_recommender.handler.lambda_handler",
         accepts=EventFilter("TransactionApproved", sources=APPROVERS, data={"customer": {"segment": ["returning"]}}),
         emits="Recommended",
-        models=("recs-ease", "recs-popular"),
+        models=("recs-ease",),
         reads=(PROFILES,),
     ),
     Consumer(

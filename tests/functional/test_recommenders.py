@@ -58,7 +58,7 @@ def test_returning_customers_get_unseen_movies_from_their_history_in_one_batch(p
         assert len(set(items)) == len(items) == 10 and not set(items) & set(profile["history"])
         assert [r.score for r in answer.data.items] == sorted((r.score for r in answer.data.items), reverse=True)
     unknown = answers[ids[-1]]
-    assert (unknown.data.basis, unknown.data.model.name) == ("popularity", "recs-popular")
+    assert (unknown.data.basis, unknown.data.model.name) == ("popularity", "recs-ease") and len(unknown.data.items) == 10
     function = pipeline.consumer("returning-customer-recommender").function
     assert max(e.data.batch_size for e in answers.values()) > 1 and len(function.invocations) < len(ids)
 
