@@ -70,6 +70,9 @@ class Flow:
 
     name: str
     levels: tuple[tuple[Component, ...], ...]
+    # Per level, the (result source, result type) pairs of the level above that it takes: a result no stage
+    # below takes ends its input there (a rejected review's ReviewCompleted), one that is taken must go on.
+    taken: tuple[frozenset[tuple[str, str]], ...] = ()
 
     @property
     def root(self) -> Component:
@@ -93,11 +96,16 @@ def downstream(pipeline: Pipeline, producer: Component) -> list[Component]:
 
 
 def flow_of(pipeline: Pipeline, root: Component) -> Flow:
-    levels, seen = [(root,)], {root.name}
+    from inferbus.demo.inputs import input_type
+
+    levels, seen, taken = [(root,)], {root.name}, [frozenset[tuple[str, str]]()]
     while True:
-        nxt = tuple(t for stage in levels[-1] for t in downstream(pipeline, stage) if t.name not in seen)
+        # Once each: two stages of a level may feed one below (both approvals feed each recommender).
+        nxt = tuple({t.name: t for stage in levels[-1] for t in downstream(pipeline, stage) if t.name not in seen}.values())
         if not nxt:
-            return Flow(root.name, tuple(levels))
+            return Flow(root.name, tuple(levels), tuple(taken))
+        taken.append(frozenset((stage.result_source, input_type(below)) for stage in levels[-1]
+                               for below in downstream(pipeline, stage) if below in nxt))
         seen |= {t.name for t in nxt}
         levels.append(nxt)
 
@@ -456,14 +464,20 @@ def _outcome(flow: Flow, event_id: str, results: dict[str, dict[tuple[str, str],
     repeats: list[list[str]] = []
     for depth, level in enumerate(flow.levels):
         sources = {stage.result_source for stage in level}
+        below = flow.taken[depth + 1] if depth + 1 < len(flow.taken) else None  # None: not known, follow every result
         produced: list[str] = []
+        onward: list[str] = []
         for subject in subjects:
-            for (source, _), copies in results.get(subject, {}).items():
+            for (source, result_type), copies in results.get(subject, {}).items():
                 if source in sources:
                     repeats += [copies] if len(copies) > 1 else []
-                    produced += [result_id for result_id in dict.fromkeys(copies) if result_id not in produced]
+                    ids = [result_id for result_id in dict.fromkeys(copies) if result_id not in produced]
+                    produced += ids
+                    onward += ids if below is None or (source, result_type) in below else []
         if produced:  # a failure event beside a result is a redelivery's (its Accept failed): the input was processed
-            subjects = produced
+            if not onward and depth + 1 < len(flow.levels):
+                return repeats, "processed"  # its results end here: nothing below takes them
+            subjects = onward
             continue
         if any(failures.get(subject) for subject in subjects):
             return repeats, "failed"
