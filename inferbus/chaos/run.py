@@ -404,7 +404,7 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
     republishable = _republishable(injectors, report)
     ledger = Ledger()
     for event_id in sent:
-        repeats, outcome = _outcome(flow, event_id, results, failures, waiting)
+        repeats, outcome = _outcome(flow, event_id, results, failures, waiting, dead)
         in_dlq = event_id in dead
         ledger.count_repeats(repeats, republishable)
         if outcome == "processed":
@@ -417,7 +417,7 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
             ledger.failed_with_reason += 1
         elif outcome == "pending":
             ledger.pending_review += 1
-        elif outcome is None and in_dlq:
+        elif outcome == "dead-lettered" or (outcome is None and in_dlq):
             ledger.in_dead_letter_queue += 1
         else:
             ledger.lost += 1
@@ -455,9 +455,11 @@ def _republishable(injectors: dict[Any, FaultInjector], report: FlowReport) -> C
 
 
 def _outcome(flow: Flow, event_id: str, results: dict[str, dict[tuple[str, str], list[str]]],
-             failures: dict[str, list[str]], waiting: set[str]) -> tuple[list[list[str]], str | None]:
+             failures: dict[str, list[str]], waiting: set[str],
+             dead: set[str] = frozenset()) -> tuple[list[list[str]], str | None]:  # type: ignore[assignment]
     """Follow one input down the flow, level by level: (the ids of each result published more than
-    once, one per copy; processed / failed / pending / None). At each level the input (or its
+    once, one per copy; processed / failed / pending / dead-lettered (a result of it, below the root, waits in a
+    DLQ) / None). At each level the input (or its
     results) must have one outcome: results, which the next level takes, a failure event, or a
     person still deciding."""
     subjects: list[str] = [event_id]
@@ -483,6 +485,8 @@ def _outcome(flow: Flow, event_id: str, results: dict[str, dict[tuple[str, str],
             return repeats, "failed"
         if any(subject in waiting for subject in subjects):
             return repeats, "pending"
+        if any(subject in dead for subject in subjects):
+            return repeats, "dead-lettered"  # a result of it waits in a DLQ below the root (a consumer fed by a workflow)
         return repeats, None if depth == 0 else "lost"
     return repeats, "processed"
 

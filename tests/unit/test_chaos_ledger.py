@@ -73,3 +73,13 @@ def test_an_input_whose_results_nothing_below_takes_is_processed_and_one_taken_b
     }
     outcomes = {event_id: _outcome(flow, event_id, results, {}, set())[1] for event_id in ("rejected", "approved", "dropped")}
     assert outcomes == {"rejected": "processed", "approved": "processed", "dropped": "lost"}
+
+
+def test_an_input_whose_result_waits_in_a_dlq_below_the_root_is_dead_lettered_not_lost():
+    from inferbus.chaos.run import _outcome
+
+    flow = _branching_flow()
+    src = {stage.name: stage.result_source for stage in flow.stages}
+    results = {"held": {(src["score"], "Scored"): ["s4"]}, "s4": {(src["approve"], "Approved"): ["a4"]}}
+    assert _outcome(flow, "held", results, {}, set(), {"a4"})[1] == "dead-lettered"
+    assert _outcome(flow, "held", results, {}, set(), set())[1] == "lost"
