@@ -23,7 +23,7 @@ from typing import Any
 
 from inferbus_lambda.claims import claim_key, claim_store
 from inferbus_lambda.environment import ClaimsEnvironment
-from pydantic import ValidationError
+from inferbus_lambda.errors import ConfigurationError
 
 
 def expire_claims_of(dynamodb: Any, function_environment: dict[str, str], messages: list[dict[str, Any]],
@@ -38,8 +38,8 @@ def expire_claims_of(dynamodb: Any, function_environment: dict[str, str], messag
     ``dynamodb`` is the client a DynamoDB store uses.
     """
     try:
-        environment = ClaimsEnvironment.model_validate(function_environment)
-    except ValidationError:
+        environment = ClaimsEnvironment.from_environ(function_environment)
+    except ConfigurationError:
         return 0
     store = claim_store(environment, scope=environment.POWERTOOLS_SERVICE_NAME, client=dynamodb)
     now_ms = int(time.time() * 1000)

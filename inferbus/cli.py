@@ -235,8 +235,9 @@ def _chaos(args: argparse.Namespace) -> int:
     from .chaos.report import print_chaos_report
 
     rates = FaultRates(**{rate.name: getattr(args, rate.name) for rate in fields(FaultRates)})  # a flag per rate
+    stores = ("dynamodb", "redis") if args.claims_store == "both" else (args.claims_store,)
     options = dict(events=args.events, rates=rates, flow=args.flow, seed=args.seed, redrive=not args.no_redrive,
-                   batch_size=args.batch_size)
+                   batch_size=args.batch_size, claims_stores=stores)
     report = _run_and_report("chaos", run_chaos, options, print_chaos_report, args.json, ChaosError)
     return 0 if report.balanced else 1
 
@@ -323,6 +324,27 @@ def _replay(args: argparse.Namespace) -> int:
     return 0 if state not in ("FAILED", "CANCELLED") else 1
 
 
+def _kafka_topic(args: argparse.Namespace) -> Any:
+    """``--topic`` and its cluster as a KafkaTopic (checked by it: one line naming what to fix), for ``--channel kafka``."""
+    from .model.declarations import DeclarationError
+    from .model.kafka import KafkaTopic
+
+    given = {"topic": args.topic, "cluster_arn": args.cluster_arn, "secret_arn": args.secret_arn,
+             "bootstrap_servers": tuple(args.bootstrap_servers.split(",")) if args.bootstrap_servers else ()}
+    if args.channel != "kafka":
+        named = [f"--{name.replace('_', '-')}" for name, value in given.items() if value]
+        if named:
+            raise CommandError(f"{', '.join(named)}: only for --channel kafka")
+        return None
+    if not args.topic:
+        raise CommandError("--channel kafka needs --topic NAME and --cluster-arn ARN (Amazon MSK) or "
+                           "--bootstrap-servers HOST:PORT,... --secret-arn ARN (self-managed)")
+    try:
+        return KafkaTopic(**given)
+    except DeclarationError as error:
+        raise CommandError(str(error)) from None
+
+
 def _new(args: argparse.Namespace) -> int:
     from .scaffold import ScaffoldError, new_consumer, new_workflow
 
@@ -330,7 +352,8 @@ def _new(args: argparse.Namespace) -> int:
         if args.kind == "consumer":
             written = new_consumer(args.name, Path(args.model), args.event, args.result,
                                    Path(args.samples) if args.samples else None, task=args.task, labels=args.labels,
-                                   channel=args.channel, group_by=args.group_by)
+                                   channel=args.channel, group_by=args.group_by, broker=_kafka_topic(args),
+                                   queue=args.queue)
         else:
             written = new_workflow(args.name, args.event, args.result, steps=tuple(args.steps.split(",")))
     except ScaffoldError as error:
@@ -732,6 +755,10 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--batch-size", type=_in_range(1, 100), default=10, help="the consumer's SQS batch (default 10)")
     chaos.add_argument("--seed", type=int, default=7, help="for a repeatable run (default 7)")
     chaos.add_argument("--no-redrive", action="store_true", help="leave the DLQ as the faults left it")
+    chaos.add_argument("--claims-store", choices=("dynamodb", "redis", "both"), default="dynamodb",
+                       help="where the claims are kept (default dynamodb); redis: the local redis-server at "
+                       "INFERBUS_REDIS_URL (default redis://127.0.0.1:6379); both: each flow once per store, their "
+                       "requests and cost side by side")
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     chaos.set_defaults(run=_chaos)
     serve = command("serve", "run the pipeline embedded behind a local AWS endpoint (AWS CLI, boto3, inferbus send)",
@@ -814,9 +841,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "that could be either (logits or K targets); default: from the graph and the samples")
     consumer.add_argument("--labels", metavar="A,B,C", help="the classes of a model that ends in logits or scores, "
                           "in the order of its scores (binary: negative first); implies --task classifier")
-    consumer.add_argument("--channel", default="sqs", metavar="sqs|fifo",
-                          help="how its events reach it: sqs (default: unordered) or fifo (in order per --group-by key); "
-                          "kafka and rabbitmq are not available yet. See docs/channels.md")
+    consumer.add_argument("--channel", default="sqs", metavar="sqs|fifo|kafka|rabbitmq",
+                          help="how its events reach it: sqs (default: unordered), fifo (in order per --group-by key), "
+                          "kafka (a topic, in order per partition: --topic and its cluster) or rabbitmq (a RabbitMQ "
+                          "queue on Amazon MQ, --queue). See docs/channels.md")
+    consumer.add_argument("--topic", metavar="NAME", help="a kafka consumer's topic")
+    consumer.add_argument("--cluster-arn", metavar="ARN", help="a kafka topic's Amazon MSK cluster (IAM authentication)")
+    consumer.add_argument("--bootstrap-servers", metavar="HOST:PORT,...", help="a self-managed Kafka cluster's brokers "
+                          "(with --secret-arn, its SASL/SCRAM-512 user in Secrets Manager)")
+    consumer.add_argument("--secret-arn", metavar="ARN", help="a self-managed Kafka cluster's SASL/SCRAM secret")
+    consumer.add_argument("--queue", metavar="NAME", help="a rabbitmq consumer's RabbitMQ queue (default: its name)")
     consumer.add_argument("--group-by", metavar="PATH", help="a fifo consumer's key, a path into the event: "
                           "$.detail.data.<field> or a CloudEvent attribute (default $.detail.source)")
     consumer.set_defaults(run=_new)

@@ -177,8 +177,8 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
     queues = _of_type(template, "AWS::SQS::Queue")
     functions = _of_type(template, "AWS::Lambda::Function")
     machines = _of_type(template, "AWS::StepFunctions::StateMachine")
-    mappings = {_target_id(m["EventSourceArn"]): _target_id(m["FunctionName"])
-                for m in _of_type(template, "AWS::Lambda::EventSourceMapping").values()}
+    mappings = {_target_id(m.get("EventSourceArn")): _target_id(m["FunctionName"])
+                for m in _of_type(template, "AWS::Lambda::EventSourceMapping").values() if "Topics" not in m}
     queue_urls = {json.dumps({"Ref": k}): k for k in queues}
 
     def queue(queue_id: str) -> str:
@@ -246,6 +246,24 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
                 kind = target["Arn"]["Fn::GetAtt"][0] if "Fn::GetAtt" in target["Arn"] else target_id
                 edge(rule_node, node(target_id, QUEUES, "store", f"Firehose\n{HASH.sub('', kind)}"), label)
 
+    brokers = _of_type(template, "AWS::AmazonMQ::Broker")
+    for mapping_id, mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").items():
+        source = mapping.get("EventSourceArn")
+        if "Queues" not in mapping or not (_target_id(source) in brokers or ":mq:" in str(source)):
+            continue
+        # A rabbitmq channel: your producers publish to the queue over AMQP; no rule feeds it.
+        broker = "in the stack" if _target_id(source) in brokers else str(source).split(":broker:")[-1].split(":")[0]
+        inbox = node(f"rabbitmq:{mapping_id}", QUEUES, "queue",
+                     f"RabbitMQ queue {', '.join(mapping['Queues'])}\nAmazon MQ broker {broker}")
+        edge("producers", inbox, "AMQP")
+        consumer = _target_id(mapping["FunctionName"])
+        edge(inbox, function(consumer), "batches")
+        dead_letters = queue_urls.get(json.dumps(functions[consumer].get("Environment", {}).get("Variables", {})
+                                                 .get("DEAD_LETTER_QUEUE_URL")))
+        if dead_letters:
+            edge(consumer, node(dead_letters, QUEUES, "dlq", _spaced(names.get(dead_letters, HASH.sub("", dead_letters)))),
+                 "last attempt + reason", "dashed")
+
     log_groups = {json.dumps({"Ref": _target_id(destination["CloudWatchLogsLogGroup"]["LogGroupArn"])}): machine_id
                   for machine_id, machine in machines.items()
                   for destination in machine.get("LoggingConfiguration", {}).get("Destinations", [])}
@@ -258,6 +276,17 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
             edge(bus_id, source, "execution ended (its log)", "dashed")
             edge(source, function(_target_id(subscription["DestinationArn"])))
 
+    for mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").values():
+        if "Topics" in mapping:  # a kafka channel: the topic in the queues' column, its mapping's retries and on-failure queue
+            _kafka_consumer(mapping, node, edge, function, queue, queues)
+    for pipe in _of_type(template, "AWS::Pipes::Pipe").values():
+        kafka = pipe.get("SourceParameters", {})
+        kafka = kafka.get("ManagedStreamingKafkaParameters") or kafka.get("SelfManagedKafkaParameters")
+        if kafka and _target_id(pipe.get("Target")) == bus_id:
+            topic = node(f"kafka:{kafka['TopicName']}", PRODUCERS, "producer", f"Kafka topic {kafka['TopicName']}\n"
+                         f"{'Amazon MSK' if 'ManagedStreamingKafkaParameters' in pipe['SourceParameters'] else 'self-managed'}")
+            edge(topic, bus_id, "EventBridge Pipe")
+
     ingest = [k for k, p in functions.items() if "RESERVED_SOURCES" in p.get("Environment", {}).get("Variables", {})]
     for ingest_id in ingest:
         node(ingest_id, PRODUCERS, "function", "HTTPS ingest\nfunction URL, IAM auth")
@@ -268,6 +297,20 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
             graph.nodes[stream_id].update(label="Firehose: results archive", lines=("Firehose: results archive",))
             edge(stream_id, node(bucket, FUNCTIONS, "store", "S3: results\nStandard → IA → Glacier"), "gzip JSON Lines")
     return graph
+
+
+def _kafka_consumer(mapping: Mapping[str, Any], node: Any, edge: Any, function: Any, queue: Any,
+                    queues: Mapping[str, Any]) -> None:
+    """A Kafka-fed consumer: its topic (MSK or self-managed) -> its function, and what the mapping gives up."""
+    where = "Amazon MSK" if "EventSourceArn" in mapping else "self-managed Kafka"
+    group = (mapping.get("AmazonManagedKafkaEventSourceConfig") or mapping.get("SelfManagedKafkaEventSourceConfig") or {})
+    topic_id = node(f"kafka:{mapping['Topics'][0]}:{group.get('ConsumerGroupId', '')}", QUEUES, "queue",
+                    f"Kafka topic {mapping['Topics'][0]}\n{where}, group {group.get('ConsumerGroupId', '?')}")
+    function_id = function(_target_id(mapping["FunctionName"]))
+    edge(topic_id, function_id, "batches, in order per partition")
+    failure = _target_id(mapping.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination"))
+    if failure in queues:
+        edge(function_id, queue(failure), f"on failure, after {mapping.get('MaximumRetryAttempts', '?')} retries", "dashed")
 
 
 def _service_tasks(machine: Mapping[str, Any]) -> set[str]:

@@ -160,9 +160,11 @@ class LocalPipeline(EmbeddedPipeline):
     def consumer(self, name: str) -> LocalConsumer:
         """The declared consumer ``name``, running."""
         declaration = self.declarations.component(name)
-        queue_url = self.outputs[declaration.output_key(QUEUE_URL)]
-        return LocalConsumer(name, self.function(self.outputs[declaration.output_key(FUNCTION_NAME)]),
-                             self.event_source(queue_url), queue_url, self.outputs[declaration.output_key(DEAD_LETTER_QUEUE_URL)])
+        function = self.function(self.outputs[declaration.output_key(FUNCTION_NAME)])
+        queue_url = self.outputs.get(declaration.output_key(QUEUE_URL), "")  # none: it reads a broker (kafka, rabbitmq)
+        source = (self.event_source(queue_url) if queue_url
+                  else next(source for source in self.event_sources if source.function is function))
+        return LocalConsumer(name, function, source, queue_url, self.outputs.get(declaration.output_key(DEAD_LETTER_QUEUE_URL), ""))
 
     def state_machine(self, workflow: str) -> StateMachineInfo:
         """The state machine of the declared workflow ``workflow``."""

@@ -107,11 +107,12 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
     # The tap feeds the console's recent events; with ``retain`` it keeps a window when nobody reads it.
     with LocalPipeline(template, retain=RETAINED) as pipeline:
-        consumers = {pipeline.consumer(c.name).queue_url: c.name for c in pipeline.declarations.consumers}
-        consumers[pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"]] = UNROUTED_CHECK_NAME
+        # By event source: a kafka or rabbitmq consumer's reads a broker, not an SQS queue.
+        named = {pipeline.consumer(c.name).source: c.name for c in pipeline.declarations.consumers}
+        named[pipeline.event_source(pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"])] = UNROUTED_CHECK_NAME
 
         def batch_done(source: Any, invocation: Any) -> None:
-            lines.put(LogLine("batch", consumers.get(source.queue.url, source.queue.name), {
+            lines.put(LogLine("batch", named.get(source, source.channel.name), {
                 "records": invocation.records, "failed": len(invocation.failed_ids),
                 "ms": round(invocation.duration_ms, 1), "error": invocation.error}))
 

@@ -7,7 +7,9 @@ Context comes from ``-c key=value`` on the command line (strings) or the ``conte
 =================================  ===============================================================
 key                                sets
 =================================  ===============================================================
-``stage``                          the stage (names get ``-<stage>``; default none)
+``stage``                          the stage (names get ``-<stage>``; default none); a stage with a
+                                   module in ``infra/stages/`` (``channels``) brings its own
+                                   components and setting defaults
 a field of ``InferbusSettings``    that setting (``review_threshold``, ``archive_retention_days``, ...)
 ``<component>.<field>``            a consumer's or a route's setting (``ConsumerSettings``, ...)
 ``<workflow>.<Task>.<field>``      a workflow task's setting (``FunctionSettings``)
@@ -117,7 +119,15 @@ def parse_context(context: Mapping[str, Any], pipeline: Pipeline | None = None) 
 
 
 def configure(context: Mapping[str, Any], pipeline: Pipeline) -> tuple[InferbusSettings, Pipeline]:
-    """Settings and declarations as ``context`` sets them (see the module docstring)."""
+    """Settings and declarations as ``context`` sets them (see the module docstring). A stage with a module
+    of its own (``infra/stages/<stage>.py``) brings its components instead of ``pipeline`` and its setting
+    defaults under ``context``'s."""
+    from .stages import STAGES, stage_pipeline
+
+    stage = STAGES.get(str(context.get("stage", "")))
+    if stage is not None:
+        context = {**getattr(stage, "SETTINGS", {}), **context}
+        pipeline = stage_pipeline(stage)
     settings, overrides = parse_context(context, pipeline)
     return settings, pipeline.with_overrides(overrides)
 

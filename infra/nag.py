@@ -42,6 +42,15 @@ def acknowledge_on_failure_queue(queue: object) -> None:
                  "(a workflow's net, by its execution log's subscription), which cdk-nag does not recognise as DLQ use.")
 
 
+def acknowledge_kafka_network_interfaces(role: iam.IRole) -> None:
+    """Reading an MSK cluster takes network interfaces in its VPC; the EC2 actions for them take no resource."""
+    _acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+                 "Lambda's Kafka poller and EventBridge Pipes reach an MSK cluster through network interfaces in its "
+                 "VPC: ec2:CreateNetworkInterface, DescribeNetworkInterfaces, DeleteNetworkInterface, DescribeVpcs, "
+                 "DescribeSubnets and DescribeSecurityGroups support no resource-level permissions, so '*' is the only "
+                 "form AWS accepts. The Kafka actions themselves are scoped to the cluster, topic and group ARNs.")
+
+
 def acknowledge_review_queue(queue: object) -> None:
     """The manual-review queue has no redrive policy, on purpose."""
     _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",
@@ -132,3 +141,36 @@ def acknowledge_rule_listing(role: iam.IRole, bus: object) -> None:
                  "unrouted-events check counts "
                  "every enabled rule with a target, including rules other stacks and users add to the bus later, whose "
                  "names it cannot know at deploy time; a rule ARN names its bus, so no other bus's rules are readable.")
+
+
+def acknowledge_vpc_access_policy(role: iam.IRole) -> None:
+    """A function in a VPC needs the AWS managed policy for its network interfaces."""
+    _acknowledge(role, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                 "AWSLambdaVPCAccessExecutionRole]",
+                 "A function in a VPC (here: to reach the Redis claims cache) needs AWSLambdaVPCAccessExecutionRole, the "
+                 "policy AWS documents for it: it lets Lambda create, describe and delete the function's network "
+                 "interfaces (ec2:CreateNetworkInterface and friends support no narrower resource) and write its logs.")
+
+def acknowledge_mq_dead_letter_queue(queue: object) -> None:
+    """A RabbitMQ consumer's DLQ is filled by the consumer itself: Lambda has no on-failure destination for Amazon MQ."""
+    _acknowledge(queue, "AwsSolutions::AwsSolutions-SQS3",
+                 "This queue IS a dead-letter queue: a RabbitMQ-fed consumer sends a record failing on its last attempt "
+                 "here itself, with the reason (Lambda has no on-failure destination for Amazon MQ), which cdk-nag does "
+                 "not recognise as DLQ use.")
+
+
+def acknowledge_mq_network_interfaces(role: iam.IRole) -> None:
+    """Lambda's Amazon MQ mapping makes network interfaces in the broker's subnets, as the function's role."""
+    _acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+                 "Lambda's Amazon MQ event source mapping needs ec2:CreateNetworkInterface, DeleteNetworkInterface and "
+                 "Describe{NetworkInterfaces,SecurityGroups,Subnets,Vpcs} in its execution role (AWS's documented list): "
+                 "the Describe actions support no resource-level permissions, and the interfaces it creates get ids "
+                 "only when it creates them.")
+
+
+def acknowledge_mq_secret_rotation(secret: object) -> None:
+    """The broker user's password is not rotated by Secrets Manager."""
+    _acknowledge(secret, "AwsSolutions::AwsSolutions-SMG4",
+                 "Amazon MQ for RabbitMQ has no Secrets Manager rotation function: a broker user's password changes "
+                 "through the broker (UpdateUser), which a rotation of the secret alone would break. It is generated "
+                 "(32 characters), never in the template, and read only by this consumer's mapping.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from inferbus_lambda.environment import (
 from inferbus_lambda.errors import REJECTION_ERRORS
 from inferbus_lambda.execution_failures import ENDED, LOGGED_ENDS, STATUS_CHANGE
 
-from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Route, StateTable
+from inferbus.model.declarations import Channel, Consumer, EventFilter, Pipeline, Route, StateTable
 from inferbus.model.declarations import Workflow as WorkflowDeclaration
 from inferbus.model.names import (
     ACCEPT_STEM,
@@ -68,12 +69,15 @@ from inferbus.model.settings import (
 from .constructs import InferbusBus, QueueConsumer, RoutedQueue, Workflow, WorkflowFunction, python_lambda_code
 from .constructs.alarms import PERIOD, Thresholds, add_alarm
 from .constructs.bundling import container_image
+from .constructs.claims_cache import ClaimsCache
 from .constructs.consumer_monitoring import ConsumerMonitoring, RouteMonitoring, UnroutedCheckMonitoring
 from .constructs.dashboard_pages import DashboardPages
 from .constructs.event_bus import SOURCE_TAG
 from .constructs.fault_injection import FaultInjectionExperiments
 from .constructs.function import FunctionCode, FunctionSpec, add_function
 from .constructs.ingest_api import IngestApi
+from .constructs.kafka_consumer import KafkaConsumer
+from .constructs.rabbitmq_consumer import RabbitMqConsumer
 from .constructs.results_archive import ResultsArchive
 from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
@@ -110,10 +114,15 @@ LOG_RETENTION = dict(
 )
 
 
+def _cache_name(name: str) -> str:
+    """An ElastiCache name from a bus name: lowercase letters, digits and hyphens, at most 33 (its user adds "-claims")."""
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:33]
+
+
 def _add_environment(function: lambda_.Function, model: type[FunctionEnvironment], **values: Any) -> None:
     """Add variables to a function after it exists, each a field of its environment model."""
     for name, value in values.items():
-        if name not in model.model_fields:
+        if name not in model.variable_names():
             raise ValueError(f"{name} is not a variable of {model.__name__}")
         function.add_environment(name, str(value))
 
@@ -155,6 +164,10 @@ class InferbusStack(Stack):
             removal_policy=RemovalPolicy.DESTROY,  # it holds only short-lived claims
         )
         self.state_tables = {table.name: self._state_table(table) for table in pipeline.state_tables}
+        # claims_store=redis: the claims in a serverless Valkey cache, and the functions that claim in its VPC.
+        self.claims_cache = (ClaimsCache(self, "ClaimsCache", cache_name=_cache_name(settings.staged(settings.bus_name)),
+                                         log_retention=self.log_retention)
+                             if settings.claims_store == "redis" else None)
         self.alarm_topic = sns.Topic(
             self,
             "AlarmTopic",
@@ -164,7 +177,8 @@ class InferbusStack(Stack):
         )
         self.dashboard = DashboardPages(self, "Dashboard", dashboard_name=f"{self.stack_name}-pipeline")
         self.invalid_events = self._invalid_events_queue()
-        self.consumers: dict[str, QueueConsumer] = {}
+        self.consumers: dict[str, QueueConsumer | RabbitMqConsumer] = {}
+        self.kafka_consumers: dict[str, KafkaConsumer] = {}
         self.workflows: dict[str, Workflow] = {}
         self.routes: dict[str, RoutedQueue] = {}
 
@@ -173,7 +187,10 @@ class InferbusStack(Stack):
         # count against its own template's limits.
         self.component_stacks: dict[str, NestedStack] = {}
         for consumer in pipeline.consumers:
-            self.consumers[consumer.name] = self._consumer(self._component_stack(consumer), consumer)
+            if consumer.channel is Channel.KAFKA:
+                self.kafka_consumers[consumer.name] = self._kafka_consumer(self._component_stack(consumer), consumer)
+            else:
+                self.consumers[consumer.name] = self._consumer(self._component_stack(consumer), consumer)
         if pipeline.workflows:
             accept = self._accept_function()
             for workflow in pipeline.workflows:
@@ -251,12 +268,55 @@ class InferbusStack(Stack):
 
     def _claims_environment(self, dlq_retention_days: int) -> dict[str, Any]:
         """A claim outlives every way its event can come back (see ``InferbusSettings.claim_lifetime_s``)."""
-        return {"IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
-                "IDEMPOTENCY_TTL_SECONDS": self.settings.claim_lifetime_s(dlq_retention_days)}
+        environment: dict[str, Any] = {"IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
+                                       "IDEMPOTENCY_TTL_SECONDS": self.settings.claim_lifetime_s(dlq_retention_days),
+                                       "CLAIM_STORE": self.settings.claims_store}
+        if self.claims_cache is not None:
+            environment |= {"REDIS_ENDPOINT": self.claims_cache.endpoint, "REDIS_USER": self.claims_cache.user_id,
+                            "REDIS_CACHE_NAME": self.claims_cache.cache_name}
+        return environment
+
+    def _claiming(self, spec: FunctionSpec) -> FunctionSpec:
+        """``spec`` in the claims cache's network, when the claims are there."""
+        return spec if self.claims_cache is None else dataclasses.replace(spec, network=self.claims_cache.network_of())
+
+    def _grant_claims(self, function: lambda_.Function, actions: tuple[str, ...]) -> None:
+        """Let ``function`` keep claims in the stage's store (``actions``: what it does to the DynamoDB table)."""
+        if self.claims_cache is None:
+            self.idempotency_table.grant(function, *actions)
+        else:
+            self.claims_cache.connect(function)
 
     # -- components ----------------------------------------------------------------------------------
 
-    def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer:
+    def _kafka_consumer(self, scope: Construct, declaration: Consumer) -> KafkaConsumer:
+        """A consumer fed by a Kafka topic (its event source mapping, not a rule): the same function and
+        claims; records it refuses go to the invalid-events queue, what the mapping gives up to its on-failure queue."""
+        environment = ConsumerEnvironment(
+            **self._common_environment(declaration.name, declaration.models),
+            **self._claims_environment(declaration.settings.dlq_retention_days),
+            EVENT_BUS_NAME=self.bus.event_bus_name, RESULT_SOURCE=declaration.result_source,
+            CONSUMES=declaration.accepts.type, PRODUCES=declaration.result_type,
+            INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url, RECORD_SOURCE="kafka",
+            INFERBUS_STATE_TABLES=self._state_tables_variable(declaration),
+        )
+        consumer = KafkaConsumer(
+            scope, declaration.construct_id, topic=declaration.broker, settings=declaration.settings,
+            function=self._claiming(self._spec(declaration.handler, declaration.settings, declaration.description,
+                                               environment, declaration.models)),
+        )
+        self.bus.grant_put_events_to(consumer.function)
+        self.result_producers[declaration.result_source] = consumer.role
+        self.invalid_events.grant_send_messages(consumer.function)
+        self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
+        self._grant_reads(consumer.function, declaration)
+        # What the mapping gives up lands in its on-failure queue: that is its dead-letter queue for tools.
+        self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.failure_queue)
+        return consumer
+
+    def _consumer(self, scope: Construct, declaration: Consumer) -> QueueConsumer | RabbitMqConsumer:
+        if declaration.channel is Channel.RABBITMQ:
+            return self._rabbitmq_consumer(scope, declaration)
         environment = ConsumerEnvironment(
             **self._common_environment(declaration.name, declaration.models),
             **self._claims_environment(declaration.settings.dlq_retention_days),
@@ -265,7 +325,8 @@ class InferbusStack(Stack):
             CONSUMES=declaration.accepts.type,
             PRODUCES=declaration.result_type,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
-            INFERBUS_STATE_TABLES=self._state_tables_variable(declaration) if declaration.reads else None,
+            INFERBUS_STATE_TABLES=self._state_tables_variable(declaration),
+            MAX_EVENTS_PER_SECOND=declaration.settings.max_events_per_second,
         )
         consumer = QueueConsumer(
             scope,
@@ -273,8 +334,8 @@ class InferbusStack(Stack):
             bus=self.bus,
             event_pattern=self._pattern(declaration.accepts),
             settings=declaration.settings,
-            function=self._spec(declaration.handler, declaration.settings, declaration.description, environment,
-                                declaration.models),
+            function=self._claiming(self._spec(declaration.handler, declaration.settings, declaration.description,
+                                               environment, declaration.models)),
             target_retry_attempts=self.settings.target_retry_attempts,
             target_max_event_age_s=self.settings.target_max_event_age_s,
             group_by=declaration.group_by,
@@ -286,9 +347,10 @@ class InferbusStack(Stack):
         self.bus.grant_put_events_to(consumer.function)
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
-        self.idempotency_table.grant(consumer.function, *CONSUMER_CLAIM_ACTIONS)
-        for table in declaration.reads:  # read-only, and only the two reads a state table's reader makes
-            self.state_tables[table.name].grant(consumer.function, *STATE_TABLE_READ_ACTIONS)
+        # A rate-limited consumer's token bucket is an item of the claims table (read, then a conditional Put).
+        rate_actions = ("dynamodb:GetItem",) if declaration.settings.max_events_per_second is not None else ()
+        self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS + rate_actions)
+        self._grant_reads(consumer.function, declaration)
         ConsumerMonitoring(
             scope,
             f"{declaration.construct_id}Monitoring",
@@ -318,19 +380,62 @@ class InferbusStack(Stack):
         CfnOutput(self, declaration.output_key, value=table.table_name)
         return table
 
-    def _state_tables_variable(self, declaration: Consumer) -> str:
-        """``INFERBUS_STATE_TABLES``: each table the consumer reads, by declared name."""
+    def _state_tables_variable(self, declaration: Consumer) -> str | None:
+        """``INFERBUS_STATE_TABLES``: each table the consumer reads, by declared name (``None``: it reads none)."""
+        if not declaration.reads:
+            return None
         return self.to_json_string({table.name: {"table": self.state_tables[table.name].table_name,
                                                  "cache_s": table.cache_s} for table in declaration.reads})
 
+    def _grant_reads(self, function: lambda_.IFunction, declaration: Consumer) -> None:
+        """Each state table the consumer reads, whatever its channel: read-only, and only the two reads a
+        state table's reader makes."""
+        for table in declaration.reads:
+            self.state_tables[table.name].grant(function, *STATE_TABLE_READ_ACTIONS)
+
+    def _rabbitmq_consumer(self, scope: Construct, declaration: Consumer) -> RabbitMqConsumer:
+        """A consumer reading a RabbitMQ queue (Amazon MQ): no rule, its records come from the broker."""
+        environment = ConsumerEnvironment(
+            **self._common_environment(declaration.name, declaration.models),
+            **self._claims_environment(declaration.settings.dlq_retention_days),
+            EVENT_BUS_NAME=self.bus.event_bus_name, RESULT_SOURCE=declaration.result_source,
+            CONSUMES=declaration.accepts.type, PRODUCES=declaration.result_type,
+            INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url, RECORD_SOURCE="amazon-mq",
+            INFERBUS_STATE_TABLES=self._state_tables_variable(declaration),
+        )
+        consumer = RabbitMqConsumer(scope, declaration.construct_id, queue=declaration.broker, settings=declaration.settings,
+                                    function=self._claiming(self._spec(declaration.handler, declaration.settings,
+                                                                       declaration.description, environment,
+                                                                       declaration.models)))
+        self.bus.grant_put_events_to(consumer.function)
+        self.result_producers[declaration.result_source] = consumer.role
+        self.invalid_events.grant_send_messages(consumer.function)
+        self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
+        self._grant_reads(consumer.function, declaration)
+        add_alarm(scope, f"{declaration.construct_id}DeadLetters",
+                  consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+                  1, f"{declaration.name}: a record failed on its last attempt (the DLQ holds it with the reason)",
+                  self.alarm_topic)
+        add_alarm(scope, f"{declaration.construct_id}Errors", consumer.function.metric_errors(period=PERIOD, statistic="Sum"),
+                  1, f"{declaration.name}: invocations failed (their batches went back to the RabbitMQ queue)",
+                  self.alarm_topic)
+        self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.dead_letter_queue)
+        return consumer
+
     @staticmethod
-    def _queue_consumer_outputs(consumer: QueueConsumer) -> None:
-        """``<construct id>QueueUrl``, ``...DeadLetterQueueUrl``, ``...FunctionName``: how tools find it
-        (outputs of the stack the consumer is in)."""
-        for kind, value in ((QUEUE_URL, consumer.queue.queue_url),
-                            (DEAD_LETTER_QUEUE_URL, consumer.dead_letter_queue.queue_url),
-                            (FUNCTION_NAME, consumer.function.function_name)):
+    def _consumer_outputs(consumer: Construct, *, function: lambda_.IFunction, dead_letter_queue: sqs.IQueue,
+                          queue: sqs.IQueue | None = None) -> None:
+        """``<construct id>QueueUrl`` (a queue-fed consumer), ``...DeadLetterQueueUrl``, ``...FunctionName``: how
+        tools find a consumer (outputs of the stack it is in), whatever its channel."""
+        values = {QUEUE_URL: queue.queue_url} if queue is not None else {}
+        values |= {DEAD_LETTER_QUEUE_URL: dead_letter_queue.queue_url, FUNCTION_NAME: function.function_name}
+        for kind, value in values.items():
             CfnOutput(Stack.of(consumer), f"{consumer.node.id}{kind}", value=value)
+
+    def _queue_consumer_outputs(self, consumer: QueueConsumer) -> None:
+        """A queue-fed consumer's three outputs (:meth:`_consumer_outputs`)."""
+        self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.dead_letter_queue,
+                               queue=consumer.queue)
 
     def _accept_function(self) -> lambda_.IFunction:
         """The kit's first step of every workflow: validate the event, claim its id once."""
@@ -338,8 +443,8 @@ class InferbusStack(Stack):
                                         **self._claims_environment(self.settings.target_dlq_retention_days))
         spec = self._spec("accept_event.handler.lambda_handler", self.settings.accept_step,
                           "Every workflow's first step: validate the event, claim its id once", environment)
-        accept = WorkflowFunction(self, "AcceptEvent", spec=spec).function
-        self.idempotency_table.grant(accept, *ACCEPT_CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
+        accept = WorkflowFunction(self, "AcceptEvent", spec=self._claiming(spec)).function
+        self._grant_claims(accept, ACCEPT_CLAIM_ACTIONS)  # a workflow owns what it accepted: it never releases
         return accept
 
     def _workflow(self, scope: Construct, declaration: WorkflowDeclaration, accept: lambda_.IFunction) -> Workflow:
@@ -580,6 +685,9 @@ class InferbusStack(Stack):
         for name, consumer in self.consumers.items():
             lost[f"dlq{len(lost)}"] = consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(
                 period=PERIOD, statistic="Maximum", label=f"{name}: DLQ depth")
+        for name, kafka in self.kafka_consumers.items():
+            lost[f"dlq{len(lost)}"] = kafka.failure_queue.metric_approximate_number_of_messages_visible(
+                period=PERIOD, statistic="Maximum", label=f"{name}: on-failure queue depth")
         for name, workflow in self.workflows.items():
             lost[f"failed{len(lost)}"] = workflow.state_machine.metric_failed(period=PERIOD, statistic="Sum",
                                                                               label=f"{name}: failed executions")

@@ -11,6 +11,7 @@ from inferbus.model.demo import Sample
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 DIGITS = MODELS / "digits-holdout.npz"
+SCENES = MODELS / "scenes-holdout.npz"
 TEXTS = MODELS / "text-holdout.jsonl"
 TRANSACTIONS = MODELS / "risk-holdout.npz"
 CUSTOMERS = "models/recs-customers.jsonl"  # the demo's customer profiles (synthetic; models/build_recs.py), from the repo root
@@ -23,6 +24,17 @@ def digit_images(count: int, *, offset: int = 0, analysis: str | None = None) ->
     extra = {"analysis": analysis} if analysis else {}
     return [Sample({"pixels": [int(v) for v in digits["images"][i]], **extra}, int(digits["labels"][i]))
             for i in range(offset, offset + count)]
+
+
+def scenes(count: int) -> list[Sample]:
+    """48x48 scenes of held-out digits (models/build_scenes.py) with their true scene label, as the
+    scene classifier names it in the manifest (``scene-classifier``'s ``labels``)."""
+    held_out = np.load(SCENES)
+    labels = json.loads((MODELS / "manifest.json").read_text())["models"]["scene-classifier"]["labels"]
+    height, width = held_out["images"].shape[1:]
+    return [Sample({"width": int(width), "height": int(height), "pixels": [int(v) for v in held_out["images"][i].ravel()]},
+                   labels[int(held_out["scene"][i])])
+            for i in range(count)]
 
 
 def review_sentences(count: int) -> list[Sample]:

@@ -1,24 +1,24 @@
-"""The parallel pattern: ImageSubmitted (analysis=full) -> two models at once -> merge -> ImageAnalyzed."""
-
-from functools import partial
+"""The parallel pattern: SceneSubmitted -> object detection ‖ scene classification -> merge -> ImageAnalyzed."""
 
 from inferbus.model.declarations import EventFilter, Task, Workflow
 from inferbus.model.demo import Corruption, DemoInputs
 
-from ._held_out import digit_images
+from ._held_out import scenes
 
 COMPONENTS = [
     Workflow(
         name="vision-fanout",
-        description="ImageSubmitted (analysis=full) -> two models in parallel -> ImageAnalyzed",
+        description="SceneSubmitted -> detector (boxes) and scene classifier (label) in parallel -> ImageAnalyzed",
         definition="vision_fanout.asl.json",
-        accepts=EventFilter("ImageSubmitted", data={"analysis": ["full"]}),
+        accepts=EventFilter("SceneSubmitted"),
         emits=("ImageAnalyzed",),
         failure="ImageAnalysisFailed",
         tasks={
-            "ScoreMlp": Task("vision.score.lambda_handler", models=("digits-mlp",), description="One image, the digits MLP"),
-            "ScoreSvc": Task("vision.score.lambda_handler", models=("digits-svc",), description="One image, the digits SVM"),
-            "Merge": Task("vision.merge.lambda_handler", description="Branch scores -> combined confidence"),
+            "Detect": Task("vision.detect.lambda_handler", models=("scene-detector",),
+                           description="One scene -> boxes, classes, scores (NMS in numpy)"),
+            "ClassifyScene": Task("vision.classify.lambda_handler", models=("scene-classifier",),
+                                  description="One scene -> its label"),
+            "Merge": Task("vision.merge.lambda_handler", description="Both branches -> one ImageAnalyzed"),
         },
     ),
 ]
@@ -26,11 +26,14 @@ COMPONENTS = [
 DEMO = [
     DemoInputs(
         "vision-fanout",
-        # Held-out images the classifier's demo does not use.
-        samples=partial(digit_images, offset=300, analysis="full"),
+        samples=scenes,
         count=16,
-        limit=60,
-        truth_field="label",
-        malformed=(Corruption("65 pixels", lambda d: d["data"].update(pixels=d["data"]["pixels"] + [0])),),
+        limit=400,
+        truth_field="scene",
+        malformed=(
+            Corruption("a pixel short of width x height", lambda d: d["data"].update(pixels=d["data"]["pixels"][:-1])),
+            Corruption("pixel 17 > 16", lambda d: d["data"]["pixels"].__setitem__(0, 17)),
+            Corruption("width 129 > 128", lambda d: d["data"].update(width=129)),
+        ),
     ),
 ]

@@ -4,7 +4,7 @@ Each case is ``(name, body, reason_prefix)``: ``body`` is what a consumer's queu
 workflow receives (the EventBridge envelope as JSON text), built from a valid event by one
 corruption. ``CASES`` are ImageSubmitted bodies for the image classifier (the envelope cases
 live here too: they fail the same way for every type), ``TRANSACTION_CASES`` go to the risk
-scorer, ``TEXT_CASES`` and ``ANALYSIS_CASES`` to the text and vision workflows.
+scorer, ``TEXT_CASES`` and ``SCENE_CASES`` to the text and vision workflows.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 VALID_DATA = {
     "ImageSubmitted": {"pixels": [3] * 64},
+    "SceneSubmitted": {"width": 16, "height": 16, "pixels": [3] * 256},
     "TextSubmitted": {"text": "The parcel arrived on time and intact."},
     "TransactionSubmitted": {"customer": {"id": "customer-1", "segment": "new"}, "features": [1.5] * 30},
 }
@@ -103,7 +104,7 @@ CASES: list[tuple[str, str, str]] = [
     ("no specversion", corrupt(lambda d: d.pop("specversion")), "specversion: Field required"),
     ("specversion as the number 1.0", corrupt(lambda d: d.update(specversion=1.0)), "specversion: Input should be '1.0'"),
     ("type with a zero-width space", corrupt(lambda d: d.update(type="Image\u200bSubmitted")), "type: unknown event type"),
-    ("analysis 'Full'", corrupt(lambda d: d["data"].update(analysis="Full")), "data.analysis: Input should be 'classify' or 'full'"),
+    ("analysis 'Full'", corrupt(lambda d: d["data"].update(analysis="Full")), "data.analysis: Input should be 'classify'"),
     ("detail is an empty array", json.dumps(envelope([]) | {"detail": []}), "event: expected a JSON object"),
     ("detail is a JSON string of an array", json.dumps(envelope("[]")), "event: expected a JSON object"),
     ("Source forged against the envelope", json.dumps(envelope(valid_detail()) | {"source": "inferbus.image-classifier"}), "envelope mismatch"),
@@ -146,9 +147,16 @@ TEXT_CASES: list[tuple[str, str, str]] = [
     ("extra field beside the text", text(lambda d: d["data"].update(language="en")), "data.language: Extra inputs are not permitted"),
 ]
 
-ANALYSIS_CASES: list[tuple[str, str, str]] = [
-    ("full analysis of 65 pixels", corrupt(lambda d: d["data"].update(pixels=[1] * 65, analysis="full")),
-     "data.pixels: List should have at most 64"),
-    ("full analysis of a pixel 255", corrupt(lambda d: d["data"].update(analysis="full") or d["data"]["pixels"].__setitem__(0, 255)),
-     "data.pixels.0: Input should be less than or equal to 16"),
+def scene(change: Callable[[dict[str, Any]], Any]) -> str:
+    return corrupt(change, "SceneSubmitted")
+
+
+SCENE_CASES: list[tuple[str, str, str]] = [
+    ("scene a pixel short", scene(lambda d: d["data"].update(pixels=[1] * 255)),
+     "data: Value error, pixels must hold width x height = 256 values, got 255"),
+    ("scene pixel 255", scene(lambda d: d["data"]["pixels"].__setitem__(0, 255)), "data.pixels.0: Input should be less than or equal to 16"),
+    ("scene width as a string", scene(lambda d: d["data"].update(width="16")), "data.width: Input should be a valid integer"),
+    ("scene wider than 128", scene(lambda d: d["data"].update(width=256, pixels=[1] * 4096)),
+     "data.width: Input should be less than or equal to 128"),
+    ("scene without height", scene(lambda d: d["data"].pop("height")), "data.height: Field required"),
 ]

@@ -45,9 +45,7 @@ around the handler's ``infer``.
 from __future__ import annotations
 
 import enum
-import json
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,7 +54,14 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .claims import COMPLETE_BATCH, ClaimStatus, ClaimStore
-from .contracts.core import CloudEvent, EventData, from_eventbridge_event, new_event, to_put_events_entry
+from .contracts.core import (
+    CloudEvent,
+    EventData,
+    from_eventbridge_event,
+    new_event,
+    result_event_id,
+    to_put_events_entry,
+)
 from .errors import IdConflictError, InvalidEventError
 from .metric_names import (
     BATCH_SIZE,
@@ -66,11 +71,14 @@ from .metric_names import (
     PROCESSING_MS,
     RECORDS_DEAD_LETTERED,
     RECORDS_FAILED,
+    RECORDS_LET_THROUGH,
+    RECORDS_OVER_RATE,
     RECORDS_PUBLISHED,
     RECORDS_REJECTED,
     age_ms,
 )
 from .publishing import PublishFailure, entry_size, plan_groups
+from .rate_limit import TokenBucket, admit, backoff_s
 from .rejections import DeadLetter, Rejection
 from .sources import RecordSource, SourceRecord
 
@@ -163,12 +171,6 @@ def event_age_ms(event: CloudEvent[Any]) -> float:
     return age_ms(event.time)
 
 
-def result_event_id(input_id: str, producer: str, *, input_source: str | None) -> str:
-    """A result's id is derived from its input's identity (its source and id, as CloudEvents has it), so a
-    republished result is recognisably the same event, and inputs with one id from two sources get two."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, "inferbus:" + json.dumps([producer, input_source, input_id])))
-
-
 # Quoted: a generic pydantic model subscripted at import builds its validator then (cold init).
 Parse = Callable[[str], "CloudEvent[Any]"]
 # One result per event, in order; an exception in a result's place fails that record alone.
@@ -240,6 +242,9 @@ class InferenceConsumer:
         Invalid records -> the ids that could not be sent to the invalid-events destination
         (see ``rejections.send_rejections``). ``None``: invalid records fail and are retried
         until they are dead-lettered.
+    rate_limit
+        The consumer's token bucket (``MAX_EVENTS_PER_SECOND``), shared by its invocations: records it
+        grants no token go back to the channel with a backoff, unless on their last attempt. ``None``: no rate.
     """
 
     def __init__(
@@ -255,8 +260,10 @@ class InferenceConsumer:
         metrics: Any,
         logger: Logger,
         reject: Reject | None = None,
+        rate_limit: TokenBucket | None = None,
     ) -> None:
         self.source = source
+        self.rate_limit = rate_limit
         self.logger = logger
         self.reject = reject
         self.parse = parse
@@ -268,9 +275,25 @@ class InferenceConsumer:
         self.metrics = metrics
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        """The whole Lambda invocation: process the source's batch, answer which records must come back."""
-        report = self.process(self.source.records(event), remaining_ms=context.get_remaining_time_in_millis())
-        return self.source.batch_response(report.failed_ids)
+        """The whole Lambda invocation: process the source's batch (the part the rate admits), answer which records
+        must come back."""
+        records, later = self.admit(self.source.records(event))
+        report = self.process(records, remaining_ms=context.get_remaining_time_in_millis())
+        return self.source.batch_response(report.failed_ids + [record.record_id for record in later])
+
+    def admit(self, records: Sequence[SourceRecord]) -> tuple[list[SourceRecord], list[SourceRecord]]:
+        """The records the consumer's rate lets through now, and those sent back to the channel with a backoff
+        (see :mod:`.rate_limit`); without a rate, all now."""
+        if self.rate_limit is None or not records:
+            return list(records), []
+        granted = self.rate_limit.take(len(records))
+        now, later = admit(records, granted, last_attempt=self.source.is_last_attempt)
+        if later:
+            self.source.return_later(later, delay_s=backoff_s(len(later), self.rate_limit.rate))
+            self.metrics.add_metric(name=RECORDS_OVER_RATE, unit=MetricUnit.Count, value=len(later))
+        if len(now) > granted:
+            self.metrics.add_metric(name=RECORDS_LET_THROUGH, unit=MetricUnit.Count, value=len(now) - granted)
+        return now, later
 
     def process(self, records: Sequence[SourceRecord], *, remaining_ms: int | None) -> BatchReport:
         """Every record's outcome; the records of one group in order (see the module's docstring)."""
@@ -299,6 +322,9 @@ class InferenceConsumer:
             return
         parsed: list[tuple[str, CloudEvent[Any]]] = []
         for record in records:
+            if record.problem is not None:  # the channel could read no event out of it
+                report.add(RecordOutcome(record.record_id, RecordStatus.INVALID, f"body: {record.problem}"))
+                continue
             try:
                 parsed.append((record.record_id, self.parse(record.body)))
             except InvalidEventError as error:

@@ -1,8 +1,9 @@
 """Entity extraction by rules: regular expressions for structured entities, capitalisation for names.
 
-No labelled entity corpus ships with a package we may use, so this step makes no claim a
-trained tagger would: it is a documented rule set, tested on examples, in the tradition
-of pattern-based extractors.
+A documented rule set, tested on examples, in the tradition of pattern-based extractors. The
+text pipeline's ``Recognise`` step takes people, organisations and places from its trained
+recogniser (``text-ner``) and from these rules only what such a model does not tag (every
+type but NAME), where it does not overlap an entity of the model.
 
 =========  ===================================================================
 type       rule

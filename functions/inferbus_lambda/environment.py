@@ -29,11 +29,11 @@ inferbus_lambda.errors.ConfigurationError: x: the function's environment is inco
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
 
 from .errors import ConfigurationError
 
@@ -41,17 +41,82 @@ __all__ = ["AcceptEnvironment", "ConsumerEnvironment", "ExecutionFailuresEnviron
            "IngestEnvironment", "StepEnvironment",
            "UnroutedEnvironment"]
 
+# Plain dataclasses, not pydantic models: every function validates its environment at init, and
+# importing pydantic and building a validator cost a step more than the whole of the rest of the
+# kit's init (bench/speed.py --cold). The checks and their messages are pydantic's lax ones.
 
-def _names(value: Any) -> Any:
-    if isinstance(value, str):
-        return tuple(name.strip() for name in value.split(",") if name.strip())
+
+class _Invalid(ValueError):
+    """One variable's problem, worded as pydantic words it."""
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Invalid("Input should be a valid string")
     return value
 
 
-ModelNames = Annotated[tuple[str, ...], BeforeValidator(_names)]
+def _nonempty_text(value: Any) -> str:
+    if not _text(value):
+        raise _Invalid("String should have at least 1 character")
+    return value
 
 
-class FunctionEnvironment(BaseModel):
+def _positive_int(value: Any) -> int:
+    """An int of at least 1, from an int or its decimal text (``" 60 "``, ``"1_000"``, ``"60.0"``, as pydantic reads them)."""
+    number: Any = value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = int(text)
+        except ValueError:
+            whole, dot, zeros = text.partition(".")
+            number = int(whole) if dot and whole.lstrip("+-").isdigit() and set(zeros) <= {"0"} else None
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    if not isinstance(number, int):
+        raise _Invalid("Input should be a valid integer, unable to parse string as an integer"
+                       if isinstance(value, str) else "Input should be a valid integer")
+    if number < 1:
+        raise _Invalid("Input should be greater than or equal to 1")
+    return int(number)
+
+
+def _positive_number(value: Any) -> float:
+    """A number above 0, from a number or its decimal text (``"2.5"``, as pydantic reads a float)."""
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise _Invalid("Input should be a valid number, unable to parse string as a number") from None
+    if isinstance(number, bool) or not isinstance(number, int | float) or math.isnan(number):
+        raise _Invalid("Input should be a valid number")
+    if number <= 0:
+        raise _Invalid("Input should be greater than 0")
+    return float(number)
+
+
+def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else check(value)
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """Names from a comma-separated text, or from a sequence of texts."""
+    if isinstance(value, str):
+        return tuple(name.strip() for name in value.split(",") if name.strip())
+    if not isinstance(value, list | tuple):
+        raise _Invalid("Input should be a valid tuple")
+    return tuple(_text(name) for name in value)
+
+
+def variable(check: Callable[[Any], Any], default: Any = MISSING) -> Any:
+    """An environment variable: ``check`` validates (and converts) its value; no ``default``: required."""
+    return field(default=default, metadata={"check": check})
+
+
+@dataclass(frozen=True, kw_only=True)
+class FunctionEnvironment:
     """What every inferbus function reads.
 
     Attributes
@@ -66,18 +131,44 @@ class FunctionEnvironment(BaseModel):
         The models it loads, by their names in ``models/manifest.json`` (comma-separated).
     """
 
-    # defer_build: a function builds the validator of its own environment model only, when it reads it.
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
     # Variables the Lambda service or an AWS tool sets, never inferbus's stack: the template
     # check (tests/infra) allows them beside the model's own fields.
     PLATFORM_VARIABLES: ClassVar[frozenset[str]] = frozenset({
         "AWS_LAMBDA_EXEC_WRAPPER", "AWS_FIS_CONFIGURATION_LOCATION", "AWS_FIS_POLL_MAX_WAIT_MILLISECONDS",
     })
 
-    POWERTOOLS_SERVICE_NAME: Annotated[str, Field(min_length=1)]
-    POWERTOOLS_METRICS_NAMESPACE: Annotated[str, Field(min_length=1)]
-    POWERTOOLS_LOG_LEVEL: str = "INFO"
-    INFERBUS_MODELS: ModelNames = ()
+    POWERTOOLS_SERVICE_NAME: str = variable(_nonempty_text)
+    POWERTOOLS_METRICS_NAMESPACE: str = variable(_nonempty_text)
+    POWERTOOLS_LOG_LEVEL: str = variable(_text, "INFO")
+    INFERBUS_MODELS: tuple[str, ...] = variable(_names, ())
+
+    def __post_init__(self) -> None:
+        values, problems = self._checked({item.name: getattr(self, item.name) for item in fields(self)})
+        if problems:
+            raise ValueError(f"{type(self).__name__}: {'; '.join(problems)}")
+        for name, value in values.items():
+            object.__setattr__(self, name, value)  # the converted value (frozen: set once, here)
+
+    @classmethod
+    def variable_names(cls) -> frozenset[str]:
+        """The names of the variables it reads."""
+        return frozenset(item.name for item in fields(cls))
+
+    @classmethod
+    def _checked(cls, environ: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """Each variable's converted value, and a ``"NAME: problem"`` per missing or malformed one (in
+        declaration order); variables it does not read are ignored."""
+        values, problems = {}, []
+        for item in fields(cls):
+            if item.name not in environ:
+                if item.default is MISSING:
+                    problems.append(f"{item.name}: Field required")
+                continue
+            try:
+                values[item.name] = item.metadata["check"](environ[item.name])
+            except _Invalid as error:
+                problems.append(f"{item.name}: {error}")
+        return values, problems
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> FunctionEnvironment:
@@ -89,28 +180,30 @@ class FunctionEnvironment(BaseModel):
             Naming every missing or malformed variable, on one line.
         """
         environ = os.environ if environ is None else environ
-        try:
-            return cls.model_validate(dict(environ))
-        except ValidationError as error:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors(include_url=False))
+        values, problems = cls._checked(environ)
+        if problems:
             service = environ.get("POWERTOOLS_SERVICE_NAME", "this function")
             raise ConfigurationError(f"{service}: the function's environment is incomplete or wrong ({cls.__name__}): "
-                                     f"{problems}. The CDK stack sets it; redeploy, or see docs/extending.md") from None
+                                     f"{'; '.join(problems)}. The CDK stack sets it; redeploy, or see docs/extending.md")
+        return cls(**values)
 
     def as_variables(self) -> dict[str, str]:
         """The Lambda ``Environment.Variables`` (strings; lists comma-separated; unset values left out)."""
         variables = {}
-        for name, value in self.model_dump().items():
+        for item in fields(self):
+            value = getattr(self, item.name)
             if value is None or value == ():
                 continue
-            variables[name] = ",".join(value) if isinstance(value, tuple) else str(value)
+            variables[item.name] = ",".join(value) if isinstance(value, tuple) else str(value)
         return variables
 
 
+@dataclass(frozen=True, kw_only=True)
 class StepEnvironment(FunctionEnvironment):
     """A workflow step: it returns its answer to the state machine and publishes nothing itself."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class ClaimsEnvironment(FunctionEnvironment):
     """A function that claims event ids in the idempotency table.
 
@@ -122,17 +215,27 @@ class ClaimsEnvironment(FunctionEnvironment):
         How long a completed claim suppresses duplicates.
     CLAIM_STORE
         Which claims store keeps them (``inferbus_lambda.claims.CLAIM_STORES``). Default ``dynamodb``.
+    REDIS_ENDPOINT
+        ``redis`` store: the server (``host:port``); TLS unless it is a loopback address.
+    REDIS_USER, REDIS_CACHE_NAME
+        ``redis`` store: the ElastiCache user and serverless cache that IAM authentication signs for
+        (both unset: no authentication, as a local server).
     """
 
-    IDEMPOTENCY_TABLE_NAME: Annotated[str, Field(min_length=1)]
-    IDEMPOTENCY_TTL_SECONDS: Annotated[int, Field(ge=1)]
-    CLAIM_STORE: Annotated[str, Field(min_length=1)] = "dynamodb"
+    IDEMPOTENCY_TABLE_NAME: str = variable(_nonempty_text)
+    IDEMPOTENCY_TTL_SECONDS: int = variable(_positive_int)
+    CLAIM_STORE: str = variable(_nonempty_text, "dynamodb")
+    REDIS_ENDPOINT: str | None = variable(_optional(_text), None)
+    REDIS_USER: str | None = variable(_optional(_text), None)
+    REDIS_CACHE_NAME: str | None = variable(_optional(_text), None)
 
 
+@dataclass(frozen=True, kw_only=True)
 class AcceptEnvironment(ClaimsEnvironment):
     """The workflows' first step: it validates the input event and claims its id for the execution."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class ConsumerEnvironment(ClaimsEnvironment):
     """A queue consumer: batches in, one result event per valid record out.
 
@@ -153,22 +256,26 @@ class ConsumerEnvironment(ClaimsEnvironment):
         (SQS's own redrive would move it without one). Unset: SQS moves it, reason unknown.
     RECORD_SOURCE
         The channel its records come from (``inferbus_lambda.sources.RECORD_SOURCES``). Default ``sqs``.
+    MAX_EVENTS_PER_SECOND
+        Events per second all its invocations take together (``inferbus_lambda.rate_limit``); unset: no rate.
     INFERBUS_STATE_TABLES
         The state tables it reads, a JSON object: declared name -> ``{"table": physical name,
         "cache_s": seconds}`` (``inferbus_lambda.state``). Unset: it reads none.
     """
 
-    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
-    RESULT_SOURCE: Annotated[str, Field(min_length=1)]
-    CONSUMES: Annotated[str, Field(min_length=1)]
-    PRODUCES: Annotated[str, Field(min_length=1)]
-    INVALID_EVENTS_QUEUE_URL: str | None = None
-    DEAD_LETTER_QUEUE_URL: str | None = None
-    MAX_RECEIVE_COUNT: Annotated[int, Field(ge=1)] | None = None
-    RECORD_SOURCE: Annotated[str, Field(min_length=1)] = "sqs"
-    INFERBUS_STATE_TABLES: str | None = None
+    EVENT_BUS_NAME: str = variable(_nonempty_text)
+    RESULT_SOURCE: str = variable(_nonempty_text)
+    CONSUMES: str = variable(_nonempty_text)
+    PRODUCES: str = variable(_nonempty_text)
+    INVALID_EVENTS_QUEUE_URL: str | None = variable(_optional(_text), None)
+    DEAD_LETTER_QUEUE_URL: str | None = variable(_optional(_text), None)
+    MAX_RECEIVE_COUNT: int | None = variable(_optional(_positive_int), None)
+    RECORD_SOURCE: str = variable(_nonempty_text, "sqs")
+    MAX_EVENTS_PER_SECOND: float | None = variable(_optional(_positive_number), None)
+    INFERBUS_STATE_TABLES: str | None = variable(_optional(_text), None)
 
 
+@dataclass(frozen=True, kw_only=True)
 class IngestEnvironment(FunctionEnvironment):
     """The HTTP ingest endpoint: validates a CloudEvent and puts it on the bus.
 
@@ -180,10 +287,11 @@ class IngestEnvironment(FunctionEnvironment):
         The ``source`` of every inferbus producer (comma-separated): an outside producer may not use them.
     """
 
-    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
-    RESERVED_SOURCES: ModelNames = ()
+    EVENT_BUS_NAME: str = variable(_nonempty_text)
+    RESERVED_SOURCES: tuple[str, ...] = variable(_names, ())
 
 
+@dataclass(frozen=True, kw_only=True)
 class ExecutionFailuresEnvironment(FunctionEnvironment):
     """A workflow's net: its executions that ended outside the protocol, reported and kept.
 
@@ -198,13 +306,14 @@ class ExecutionFailuresEnvironment(FunctionEnvironment):
         Where each such execution's status change (its input inside) is kept with the reason.
     """
 
-    WORKFLOW_NAME: Annotated[str, Field(min_length=1)]
-    FAILURE_TYPE: Annotated[str, Field(min_length=1)]
-    RESULT_SOURCE: Annotated[str, Field(min_length=1)]
-    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
-    INVALID_EVENTS_QUEUE_URL: Annotated[str, Field(min_length=1)]
+    WORKFLOW_NAME: str = variable(_nonempty_text)
+    FAILURE_TYPE: str = variable(_nonempty_text)
+    RESULT_SOURCE: str = variable(_nonempty_text)
+    EVENT_BUS_NAME: str = variable(_nonempty_text)
+    INVALID_EVENTS_QUEUE_URL: str = variable(_nonempty_text)
 
 
+@dataclass(frozen=True, kw_only=True)
 class UnroutedEnvironment(FunctionEnvironment):
     """The unrouted-events check: every event on the bus, checked against the bus's rules.
 
@@ -224,8 +333,8 @@ class UnroutedEnvironment(FunctionEnvironment):
         Where an unrouted event is kept, with the reason.
     """
 
-    EVENT_BUS_NAME: Annotated[str, Field(min_length=1)]
-    CATCH_ALL_RULE_NAME: str = ""
-    RESULT_SOURCES: ModelNames = ()
-    REJECTED_BY: Annotated[str, Field(min_length=1)]
-    INVALID_EVENTS_QUEUE_URL: Annotated[str, Field(min_length=1)]
+    EVENT_BUS_NAME: str = variable(_nonempty_text)
+    CATCH_ALL_RULE_NAME: str = variable(_text, "")
+    RESULT_SOURCES: tuple[str, ...] = variable(_names, ())
+    REJECTED_BY: str = variable(_nonempty_text)
+    INVALID_EVENTS_QUEUE_URL: str = variable(_nonempty_text)

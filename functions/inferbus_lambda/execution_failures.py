@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .consumer import result_event_id
-from .contracts.core import CAUSE_MAX_CHARS, WorkflowFailure, is_identifier
+from .contracts.core import CAUSE_MAX_CHARS, WorkflowFailure, is_identifier, result_event_id
 
 __all__ = ["ENDED", "LOGGED_ENDS", "PROTOCOL_ERROR", "STATUS_CHANGE", "ExecutionFailure", "from_execution_log",
            "report"]

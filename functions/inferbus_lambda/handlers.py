@@ -218,6 +218,7 @@ class ConsumerRuntime(FunctionRuntime):
         # A consumer's machinery, imported here: a workflow step never needs it (cold init, bench/speed.py).
         from .claims import claim_store
         from .consumer import InferenceConsumer, expect_type
+        from .rate_limit import token_bucket
         from .contracts.core import data_model
         from .sources import record_source
 
@@ -234,11 +235,13 @@ class ConsumerRuntime(FunctionRuntime):
         self.events = aws_client("events")
         self.dynamodb = aws_client("dynamodb")
         self._state_readers: dict[str, StateTableReader] = {}
+        claims = claim_store(environment, scope=environment.POWERTOOLS_SERVICE_NAME, client=self.dynamodb)
         self.consumer = InferenceConsumer(
             source=record_source(environment, self._client),
             parse=expect_type(environment.CONSUMES),
             infer=self.tracer.capture_method(self._infer),
-            claims=claim_store(environment, scope=environment.POWERTOOLS_SERVICE_NAME, client=self.dynamodb),
+            claims=claims,
+            rate_limit=token_bucket(claims, rate=environment.MAX_EVENTS_PER_SECOND, scope=environment.POWERTOOLS_SERVICE_NAME),
             publish=self.tracer.capture_method(self._publish),
             result_source=environment.RESULT_SOURCE,
             bus_name=environment.EVENT_BUS_NAME,

@@ -18,12 +18,16 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
 from .manifest import MANIFEST_PATH, ModelInfo, model_info, resolve_model_path
+
+if TYPE_CHECKING:
+    from .contracts.core import ModelRef
 
 __all__ = ["BatchOutputs", "BatchPrediction", "MANIFEST_PATH", "ModelInfo", "OnnxClassifier", "OnnxModel", "load_session",
            "model_info", "resolve_model_path", "zipmap_rows"]
@@ -108,10 +112,15 @@ class OnnxModel:
         self.session = session
         self.info = ModelInfo(name, version, Path(), metadata or {})
         self.name, self.version, self.metadata = name, version, self.info.metadata
-        self.ref, self.labels = self.info.ref, self.info.labels
+        self.labels = self.info.labels
         self.input_types = {graph_input.name: FEED_DTYPES.get(graph_input.type, np.float32)
                             for graph_input in session.get_inputs()}
         self.output_names = [graph_output.name for graph_output in session.get_outputs()]
+
+    @cached_property
+    def ref(self) -> ModelRef:
+        """What results are stamped with (made on first use: a step that stamps nothing never imports pydantic)."""
+        return self.info.ref
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, name: str, version: str, threads: int | None = None) -> Self:

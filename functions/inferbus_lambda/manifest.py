@@ -13,10 +13,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .contracts.core import ModelRef
 from .errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .contracts.core import ModelRef
 
 __all__ = ["MANIFEST_PATH", "ModelInfo", "model_info", "resolve_model_path"]
 
@@ -43,6 +45,8 @@ class ModelInfo:
     @property
     def ref(self) -> ModelRef:
         """What results are stamped with."""
+        from .contracts.core import ModelRef  # here: a step that stamps nothing never imports pydantic
+
         return ModelRef(name=self.name, version=self.version)
 
     @property

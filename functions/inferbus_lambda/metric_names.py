@@ -16,6 +16,8 @@ metric                      what
 ``RecordsRejected``         records that break their contract, kept in the invalid-events queue
 ``RecordsDeadLettered``     records that failed on their last receive, sent to the DLQ with the reason
 ``DuplicatesSkipped``       records an earlier delivery already processed
+``RecordsOverRate``         records the consumer's token bucket sent back with a backoff (``max_events_per_second``)
+``RecordsOverRateLetThrough``  records over the rate processed anyway: on their last attempt (never to the DLQ)
 ``PutEventsFailedEntries``  entries PutEvents still refused after the retries
 ``ClaimsNotCompleted``      published records whose claim DynamoDB would not complete (may repeat once)
 ``EventsUnrouted``          the unrouted-events check: events no rule takes, kept in the invalid-events
@@ -36,6 +38,8 @@ RECORDS_PUBLISHED = "RecordsPublished"
 RECORDS_FAILED = "RecordsFailed"
 RECORDS_REJECTED = "RecordsRejected"
 RECORDS_DEAD_LETTERED = "RecordsDeadLettered"
+RECORDS_OVER_RATE = "RecordsOverRate"
+RECORDS_LET_THROUGH = "RecordsOverRateLetThrough"
 DUPLICATES_SKIPPED = "DuplicatesSkipped"
 PUT_EVENTS_FAILED_ENTRIES = "PutEventsFailedEntries"
 CLAIMS_NOT_COMPLETED = "ClaimsNotCompleted"

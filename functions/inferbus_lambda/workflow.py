@@ -31,8 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .claims import ClaimStatus, ClaimStore
-from .consumer import result_event_id
-from .contracts.core import CloudEvent, from_eventbridge_event, is_identifier
+from .contracts.core import CloudEvent, from_eventbridge_event, is_identifier, result_event_id
 from .errors import IdConflictError, InvalidEventError, TransientError
 
 __all__ = ["AcceptRequest", "accept"]

@@ -1,1 +1,1 @@
-"""The text pipeline's steps, one Lambda each: tokenize -> embed -> classify -> extract entities."""
+"""The text pipeline's steps, one Lambda each: tokenize -> part of speech -> entities -> embed -> sentiment."""

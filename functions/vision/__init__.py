@@ -1,1 +1,1 @@
-"""The vision workflow's steps: score one image with one model (one Lambda per model), merge."""
+"""The vision workflow's steps, one Lambda each: detect objects ‖ classify the scene, then merge."""

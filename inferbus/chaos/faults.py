@@ -6,7 +6,8 @@ there, which wraps, in each environment:
 
 - the handler (latency; a workflow step's transient errors and timeouts);
 - the claims store (:class:`FaultyClaimStore`: a timeout right after claiming, a crash before
-  or after completing a group's claims) and, for DynamoDB, its client (:class:`ThrottledDynamoDB`);
+  or after completing a group's claims) and its client: DynamoDB's throttles (:class:`ThrottledDynamoDB`),
+  Redis's connection drops (:class:`UnreachableRedis`), at the same rates;
 - the publisher's EventBridge client (:class:`ThrottledEvents`) and the publisher itself (the
   half published before a crash);
 - the model (``infer``: records it fails on purpose).
@@ -47,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from inferbus_lambda.claims import ClaimRecord, ClaimStatus, ClaimStore, DynamoDBClaimStore, PutAnswer
+from inferbus_lambda.claims import ClaimRecord, ClaimStatus, ClaimStore, DynamoDBClaimStore, PutAnswer, RedisClaimStore
 from inferbus_lambda.claims.base import event_key
 from inferbus_lambda.consumer import BatchReport, RecordStatus
 from inferbus_lambda.contracts import CloudEvent, EventData
@@ -55,12 +56,13 @@ from inferbus_lambda.errors import TransientError
 from inferbus_lambda.publishing import PublishFailure
 
 from .rates import FaultRates
+from .store_costs import MeteredDynamoDB
 
 if TYPE_CHECKING:
     from inferbus.runtime import LocalFunction
 
 __all__ = ["Cause", "FaultCounts", "FaultInjector", "FaultRates", "FaultyClaimStore", "InjectedCrash", "InjectedTimeout",
-           "Republishable", "ThrottledDynamoDB", "ThrottledEvents", "inject_faults"]
+           "Republishable", "ThrottledDynamoDB", "ThrottledEvents", "UnreachableRedis", "inject_faults"]
 
 
 class InjectedTimeout(BaseException):  # noqa: N818 - named for what it stands for
@@ -201,6 +203,56 @@ class ThrottledDynamoDB:
         return getattr(self.client, name)
 
 
+class UnreachableRedis:
+    """A Redis client whose connection drops for a share of claim scripts (``claim_rate``) and of completion
+    pipelines and releases (``complete_rate``), as a network blip or a failover does: the request raises
+    ``redis.ConnectionError`` once the client's own retries are spent. Everything else goes through.
+
+    Parameters
+    ----------
+    client
+        The real client.
+    claim_sha
+        The SHA-1 of the claim script (``RedisClaimStore.claim_sha``): its ``EVALSHA`` is a claim.
+    claim_rate, complete_rate, draws
+        As :class:`ThrottledDynamoDB`'s.
+    """
+
+    def __init__(self, client: Any, *, claim_sha: str, claim_rate: Rate, complete_rate: Rate,
+                 draws: Callable[[float], bool]) -> None:
+        self.client, self.claim_sha = client, claim_sha
+        self.claim_rate, self.complete_rate, self.draws = claim_rate, complete_rate, draws
+
+    def _drop(self, rate: float, what: str) -> None:
+        if self.draws(rate):
+            from redis.exceptions import ConnectionError as RedisConnectionError
+
+            raise RedisConnectionError(f"injected: connection lost during {what}")
+
+    def evalsha(self, sha: str, *keys_and_args: Any) -> Any:
+        if sha == self.claim_sha:
+            self._drop(self.claim_rate(), "a claim (claim_throttle_rate)")
+        return self.client.evalsha(sha, *keys_and_args)
+
+    def delete(self, *names: Any) -> Any:
+        self._drop(self.complete_rate(), "a release (complete_throttle_rate)")
+        return self.client.delete(*names)
+
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        pipeline = self.client.pipeline(*args, **kwargs)
+        execute = pipeline.execute
+
+        def execute_or_drop(*call_args: Any, **call_kwargs: Any) -> Any:
+            self._drop(self.complete_rate(), "a completion (complete_throttle_rate)")
+            return execute(*call_args, **call_kwargs)
+
+        pipeline.execute = execute_or_drop
+        return pipeline
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
 @dataclass
 class _Armed:
     """The faults drawn for the invocation an execution environment runs now."""
@@ -308,6 +360,8 @@ class FaultInjector:
         self.rates = rates
         self.counts = FaultCounts()
         self.draws = _Draws(seed)
+        # Every claims store it wrapped (one per execution environment), with its DynamoDB meter: what the claims cost.
+        self.stores: list[tuple[ClaimStore, MeteredDynamoDB | None]] = []
         self._lock = threading.Lock()
 
     def _rate(self, name: str) -> float:
@@ -353,10 +407,16 @@ class FaultInjector:
 
     def _wrap_consumer(self, runtime: Any, consumer: Any, armed: _Armed) -> None:
         store = consumer.claims
+        claim_rate = functools.partial(self._rate, "claim_throttle_rate")
+        complete_rate = functools.partial(self._rate, "complete_throttle_rate")
         if isinstance(store, DynamoDBClaimStore) and not isinstance(store.client, ThrottledDynamoDB):
-            store.client = ThrottledDynamoDB(store.client, claim_rate=functools.partial(self._rate, "claim_throttle_rate"),
-                                             complete_rate=functools.partial(self._rate, "complete_throttle_rate"),
-                                             draws=self.draws)
+            metered = MeteredDynamoDB(store.client)  # inside the throttling: a throttled request bills nothing
+            self.stores.append((store, metered))
+            store.client = ThrottledDynamoDB(metered, claim_rate=claim_rate, complete_rate=complete_rate, draws=self.draws)
+        elif isinstance(store, RedisClaimStore) and not isinstance(store.client, UnreachableRedis):
+            self.stores.append((store, None))
+            store.client = UnreachableRedis(store.client, claim_sha=store.claim_sha, claim_rate=claim_rate,
+                                            complete_rate=complete_rate, draws=self.draws)
         consumer.claims = FaultyClaimStore(store, armed, self.counts, self._lock)
         runtime.events = ThrottledEvents(runtime.events, functools.partial(self._rate, "put_events_throttle_rate"),
                                          self.draws)

@@ -40,8 +40,8 @@ class FaultRates:
     crash_before_complete_rate: float = _rate(
         0.02, "share of consumer invocations dying between publishing a group of results and completing its claims: "
         "those results may be published again")
-    claim_throttle_rate: float = _rate(0.2, "share of claim requests DynamoDB throttles")
-    complete_throttle_rate: float = _rate(0.2, "share of completion and release requests DynamoDB throttles")
+    claim_throttle_rate: float = _rate(0.2, "share of claim requests the claims store throttles (DynamoDB) or drops (Redis)")
+    complete_throttle_rate: float = _rate(0.2, "share of completion and release requests the claims store throttles (DynamoDB) or drops (Redis)")
     put_events_throttle_rate: float = _rate(0.1, "share of a consumer's PutEvents entries throttled")
     duplicate_rate: float = _rate(0.12, "share of processed records delivered twice")
     step_error_rate: float = _rate(0.22, "share of workflow step invocations failing transiently")

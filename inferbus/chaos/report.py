@@ -8,6 +8,7 @@ from rich.table import Table
 from inferbus.runtime import RUNTIME_EXITED, TIMED_OUT
 
 from .run import ChaosReport, FlowReport
+from .store_costs import FIXED_MONTHLY_USD
 
 LEDGER_COLUMNS = ("processed exactly once", "in a DLQ", "failure event (reason)", "pending review", "processed twice",
                   "results repeated", "repeated, no recorded cause", "lost", "also in a DLQ, processed",
@@ -33,7 +34,7 @@ def print_flow(flow: FlowReport, console: Console) -> None:
         faults.add_row("results published, claim left in progress",
                        f"{sum(flow.republishable.values())} recorded ({causes or 'none'}); "
                        f"{flow.crashes_before_complete} invocations crashed between publishing and completing")
-        faults.add_row("claims DynamoDB throttled",
+        faults.add_row(f"claims the store ({flow.claims_store}) would not take",
                        f"{flow.records_failed_by_claim_throttling} records (redelivered)")
     faults.add_row("duplicate deliveries", f"{_share(flow.duplicates_delivered, flow.events)}; skipped as duplicates: "
                    f"{flow.duplicates_skipped}")
@@ -69,6 +70,25 @@ def print_flow(flow: FlowReport, console: Console) -> None:
                       "a bug of the flow, not an incident (see inferbus redrive --dry-run for why)[/red]")
 
 
+def print_claims_bills(report: ChaosReport, console: Console) -> None:
+    """Each run's consumers' claims traffic, one row per run: requests, billed units, dollars per million inputs and
+    the store's fixed monthly cost, so two stores read side by side. (A workflow's ``Accept`` is not metered.)"""
+    runs = [(name, flow.events, bill) for name, flow in report.flows.items()
+            if (bill := flow.claims_bill) is not None and bill.requests]
+    if not runs:
+        return
+    table = Table(title="what the consumers' claims cost (us-east-1 list prices: inferbus/chaos/store_costs.py)",
+                  title_justify="left")
+    for column in ("run", "requests", "per input", "billed units", "$ / M inputs", "fixed $ / month"):
+        table.add_column(column, justify="left" if column in ("run", "billed units") else "right")
+    for name, events, bill in runs:
+        requests = sum(bill.requests.values())
+        table.add_row(name, str(requests), f"{requests / max(events, 1):.2f}",
+                      ", ".join(f"{unit} {amount:g}" for unit, amount in sorted(bill.units.items())),
+                      f"{bill.per_million(events):.4f}", f"{FIXED_MONTHLY_USD.get(bill.store, 0.0):.2f}")
+    console.print(table)
+
+
 def print_chaos_report(report: ChaosReport, console: Console | None = None) -> None:
     console = console or Console()
     console.print(f"[bold]inferbus chaos[/bold]: {len(report.flows)} flow(s), {report.events} inputs each, seed "
@@ -76,3 +96,4 @@ def print_chaos_report(report: ChaosReport, console: Console | None = None) -> N
                   + ("[bold green]every ledger balances[/bold green]" if report.balanced else "[bold red]A LEDGER DOES NOT BALANCE[/bold red]"))
     for flow in report.flows.values():
         print_flow(flow, console)
+    print_claims_bills(report, console)

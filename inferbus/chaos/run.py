@@ -8,9 +8,10 @@ parts by :mod:`.faults` (the functions' own code carries no chaos):
 
 - queue consumers: a share of records fail with a transient error, a share of invocations time
   out after claiming their records, a share die after publishing half their results, a share die
-  between publishing a group of results and completing its claims, DynamoDB throttles a share of
-  claim and completion requests, and a share of their PutEvents entries are throttled (the
-  publisher retries them); their event source delivers a share of records twice;
+  between publishing a group of results and completing its claims, the claims store throttles
+  (DynamoDB) or drops (Redis) a share of claim and completion requests, and a share of their
+  PutEvents entries are throttled (the publisher retries them); their event source delivers a
+  share of records twice;
 - workflow steps (the ``Accept`` step included): a share of invocations fail with a transient
   error, a share time out (``Sandbox.Timedout``, as Lambda reports it); the state machines retry
   them as they would in AWS; a share of the inputs reach the bus twice (a producer's retry).
@@ -27,6 +28,10 @@ such result once more, and nothing else may repeat. The ledger checks this resul
 (:meth:`Ledger.count_repeats`); a repeat without its cause fails the flow, however few. Then,
 with the faults off, the root consumer's DLQ is redriven and the ledger taken again.
 
+Each flow runs on the claims store(s) asked for (``claims_stores``: ``dynamodb``, ``redis`` or both,
+one run each; Redis is the local server at ``INFERBUS_REDIS_URL``): the same ledger must balance on
+each, and each run's claims traffic is kept (:class:`~.store_costs.StoreBill`) to be compared.
+
 Example
 -------
 >>> report = run_chaos(events=300, flow="text-pipeline")  # doctest: +SKIP
@@ -39,9 +44,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferbus_lambda.contracts import to_put_events_entry
 
@@ -50,6 +55,10 @@ from inferbus.model.ordering import order_breaks
 
 from .faults import FaultInjector, inject_faults
 from .rates import FaultRates
+from .store_costs import StoreBill, bill_of
+
+if TYPE_CHECKING:
+    from inferbus.model.settings import InferbusSettings
 
 SOURCE = "inferbus.chaos"
 # Inputs sent between drains: a consumer's queue stays shallow (moto's SQS slows as a queue grows); a
@@ -204,6 +213,8 @@ class FlowReport:
     reviews: dict[str, int] = field(default_factory=dict)
     failure_reasons: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    claims_store: str = "dynamodb"
+    claims_bill: StoreBill | None = None  # the consumers' claims traffic (a workflow's Accept is not metered)
 
     @property
     def balanced(self) -> bool:
@@ -250,30 +261,44 @@ def chaos_overrides(flow: Flow, batch_size: int) -> dict[str, int]:
 
 def run_chaos(events: int = 5000, rates: FaultRates | None = None, *, flow: str | None = None, seed: int = 7,
               redrive: bool = True, batch_size: int = 10, progress: Callable[[str, int, int], None] | None = None,
-              template: dict[str, Any] | None = None) -> ChaosReport:
+              template: dict[str, Any] | None = None, claims_stores: Sequence[str] = ("dynamodb",)) -> ChaosReport:
     """Run each flow ``flow`` names (default: all) with ``events`` inputs under the faults; one ledger per flow.
 
     ``batch_size`` (1-10,000) sets the flow's consumers' SQS batch for this run (default 10: many
     invocations, so the per-invocation faults happen often); ``template`` overrides it (and then
-    every flow runs on that template).
+    every flow runs on that template). ``claims_stores``: run each flow once per store
+    (``InferbusSettings.claims_store``); with more than one, a flow's report is keyed ``<flow> (<store>)``.
     """
     from pipeline import load_pipeline
 
+    from inferbus.model.settings import CLAIMS_STORES, InferbusSettings
+    from inferbus.runtime.specs import UnsupportedTemplateError
+
+    unknown = sorted(set(claims_stores) - set(CLAIMS_STORES))
+    if unknown or not claims_stores:
+        raise ChaosError(f"claims store {', '.join(unknown) or '(none)'}: choose from {', '.join(CLAIMS_STORES)}")
     declarations = load_pipeline()
     flows = resolve_flows(declarations, flow)
     rates = rates or FaultRates()
     report = ChaosReport(events, rates, seed)
     started = time.perf_counter()
-    for chosen in flows:
-        report.flows[chosen.name] = _run_flow(declarations, chosen, events, rates, seed=seed, redrive=redrive,
-                                              batch_size=batch_size, progress=progress, template=template)
+    for store in claims_stores:
+        settings = InferbusSettings(claims_store=store)
+        for chosen in flows:
+            key = chosen.name if len(claims_stores) == 1 else f"{chosen.name} ({store})"
+            try:
+                report.flows[key] = _run_flow(declarations, chosen, events, rates, seed=seed, redrive=redrive,
+                                              batch_size=batch_size, progress=progress, template=template,
+                                              settings=settings)
+            except UnsupportedTemplateError as error:  # e.g. claims in Redis and no local Redis: say what to start
+                raise ChaosError(str(error)) from None
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates, *, seed: int, redrive: bool,
               batch_size: int, progress: Callable[[str, int, int], None] | None,
-              template: dict[str, Any] | None) -> FlowReport:
+              template: dict[str, Any] | None, settings: InferbusSettings) -> FlowReport:
     from inferbus.demo.inputs import inputs_of, sample_events
     from inferbus.local import LocalPipeline
 
@@ -281,12 +306,12 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
     demo = inputs_of(root)
     assert demo is not None
     notify = progress or (lambda stage, done, total: None)
-    report = FlowReport(flow.name, [stage.name for stage in flow.stages], events)
+    report = FlowReport(flow.name, [stage.name for stage in flow.stages], events, claims_store=settings.claims_store)
     started = time.perf_counter()
     samples = sample_events(root, min(demo.limit, events), source=SOURCE)
     notify(f"{flow.name}: synthesize + provision", 0, 1)
     overrides = None if template is not None else chaos_overrides(flow, batch_size)
-    with LocalPipeline(template, overrides=overrides, pipeline=declarations) as pipeline:
+    with LocalPipeline(template, settings=settings, overrides=overrides, pipeline=declarations) as pipeline:
         notify(f"{flow.name}: synthesize + provision", 1, 1)
         injectors = _inject(pipeline, flow, rates, seed)
         sent = [f"chaos-{i}" for i in range(events)]
@@ -330,8 +355,18 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
                 _play_reviewers(pipeline, flow, truth, report)
                 pipeline.drain()
                 _take_ledger(pipeline, flow, sent, report, delivered, injectors, first=False)
+        report.claims_bill = _claims_bill(injectors, settings.claims_store)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _claims_bill(injectors: Mapping[Any, FaultInjector], store: str) -> StoreBill:
+    """The consumers' claims traffic over the whole run, from every store the faults wrapped."""
+    bill = StoreBill(store)
+    for injector in injectors.values():
+        for claims, metered in injector.stores:
+            bill.add(bill_of(claims, metered))
+    return bill
 
 
 def _inject(pipeline: Any, flow: Flow, rates: FaultRates, seed: int) -> dict[Any, FaultInjector]:

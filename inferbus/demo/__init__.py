@@ -73,7 +73,7 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
                 if event_id in sent.sent_at and event_id not in timed:
                     sent.sent_at[event_id] = now
                     timed.add(event_id)
-            report.rejected_by_bus += len(pipeline.put_events(chunk))
+            report.rejected_by_bus += len(pipeline.put_events(_send_to_brokers(pipeline.declarations, sent, chunk)))
             notify("send", min(start + 10, len(stream)), len(stream))
         pipeline.drain()
         notify("drain", 1, 1)
@@ -147,3 +147,28 @@ def replay_run(pipeline: Any, *, since: datetime, delivered: list[dict[str, Any]
     report.workflow_duplicates = workflow_duplicates() - before[1]
     report.rerejected = len(pipeline.invalid_events()) - before[2]
     return report
+
+
+def _send_to_brokers(declarations: Any, sent: Any, chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Publish the entries meant for a ``rabbitmq`` consumer to its queue, as its producers would (a CloudEvent,
+    structured); return the rest, for the bus. Copies that no rule takes stay on the bus: they test the bus."""
+    from .inputs import UNROUTED
+
+    queues = {c.name: c.broker for c in declarations.consumers if c.channel.value == "rabbitmq"}
+    if not queues:
+        return chunk
+    from ..runtime.rabbitmq import publish_cloudevents
+
+    unrouted = {corruption.why for corruption in UNROUTED}
+    on_bus: list[dict[str, Any]] = []
+    published: dict[str, list[str]] = {}  # component -> the CloudEvents for its queue, in order
+    for entry in chunk:
+        event_id = json.loads(entry["Detail"]).get("id")
+        component = sent.component_of.get(event_id, "")
+        if component not in queues or sent.reasons.get(event_id) in unrouted:
+            on_bus.append(entry)
+        else:
+            published.setdefault(component, []).append(entry["Detail"])
+    for component, cloudevents in published.items():
+        publish_cloudevents(queues[component].queue, cloudevents, queues[component].virtual_host)
+    return on_bus

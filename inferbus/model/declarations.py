@@ -26,7 +26,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .names import (
     ACCEPT_STEM,
@@ -39,6 +39,10 @@ from .names import (
     result_source,
 )
 from .settings import ConsumerSettings, FunctionSettings, QueueSettings, SettingsError
+
+if TYPE_CHECKING:  # its module imports DeclarationError from here
+    from .kafka import KafkaTopic
+    from .rabbitmq import RabbitMqQueue
 
 __all__ = ["DEFAULT_GROUP_BY", "PLANNED_CHANNELS", "Channel", "Component", "Consumer", "DeclarationError", "EventFilter", "Pipeline", "Producer", "ResultProducer", "Route",
            "Setting", "StateTable", "Task", "Workflow"]
@@ -63,12 +67,14 @@ class Channel(str, enum.Enum):
 
     SQS = "sqs"  # a standard queue: at-least-once, unordered, nearly unlimited throughput
     FIFO = "fifo"  # a FIFO queue, one message group per key (``group_by``): in order per key
+    KAFKA = "kafka"  # a Kafka topic (``broker=KafkaTopic(...)``): in order per partition
+    RABBITMQ = "rabbitmq"  # a queue on Amazon MQ for RabbitMQ (``broker=RabbitMqQueue(...)``), not the bus's rules
 
     def __str__(self) -> str:
         return self.value
 
 
-PLANNED_CHANNELS = ("kafka", "rabbitmq")  # declared names that answer "not available yet"
+PLANNED_CHANNELS: tuple[str, ...] = ()  # declared names that answer "not available yet"
 FIFO_MAX_BATCH = 10  # Lambda reads a FIFO queue in batches of at most 10, with no batching window
 DEFAULT_GROUP_BY = "$.detail.source"  # the CloudEvent's source: always set, so every producer's events keep their order
 # A path into the EventBridge event (the CloudEvent is its ``detail``): fields only, as EventBridge Pipes resolves it.
@@ -239,6 +245,10 @@ class Consumer(ResultProducer):
         order they reached the queue. Default :data:`DEFAULT_GROUP_BY`, the CloudEvent's ``source``.
         A ``fifo`` consumer's ``batch_size`` is at most 10 and its ``max_batching_window_s`` is not
         used (Lambda's rules for FIFO queues).
+    broker
+        The connection of a broker channel: a ``kafka`` channel's :class:`~inferbus.model.kafka.KafkaTopic`
+        (its batch size and window are the topic's; ``settings.max_receive_count`` bounds the retries), a
+        ``rabbitmq`` channel's :class:`~inferbus.model.rabbitmq.RabbitMqQueue`. ``None`` for ``sqs`` and ``fifo``.
     reads
         The external stores it reads (:class:`StateTable`): ``runtime.state("<name>")`` in its
         ``infer``. Default: none.
@@ -249,6 +259,7 @@ class Consumer(ResultProducer):
     settings: ConsumerSettings = ConsumerSettings()
     channel: Channel = Channel.SQS
     group_by: str | None = None
+    broker: KafkaTopic | RabbitMqQueue | None = None
     reads: tuple[StateTable, ...] = ()
 
     def __post_init__(self) -> None:
@@ -263,6 +274,7 @@ class Consumer(ResultProducer):
         if len(set(names)) != len(names):
             raise DeclarationError(self.name, f"reads names a state table more than once: {names}")
         object.__setattr__(self, "channel", channel_named(self.name, self.channel))
+        _check_rabbitmq_broker(self)
         if self.channel is Channel.FIFO:
             if self.group_by is None:
                 object.__setattr__(self, "group_by", DEFAULT_GROUP_BY)
@@ -276,6 +288,23 @@ class Consumer(ResultProducer):
         elif self.group_by is not None:
             raise DeclarationError(self.name, f"group_by orders a 'fifo' channel; this consumer's channel is "
                                    f"{self.channel.value!r}")
+        if self.channel is Channel.KAFKA:
+            self._check_kafka()
+        elif self.channel in (Channel.SQS, Channel.FIFO) and self.broker is not None:
+            raise DeclarationError(self.name, f"broker connects a broker channel; this consumer's channel is "
+                                   f"{self.channel.value!r}")
+
+    def _check_kafka(self) -> None:
+        from .kafka import KafkaTopic  # its module imports DeclarationError from here
+
+        if not isinstance(self.broker, KafkaTopic):
+            raise DeclarationError(self.name, f"a 'kafka' channel needs broker=KafkaTopic(topic=..., cluster_arn=... or "
+                                   f"bootstrap_servers=...), got {self.broker!r}")
+        default = ConsumerSettings()
+        if (self.settings.batch_size, self.settings.max_batching_window_s) != (default.batch_size, default.max_batching_window_s):
+            raise DeclarationError(self.name, "a 'kafka' consumer's batch is its topic's: declare "
+                                   "KafkaTopic(batch_size=..., max_batching_window_s=...), not ConsumerSettings")
+        object.__setattr__(self, "broker", self.broker.with_group(self.name))
 
     @property
     def ordered(self) -> bool:
@@ -288,13 +317,25 @@ class Consumer(ResultProducer):
         return self.emits[0]
 
 
+def _check_rabbitmq_broker(consumer: Consumer) -> None:
+    """A ``rabbitmq`` channel names its queue (``broker=RabbitMqQueue(...)``); no other channel takes one."""
+    from .rabbitmq import RabbitMqQueue  # it imports DeclarationError from here
+
+    if consumer.channel is Channel.RABBITMQ and not isinstance(consumer.broker, RabbitMqQueue):
+        raise DeclarationError(consumer.name, f"a 'rabbitmq' channel reads a queue: declare "
+                               f"broker=RabbitMqQueue(queue=...), got broker={consumer.broker!r}")
+    if isinstance(consumer.broker, RabbitMqQueue) and consumer.channel is not Channel.RABBITMQ:
+        raise DeclarationError(consumer.name, f"broker=RabbitMqQueue(...) is a 'rabbitmq' channel's queue; this "
+                               f"consumer's channel is {consumer.channel.value!r}: declare channel='rabbitmq'")
+
+
 def channel_named(declaration: str, name: Channel | str) -> Channel:
     """The :class:`Channel` called ``name``.
 
     Raises
     ------
     DeclarationError
-        For a channel not available yet (``kafka``, ``rabbitmq``) or unknown, naming those there are.
+        For a channel not available yet (``kafka``) or unknown, naming those there are.
 
     >>> channel_named("x", "fifo")
     <Channel.FIFO: 'fifo'>

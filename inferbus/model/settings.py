@@ -29,6 +29,7 @@ LOG_RETENTION_CHOICES = (7, 14, 30, 90, 365)
 PACKAGES = ("zip", "image")
 STAGE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 WORKFLOW_LOG_LEVELS = ("ALL", "ERROR", "FATAL", "OFF")
+CLAIMS_STORES = ("dynamodb", "redis")  # inferbus_lambda.claims.CLAIM_STORES that a stack can make
 MAX_QUEUE_RETENTION_S = 14 * 86_400
 
 
@@ -72,6 +73,11 @@ class ConsumerSettings:
         ``zip`` (default: the shared code bundle) or ``image``: a container image built at
         deploy from ``functions/Dockerfile`` (Docker where you deploy), for models too big
         for a zip (250 MB unzipped; an image may hold 10 GB).
+    max_events_per_second
+        The most events per second all the consumer's invocations take together, (0, 100,000]: a
+        token bucket in the claims store (``inferbus_lambda.rate_limit``); records over it go back
+        to their queue with a backoff, never to the DLQ (see docs/channels.md). Default None: no rate,
+        only ``max_concurrency``.
     """
 
     batch_size: int = 100
@@ -82,10 +88,14 @@ class ConsumerSettings:
     timeout_s: int = 30
     dlq_retention_days: int = 14
     package: Literal["zip", "image"] = "zip"
+    max_events_per_second: float | None = None
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
         _check_package(owner, self.package)
+        if self.max_events_per_second is not None and not 0 < self.max_events_per_second <= 100_000:
+            raise SettingsError(f"{owner}.max_events_per_second must be in (0, 100000] or None (no rate), "
+                                f"got {self.max_events_per_second}")
         _check_range(owner, "batch_size", self.batch_size, 1, 10_000)
         _check_range(owner, "max_batching_window_s", self.max_batching_window_s, 0, 300)
         _check_range(owner, "max_concurrency", self.max_concurrency, 2, 1000)
@@ -253,6 +263,10 @@ class InferbusSettings:
         with the FIS Lambda extension layer, its configuration bucket and an experiment role.
         Default False: the template then has none of them. Templates only: an experiment runs
         when someone starts it, and stops when work is lost (see ``constructs/fault_injection.py``).
+    claims_store
+        Where consumers and workflows keep their exactly-once claims: ``dynamodb`` (default: the
+        idempotency table, no fixed cost) or ``redis`` (ElastiCache Serverless Valkey in a VPC the
+        claiming functions join; locally a redis-server, see docs/channels.md).
     """
 
     stage: str = ""
@@ -289,6 +303,7 @@ class InferbusSettings:
     results_glacier_after_days: int = 90
     results_retention_days: int = 365
     fault_injection_experiments: bool = False
+    claims_store: Literal["dynamodb", "redis"] = "dynamodb"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -312,6 +327,8 @@ class InferbusSettings:
         for switch in ("fault_injection_experiments", "schema_registry", "ingest_api", "results_archive"):
             if not isinstance(getattr(self, switch), bool):
                 raise SettingsError(f"{owner}.{switch} must be True or False, got {getattr(self, switch)!r}")
+        if self.claims_store not in CLAIMS_STORES:
+            raise SettingsError(f"{owner}.claims_store must be one of {', '.join(CLAIMS_STORES)}, got {self.claims_store!r}")
         if self.lambda_insights not in (None, True, False):
             raise SettingsError(f"{owner}.lambda_insights must be True, False or None (on in prod), got {self.lambda_insights!r}")
         for percent in ("error_rate_alarm_percent", "concurrency_alarm_percent", "memory_alarm_percent"):

@@ -35,6 +35,13 @@ CLOUD_ONLY = {
     "AWS::Logs::LogStream": "not created: log streams exist only in the cloud",
     "AWS::Lambda::EventInvokeConfig": "an asynchronous invocation's retries and on-failure destination apply only in AWS",
     "AWS::Lambda::Permission": "resource policies are not enforced locally: any caller may invoke any function",
+    # The claims cache's network (claims_store=redis): functions run in-process and reach the local Redis directly.
+    **dict.fromkeys(("AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::RouteTable", "AWS::EC2::SubnetRouteTableAssociation",
+                     "AWS::EC2::SecurityGroup", "AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress",
+                     "AWS::EC2::VPCEndpoint", "AWS::EC2::FlowLog"),
+                    "the VPC is not emulated: functions run in-process and reach the local Redis and moto directly"),
+    **dict.fromkeys(("AWS::ElastiCache::User", "AWS::ElastiCache::UserGroup"),
+                    "ElastiCache IAM authentication exists only in AWS: the local Redis takes any client"),
 }
 PARTLY_LOCAL = {
     "AWS::Events::EventBus": "its resource policy's Deny statements on PutEvents are enforced (each function acts as "
@@ -52,6 +59,8 @@ PARTLY_LOCAL = {
     "AWS::Lambda::EventSourceMapping": "local poller: batch size, window, partial batch response and "
     "MaximumConcurrency applied; a failed record is visible again at once (not after the visibility timeout)",
     "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
+    "AWS::ElastiCache::ServerlessCache": "served by the local Redis at INFERBUS_REDIS_URL (default redis://127.0.0.1:6379: "
+    "redis-server --daemonize yes --port 6379), without TLS, authentication or a VPC",
     "AWS::Pipes::Pipe": "an SQS -> SQS pipe moves messages in-process, in order, its MessageGroupId and "
     "MessageDeduplicationId read by path and its InputTemplate applied (a single placeholder); the pipe's own "
     "retries, logging and role are cloud-only",

@@ -18,6 +18,7 @@ method               what a channel does
 ``message_id``       the id the function's batch response names a message by
 ``lambda_event``     the Lambda event for a batch, in the shape the real mapping sends
 ``backlog``          messages not yet done (visible or in flight)
+``close``            let go of the channel's connections (a broker's); default none
 ===================  ========================================================================
 
 An ordered channel (an SQS FIFO queue) says so with ``duplicates_in_place``: the poller then
@@ -26,6 +27,7 @@ behind its group's later messages.
 
 A Kafka or RabbitMQ poller is one module with a :class:`LocalChannel` subclass (its own
 ``lambda_event``: AWS's documented Kafka or Amazon MQ event shape); the poller is unchanged.
+RabbitMQ's is :class:`~.rabbitmq.RabbitMqChannel`, on a real broker.
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ class LocalChannel(abc.ABC):
 
     @abc.abstractmethod
     def backlog(self) -> int: ...
+
+    def close(self) -> None:
+        """Let go of the channel's connections (a broker's); a queue on moto holds none."""
 
     @property
     def duplicates_in_place(self) -> bool:

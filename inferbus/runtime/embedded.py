@@ -40,7 +40,7 @@ from typing import Any
 from . import moto_patches, resource_policy
 from .activity import Activity
 from .bridge import StateMachineBridge
-from .channels import SqsChannel
+from .channels import LocalChannel, SqsChannel
 from .event_source import AfterFailure, LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
@@ -50,7 +50,7 @@ from .pipes import LocalPipe
 from .provision import FIFO_SUFFIX, provision
 from .queue_ops import peek_messages
 from .resources import ACCOUNT, REGION
-from .specs import BridgeSpec, Deployment, QueueInfo, StateMachineInfo
+from .specs import BridgeSpec, Deployment, EventSourceSpec, KafkaMappingSpec, QueueInfo, StateMachineInfo
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -64,8 +64,10 @@ TAP_NAME = "local-tap"
 TAP_MANAGED_BY = "inferbus.local"  # its ManagedBy, as an AWS service marks the rules it makes for you
 PUT_EVENTS_LIMIT = 10  # entries per PutEvents request
 DRAIN_TIMEOUT_S = 300.0
+KAFKA_BOOTSTRAP_VARIABLE = "INFERBUS_KAFKA_BOOTSTRAP_SERVERS"  # a real broker for the Kafka mappings (default: a mock)
 TRIM_EVERY_S = 1.0  # with ``retain``: how often what is kept is trimmed to its window
 KEPT_PER_RETAINED = 100  # archived events and deleted receipt handles kept per retained invocation
+TTL_SWEEP_S = 5.0  # while started: how often DynamoDB items past their time to live are deleted (AWS: within days)
 IDLE_POLL_S = 0.05  # drain re-checks this often when nothing signals (an execution parking on a token)
 CHECK_EVERY_S = 0.02  # and, while things move, at most this often
 TAP_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:local-tap"  # a local-only target: what the tap rule delivers to
@@ -116,7 +118,9 @@ class EmbeddedPipeline:
         invocations, captured logs and metrics. ``functions[id].set_environment(NAME="value")``
         changes the environment of its later invocations (e.g. to switch on fault injection).
     event_sources, bridges
-        The local SQS pollers and the state machine rule-target bridges.
+        The local pollers (SQS queues, and Kafka topics on ``kafka_bootstrap_servers``: librdkafka's
+        mock cluster, or the broker ``INFERBUS_KAFKA_BOOTSTRAP_SERVERS`` names) and the state machine
+        rule-target bridges.
     activity
         Signalled whenever something may have moved (:class:`~.activity.Activity`).
     on_execution_end
@@ -141,6 +145,8 @@ class EmbeddedPipeline:
         self.deployment: Deployment | None = None
         self.functions: dict[str, LocalFunction] = {}
         self.event_sources: list[LocalEventSource] = []
+        self.kafka_bootstrap_servers: str | None = None  # the local Kafka cluster, once a Kafka mapping needs one
+        self._kafka_cluster: Any = None  # keeps the mock cluster alive
         self.bridges: list[StateMachineBridge] = []
         self.pipes: list[LocalPipe] = []
         self.activity = Activity()
@@ -193,8 +199,7 @@ class EmbeddedPipeline:
         for logical_id, spec in self.deployment.functions.items():
             self.functions[logical_id] = LocalFunction(spec, self.host, retain=self.retain)
         for source in self.deployment.event_sources:
-            queue = self.deployment.queue_by_arn(source.queue_arn)
-            self.event_sources.append(LocalEventSource(source, SqsChannel(queue, self.sqs),
+            self.event_sources.append(LocalEventSource(source, self._channel(source),
                                                        self.functions[source.function_logical_id], self.after_failure,
                                                        self.activity))
         for bridge in self.deployment.bridges:
@@ -219,6 +224,19 @@ class EmbeddedPipeline:
             function.load()
         if self.tap:
             self._add_tap()
+
+    def _channel(self, source: EventSourceSpec) -> LocalChannel:
+        """The channel a mapping reads: its SQS queue on moto, a Kafka topic on the local cluster, or an Amazon MQ
+        queue on the local RabbitMQ."""
+        assert self.deployment is not None
+        if source.kafka is not None:
+            return self._kafka_channel(source.kafka)
+        if source.amazon_mq:
+            from .rabbitmq import RabbitMqChannel  # pika only for a template that reads a broker
+
+            (queue,) = source.queues
+            return RabbitMqChannel(queue, source.virtual_host, source.queue_arn)
+        return SqsChannel(self.deployment.queue_by_arn(source.queue_arn), self.sqs)
 
     def _add_bridge(self, spec: BridgeSpec) -> StateMachineBridge:
         assert self.deployment is not None
@@ -261,9 +279,30 @@ class EmbeddedPipeline:
         self.activity.changed()
         return True
 
+    def _kafka_channel(self, spec: KafkaMappingSpec) -> LocalChannel:
+        """A Kafka mapping's topic on the one local cluster: librdkafka's mock, or the broker
+        ``INFERBUS_KAFKA_BOOTSTRAP_SERVERS`` names; what the mapping gives up goes to its on-failure queue."""
+        from .kafka import KafkaChannel, mock_cluster
+
+        if self.kafka_bootstrap_servers is None:
+            configured = os.environ.get(KAFKA_BOOTSTRAP_VARIABLE)
+            self.kafka_bootstrap_servers, self._kafka_cluster = (configured, None) if configured else mock_cluster()
+        failure_queue = self.deployment.queue_by_arn(spec.on_failure_arn) if spec.on_failure_arn else None
+
+        def on_failure(record: dict[str, Any]) -> None:
+            if failure_queue is not None:
+                self.sqs.send_message(QueueUrl=failure_queue.url, MessageBody=json.dumps(record))
+
+        return KafkaChannel(spec.topic, spec.group_id, bootstrap_servers=self.kafka_bootstrap_servers,
+                            starting_position=spec.starting_position, event_source_arn=spec.cluster_arn,
+                            max_retry_attempts=spec.max_retry_attempts if spec.max_retry_attempts >= 0 else 10,
+                            on_failure=on_failure)
+
     def __exit__(self, *exc: object) -> None:
         try:
             self.stop()
+            for source in self.event_sources:
+                source.channel.close()  # a broker's connection; what it still held goes back to its queue
             if self._tracker is not None:
                 self._tracker.stop_running()  # no worker thread may call AWS once the mock is gone
         finally:
@@ -339,7 +378,8 @@ class EmbeddedPipeline:
 
     def event_source(self, queue_url: str) -> LocalEventSource:
         """The local event source that drains the queue with this URL."""
-        found = [source for source in self.event_sources if source.queue.url == queue_url]
+        found = [source for source in self.event_sources
+                 if isinstance(source.channel, SqsChannel) and source.queue.url == queue_url]
         if not found:
             raise KeyError(f"no event source mapping reads {queue_url}")
         return found[0]
@@ -381,8 +421,12 @@ class EmbeddedPipeline:
             source.stop()
 
     def _dispatch_forever(self) -> None:
+        swept_at = time.monotonic()
         while not self._stopping.is_set():
             seen = self.activity.generation
+            if time.monotonic() - swept_at >= TTL_SWEEP_S:
+                swept_at = time.monotonic()
+                moto_patches.expire_items()
             if not self._dispatch_bridges():
                 self.activity.wait(seen, 1.0)
 
@@ -406,7 +450,8 @@ class EmbeddedPipeline:
         handing = (sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
                    + sum(pipe.waiting for pipe in self.pipes))
         handing += self.status_changes.waiting if self.status_changes is not None else 0
-        backlog = {source.queue.logical_id: n for source in self.event_sources if (n := source.backlog())}
+        backlog = {(source.queue.logical_id if isinstance(source.channel, SqsChannel) else source.spec.logical_id): n
+                   for source in self.event_sources if (n := source.backlog())}
         return self._tracker.unsettled(), backlog, handing
 
     def drain(self, *, timeout_s: float = DRAIN_TIMEOUT_S) -> None:

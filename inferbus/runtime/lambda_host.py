@@ -162,6 +162,18 @@ class Invocation:
     logs: list[dict[str, Any]] = field(default_factory=list)
 
 
+def batch_records(event: Any) -> list[Any]:
+    """The records of an event source mapping's event: SQS's ``Records``, Kafka's ``records`` by topic-partition,
+    Amazon MQ's ``rmqMessagesByQueue`` by queue."""
+    if not isinstance(event, dict):
+        return []
+    if isinstance(event.get("rmqMessagesByQueue"), dict):
+        return [message for messages in event["rmqMessagesByQueue"].values() for message in messages]
+    if isinstance(event.get("records"), dict):
+        return [record for partition in event["records"].values() for record in partition]
+    return list(event.get("Records", []))
+
+
 class LocalFunction:
     """One function of the template: its execution environments, invocations, logs and metrics.
 
@@ -350,10 +362,10 @@ class LocalFunction:
                 # What the Lambda runtime logs for an unhandled error.
                 sink.lines.append({"level": "ERROR", "errorType": error_type, "errorMessage": error_message,
                                    "stackTrace": stack, "requestId": context.aws_request_id})
-        records = event.get("Records", []) if isinstance(event, dict) else []
+        records = len(batch_records(event))
         failures = response.get("batchItemFailures", []) if isinstance(response, dict) else []
         failed = [item["itemIdentifier"] for item in failures]
-        invocation = Invocation(context.aws_request_id, len(records), failed, error, (time.perf_counter() - started) * 1000,
+        invocation = Invocation(context.aws_request_id, records, failed, error, (time.perf_counter() - started) * 1000,
                                 trigger, error_type, error_message, stack, waited_ms, sink.lines)
         with self._changed:
             self._lines.append(sink.lines)

@@ -27,6 +27,8 @@ Faithfulness:
 - **Replays** take only the archived events whose time is in the window, and only to the rules in
   ``Destination.FilterArns`` when it is given (moto replays every archived event to every rule).
 
+- **DynamoDB TTL**: items whose TTL attribute has passed are deleted (:func:`expire_items`, which
+  the runtime calls every few seconds; moto records the TTL setting and never applies it).
 - **An execution started without a name** is named with a UUID, as AWS does (moto names each ``None``).
 - **Atomic requests**: moto was written for one caller at a time; handlers now call it from
   many threads, so every request is processed under a lock, as each AWS call is atomic (a
@@ -59,6 +61,10 @@ Cost:
   else writes the table while the request holds DynamoDB's lock, at a cost that no longer grows
   with the table. (A table with a stream is still copied whole, once per request, so that a
   rollback takes back its stream records too.)
+- Every model instance moto made stayed in its class's ``instances_tracked`` for the life of the
+  process (each DynamoDB item written, each execution with its history); the lists are now weak
+  (:class:`WeakTracked`). ``StartExecution`` deep-copied the state machine for each execution; one
+  snapshot per revision is shared (:class:`SnapshotPerRevision`).
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.
@@ -71,10 +77,11 @@ import functools
 import json
 import sys
 import threading
+import time
 import uuid
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -589,6 +596,12 @@ def _patch_stepfunctions() -> None:
         return start_execution(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
 
     _patch(StepFunctionsParserBackend, "start_execution", start_execution_named)
+    from moto.stepfunctions.parser import models as parser_models
+
+    # moto deep-copies the state machine at every StartExecution as the execution's snapshot of its
+    # definition: a copy per execution (memory for as long as the execution is kept, and CPU at each
+    # start). One snapshot per revision is the same snapshot: an execution never changes it.
+    _patch(parser_models, "copy", SnapshotPerRevision())
     _patch(BaseExecutionWorkerCommunication, "terminated", terminated_and_notify)
     _patch(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
     # The defining module, for what is imported later, and each service module that imported it already.
@@ -596,6 +609,124 @@ def _patch_stepfunctions() -> None:
     using = [sys.modules.get(services + name) for name in CLIENT_USING_SERVICES]
     for module in [boto_client, lambda_eval_utils, *[module for module in using if module is not None]]:
         _patch(module, "boto_client_for", cached_client_for)
+
+
+class SnapshotPerRevision:
+    """What moto's Step Functions module sees as ``copy``: one deep copy per state machine revision.
+
+    The key is the machine and what an update changes (its definition, role, update date); the
+    copy's memo is moto's (its executions left out, its backend shared).
+    """
+
+    def __init__(self) -> None:
+        self.snapshots: dict[int, tuple[tuple[Any, ...], Any]] = {}
+        self.lock = threading.Lock()
+
+    def deepcopy(self, value: Any, memo: Any = None) -> Any:
+        import copy
+
+        revision = (getattr(value, "definition", None), getattr(value, "roleArn", None),
+                    getattr(value, "update_date", None), getattr(value, "revision_id", None))
+        with self.lock:
+            kept = self.snapshots.get(id(value))
+            if kept is not None and kept[0] == revision:
+                return kept[1]
+            snapshot = copy.deepcopy(value, memo)
+            self.snapshots[id(value)] = (revision, snapshot)  # a deleted machine's id may return: keyed by revision too
+            return snapshot
+
+
+# AWS deletes an item whose TTL attribute is a Number of epoch seconds in the past, but not one more
+# than five years in the past (taken for milliseconds or a mistake).
+TTL_IGNORED_AFTER_S = 5 * 365 * 86_400
+
+
+def expire_items(now_s: float | None = None) -> int:
+    """Delete every DynamoDB item whose time to live has passed, as DynamoDB's TTL does; return how many.
+
+    moto records a table's TTL setting and never deletes an item by it, so claims and idempotency
+    records stayed for as long as the process lived. DynamoDB deletes expired items in the
+    background "within a few days"; the runtime calls this every :data:`TTL_SWEEP_S` s. As in AWS,
+    an expired item not yet deleted is still read, a non-Number attribute or one more than five
+    years past is never expired, and a table with TTL disabled keeps everything.
+    """
+    from moto.dynamodb.models import dynamodb_backends
+
+    now = time.time() if now_s is None else now_s
+    deleted = 0
+    with SERVICE_LOCKS["dynamodb"]:
+        for regions in dynamodb_backends.values():
+            for backend in regions.values():
+                for table in list(backend.tables.values()):
+                    ttl = getattr(table, "ttl", {}) or {}
+                    attribute = ttl.get("AttributeName")
+                    if ttl.get("TimeToLiveStatus") != "ENABLED" or not attribute:
+                        continue
+                    for hash_value, held in list(table.items.items()):
+                        items = list(held.items()) if table.has_range_key else [(None, held)]
+                        for range_value, item in items:
+                            if _expired(item, attribute, now):
+                                table.delete_item(hash_value, range_value)
+                                deleted += 1
+    return deleted
+
+
+def _expired(item: Any, attribute: str, now: float) -> bool:
+    value = item.attrs.get(attribute)
+    if value is None or value.type != "N":
+        return False
+    try:
+        expires = float(value.value)
+    except (TypeError, ValueError):
+        return False
+    return now - TTL_IGNORED_AFTER_S <= expires < now
+
+
+class WeakTracked:
+    """A model class's ``instances_tracked`` that does not keep its instances alive.
+
+    moto appends every instance of every model (``BaseModel``) to its class's list and never
+    removes one, for its ``/moto-api/data.json`` and S3's reset: every DynamoDB item written
+    (each put, update and transaction makes new ones), every Step Functions execution with its
+    history and its machine's copy, for the life of the process. Here the list holds weak
+    references: what the backends still hold is listed, what they let go of is freed.
+    """
+
+    def __init__(self, instances: Iterable[Any] = ()) -> None:
+        self.refs: list[Callable[[], Any]] = []
+        self.pruned_at = 64
+        for instance in instances:
+            self.append(instance)
+
+    def append(self, instance: Any) -> None:
+        try:
+            self.refs.append(weakref.ref(instance))
+        except TypeError:  # a class without weak references: kept, as moto keeps it
+            self.refs.append(lambda kept=instance: kept)
+        if len(self.refs) >= 2 * self.pruned_at:
+            self.refs = [ref for ref in self.refs if ref() is not None]
+            self.pruned_at = max(64, len(self.refs))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([instance for ref in list(self.refs) if (instance := ref()) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for ref in list(self.refs) if ref() is not None)
+
+
+def _patch_model_tracking() -> None:
+    from moto.core.common_models import BaseModel
+
+    def tracked_weakly(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        instance = object.__new__(cls)
+        tracked = cls.__dict__.get("instances_tracked")
+        if not isinstance(tracked, WeakTracked):  # moto's reset puts a plain list back
+            tracked = WeakTracked(tracked or ())
+            cls.instances_tracked = tracked
+        tracked.append(instance)
+        return instance
+
+    _patch(BaseModel, "__new__", staticmethod(tracked_weakly))
 
 
 def _patch_dynamodb() -> None:
@@ -707,6 +838,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     HOOKS.changed, HOOKS.deliver = changed, deliver
     MATCHED_EVENTS.clear()
     _patch_requests()
+    _patch_model_tracking()
     _patch_sqs()
     _patch_events()
     _patch_replays()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import uuid
 from typing import Any
 
 from inferbus.model.asl import substitute
@@ -28,6 +30,7 @@ from .specs import (
     BridgeSpec,
     Deployment,
     EventSourceSpec,
+    KafkaMappingSpec,
     FunctionSpec,
     LogSubscriptionSpec,
 
@@ -38,6 +41,8 @@ from .specs import (
 )
 
 FIFO_SUFFIX = ".fifo"
+LOCAL_REDIS_VARIABLE = "INFERBUS_REDIS_URL"  # where a template's ElastiCache cache is served locally
+DEFAULT_LOCAL_REDIS = "redis://127.0.0.1:6379"
 FIFO_ATTRIBUTES = ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit")
 # The InputPath forms the bridge applies: $ and $.field.field (no filters, wildcards, indexes).
 SIMPLE_PATH = re.compile(r"\$(\.[A-Za-z0-9_-]+)*")
@@ -88,8 +93,10 @@ def provision(template: dict[str, Any], session: Any, *, stack_name: str) -> Dep
         for queue_url in deployment.resolver.resolve(props["Queues"]):
             policy = json.dumps(deployment.resolver.resolve(props["PolicyDocument"]))
             clients["sqs"].set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": policy})
+    _provision_caches(resources, deployment)
     # Functions last: their environment refers to everything above.
     _specify_functions(resources, deployment, notes)
+    _name_brokers(resources, deployment)
     _specify_event_sources(resources, deployment)
     _specify_log_subscriptions(resources, deployment, notes)
 
@@ -385,6 +392,42 @@ def _bridge(rule_logical_id: str, rule_name: str, rule_arn: str, target: dict[st
     )
 
 
+def _provision_caches(resources: dict[str, Any], deployment: Deployment) -> None:
+    """An ElastiCache serverless cache (the Redis claims store) is the local Redis at ``INFERBUS_REDIS_URL``
+    (default ``redis://127.0.0.1:6379``): its endpoint is what the functions' environment reads. A new cache
+    is empty, as a new DynamoDB table is in moto: the claims an earlier embedded run left there are deleted
+    (so one embedded pipeline per local Redis at a time; point another at another server)."""
+    from urllib.parse import urlparse
+
+    resolver = deployment.resolver
+    url = os.environ.get(LOCAL_REDIS_VARIABLE) or DEFAULT_LOCAL_REDIS
+    local = urlparse(url)
+    caches = _of_type(resources, "AWS::ElastiCache::ServerlessCache")
+    if caches:
+        _empty_local_redis(url)
+    for logical_id, props in caches:
+        name = props["ServerlessCacheName"]
+        resolver.refs[logical_id] = name
+        resolver.attributes[(logical_id, "Endpoint.Address")] = local.hostname or "127.0.0.1"
+        resolver.attributes[(logical_id, "Endpoint.Port")] = str(local.port or 6379)
+        resolver.attributes[(logical_id, "ARN")] = f"arn:{PARTITION}:elasticache:{REGION}:{ACCOUNT}:serverlesscache:{name}"
+
+
+def _empty_local_redis(url: str) -> None:
+    import redis
+    from inferbus_lambda.claims.redis import KEY_PREFIX
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=2)
+    try:
+        stale = list(client.scan_iter(match=f"{KEY_PREFIX}:*", count=1000))
+    except redis.exceptions.ConnectionError:
+        raise UnsupportedTemplateError(f"the template keeps claims in Redis (claims_store=redis) and no Redis answers at "
+                                       f"{url}: start one (redis-server --daemonize yes --port 6379) or set "
+                                       f"{LOCAL_REDIS_VARIABLE}") from None
+    for start in range(0, len(stale), 1000):
+        client.delete(*stale[start:start + 1000])
+
+
 def _specify_functions(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:
     resolver = deployment.resolver
     for logical_id, props in _of_type(resources, "AWS::Lambda::Function"):
@@ -423,17 +466,33 @@ def _specify_event_sources(resources: dict[str, Any], deployment: Deployment) ->
         function_logical_id = next(
             fid for fid, spec in deployment.functions.items() if function_name in (spec.name, spec.arn)
         )
+        kafka = _kafka_mapping(props, resolver) if "Topics" in props else None
         deployment.event_sources.append(
             EventSourceSpec(
                 logical_id,
                 function_logical_id,
-                resolver.resolve(props["EventSourceArn"]),
+                resolver.resolve(props["EventSourceArn"]) if "EventSourceArn" in props else "",
                 int(props.get("BatchSize", 10)),
                 int(props.get("MaximumBatchingWindowInSeconds", 0)),
                 "ReportBatchItemFailures" in props.get("FunctionResponseTypes", []),
                 props.get("ScalingConfig", {}).get("MaximumConcurrency"),
+                kafka=kafka,
+                queues=tuple(resolver.resolve(props.get("Queues", []))),
+                virtual_host=next((str(access["URI"]) for access in props.get("SourceAccessConfigurations", [])
+                                   if access.get("Type") == "VIRTUAL_HOST"), "/"),
             )
         )
+
+
+def _name_brokers(resources: dict[str, Any], deployment: Deployment) -> None:
+    """An Amazon MQ broker of the template gets its ARN (the broker itself is the local RabbitMQ, :mod:`.rabbitmq`)."""
+    resolver = deployment.resolver
+    for logical_id, props in _of_type(resources, "AWS::AmazonMQ::Broker"):
+        name = str(resolver.resolve(props.get("BrokerName", resolver.physical_name(logical_id, 50))))
+        broker_id = "b-" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"inferbus:{resolver.stack_name}:{logical_id}"))
+        resolver.refs[logical_id] = broker_id
+        resolver.attributes[(logical_id, "Arn")] = f"arn:{PARTITION}:mq:{REGION}:{ACCOUNT}:broker:{name}:{broker_id}"
+        resolver.attributes[(logical_id, "Id")] = broker_id
 
 
 def _specify_log_subscriptions(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:
@@ -482,3 +541,16 @@ def _list_what_is_not_local(resources: dict[str, Any], deployment: Deployment, n
             deployment.cloud_only.append((logical_id, resource_type, "not emulated by the embedded runtime"))
         for note in notes.get(logical_id, []):
             deployment.partly_local.append((logical_id, resource_type, note))
+
+
+def _kafka_mapping(props: dict[str, Any], resolver: Any) -> KafkaMappingSpec:
+    """A Kafka event source mapping's topic, group, start, retries and on-failure queue."""
+    group = props.get("AmazonManagedKafkaEventSourceConfig") or props.get("SelfManagedKafkaEventSourceConfig") or {}
+    endpoints = props.get("SelfManagedEventSource", {}).get("Endpoints", {}).get("KafkaBootstrapServers", [])
+    failure = props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+    return KafkaMappingSpec(
+        topic=props["Topics"][0], group_id=group.get("ConsumerGroupId") or props["Topics"][0],
+        starting_position=props.get("StartingPosition", "TRIM_HORIZON"),
+        max_retry_attempts=int(props.get("MaximumRetryAttempts", -1)),
+        cluster_arn=resolver.resolve(props["EventSourceArn"]) if "EventSourceArn" in props else None,
+        bootstrap_servers=tuple(endpoints), on_failure_arn=resolver.resolve(failure) if failure else None)

@@ -37,6 +37,19 @@ class FunctionSpec:
 
 
 @dataclass(frozen=True)
+class KafkaMappingSpec:
+    """What a Kafka event source mapping reads (MSK by cluster ARN, or self-managed by bootstrap servers)."""
+
+    topic: str
+    group_id: str
+    starting_position: str
+    max_retry_attempts: int
+    cluster_arn: str | None = None
+    bootstrap_servers: tuple[str, ...] = ()
+    on_failure_arn: str | None = None  # an SQS queue of the template, if any
+
+
+@dataclass(frozen=True)
 class EventSourceSpec:
     logical_id: str
     function_logical_id: str
@@ -45,6 +58,14 @@ class EventSourceSpec:
     max_batching_window_s: int
     report_batch_item_failures: bool
     max_concurrency: int | None
+    kafka: KafkaMappingSpec | None = None  # set for a Kafka mapping (queue_arn is then its cluster's ARN, or "")
+    queues: tuple[str, ...] = ()  # an Amazon MQ mapping's queue (its EventSourceArn is the broker)
+    virtual_host: str = "/"  # and the virtual host it is in (SourceAccessConfigurations VIRTUAL_HOST)
+
+    @property
+    def amazon_mq(self) -> bool:
+        """Whether it reads a queue of an Amazon MQ broker (a RabbitMQ queue locally), not an SQS queue."""
+        return ":mq:" in self.queue_arn
 
 
 @dataclass(frozen=True)

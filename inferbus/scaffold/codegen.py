@@ -8,6 +8,7 @@ batch, the contract doing all the validation.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import textwrap
@@ -17,6 +18,7 @@ from string import Template
 from typing import Any
 
 from inferbus.model.declarations import FIFO_MAX_BATCH
+from inferbus.model.kafka import KafkaTopic
 
 from .graph import GraphOutput, GraphSpec, Kind
 from .samples import HeldOut
@@ -95,9 +97,9 @@ class ConsumerPlan:
         Where the demo's samples come from.
     value_limit
         The largest magnitude a numeric input field accepts.
-    channel, group_by
-        How its events reach it (``sqs``, or ``fifo`` ordered by ``group_by``): see
-        :class:`~inferbus.model.declarations.Consumer`.
+    channel, group_by, broker, queue
+        How its events reach it (``sqs``, ``fifo`` ordered by ``group_by``, ``kafka`` from the topic
+        ``broker``, or ``rabbitmq`` from ``queue``): see :class:`~inferbus.model.declarations.Consumer`.
     """
 
     name: str
@@ -113,6 +115,8 @@ class ConsumerPlan:
     value_limit: int
     channel: str = "sqs"
     group_by: str | None = None
+    broker: KafkaTopic | None = None
+    queue: str | None = None  # a rabbitmq consumer's RabbitMQ queue
 
     @property
     def contract_module(self) -> str:
@@ -754,7 +758,7 @@ def declaration_source(plan: ConsumerPlan) -> str:
     kinds = {"classifier": "classifier", "regressor": "regressor", "generic": "model"}
     header = [
         *paragraph(f'"""{plan.name}: {plan.event_type} -> {plan.model_name} (ONNX {kinds[plan.graph.task]}) -> '
-                   f"{plan.result_type}, ONE inference per SQS batch."),
+                   f"{plan.result_type}, ONE inference per {'RabbitMQ' if plan.channel == 'rabbitmq' else 'SQS'} batch."),
         "",
         *paragraph(f"Written by ``inferbus new consumer``: the handler is ``functions/{plan.module}/handler.py``, the "
                    f"contract ``{plan.contract_module}``."),
@@ -764,11 +768,16 @@ def declaration_source(plan: ConsumerPlan) -> str:
         "",
     ]
     names = ["Corruption", "DemoInputs"] + ([] if reused else ["Sample"])
-    ordered = plan.channel != "sqs"
+    ordered = plan.channel == "fifo"
     body_imports = ([*imports, ""] if imports else []) + ["from inferbus.model.declarations import Consumer, EventFilter",
                                                          f"from inferbus.model.demo import {', '.join(names)}"]
+    if plan.broker is not None:
+        body_imports.append("from inferbus.model.kafka import KafkaTopic")
     if ordered:
         body_imports.append("from inferbus.model.settings import ConsumerSettings")
+    if plan.channel == "rabbitmq":
+        body_imports.insert(body_imports.index("from inferbus.model.declarations import Consumer, EventFilter") + 2,
+                            "from inferbus.model.rabbitmq import RabbitMqQueue")
     if reused:
         body_imports += ["", (f"from .{plan.samples.component_module} import DEMO as "
                          f"{plan.samples.component_module.upper()}_DEMO")]
@@ -814,6 +823,9 @@ def declaration_source(plan: ConsumerPlan) -> str:
         *([f'        channel="{plan.channel}",', f"        group_by={json.dumps(plan.group_by)},",
            f"        settings=ConsumerSettings(batch_size={FIFO_MAX_BATCH}),  # Lambda's most for a FIFO queue"]
           if ordered else []),
+        *(['        channel="kafka",', f"        broker={kafka_topic_source(plan.broker)},"] if plan.broker is not None else []),
+        *(['        channel="rabbitmq",', f"        broker=RabbitMqQueue(queue={json.dumps(plan.queue)}),  # docs/channels.md"]
+          if plan.channel == "rabbitmq" else []),
         "    ),",
         "]",
         "",
@@ -826,11 +838,33 @@ def declaration_source(plan: ConsumerPlan) -> str:
 
 # -- the functional test ----------------------------------------------------------------------------
 
+# A kafka consumer's test writes to its topic on the embedded runtime's local Kafka cluster (a mock, or a real broker).
+KAFKA_PRODUCE = [
+    "def produce(pipeline, values: list[str]) -> None:",
+    '    """Write each value (a structured CloudEvent) to the consumer\'s topic on the local Kafka cluster."""',
+    '    producer = Producer({"bootstrap.servers": pipeline.kafka_bootstrap_servers})',
+    "    for value in values:",
+    "        producer.produce(CONSUMER.broker.topic, value=value)",
+    "    assert producer.flush(10) == 0",
+    "",
+    "",
+]
+
+
+def kafka_topic_source(topic: KafkaTopic) -> str:
+    """The declaration of ``topic`` as Python source (the fields that differ from their defaults)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(KafkaTopic)}
+    given = {f.name: getattr(topic, f.name) for f in dataclasses.fields(KafkaTopic)
+             if f.name == "topic" or getattr(topic, f.name) != defaults[f.name]}
+    return "KafkaTopic(" + ", ".join(f"{name}={value!r}" for name, value in given.items()) + ")"
+
+
 
 def functional_test_source(plan: ConsumerPlan) -> str:
     """``tests/functional/test_<module>.py``: the consumer embedded on moto, its samples and a malformed input."""
     why, change = _corruption(plan.fields[0])
     field = plan.fields[0].field
+    kafka = plan.broker is not None
     out = [
         *functional_test_head(
             f"{plan.name}, embedded on moto: its demo samples in, one valid {plan.result_type} per input out; a "
@@ -838,8 +872,11 @@ def functional_test_source(plan: ConsumerPlan) -> str:
             "Written by ``inferbus new consumer``. The stack is synthesized with this consumer alone, provisioned in "
             "moto and run in this process: no AWS account, no network.",
             type_imports(plan.contract_module, plan.input_module, plan.event_type, [plan.result_type]),
-            ["from inferbus.local import LocalPipeline", "from inferbus.model.declarations import Consumer, Pipeline",
-             f"from pipeline.{plan.module} import COMPONENTS, DEMO"]),
+            [*(["from confluent_kafka import Producer"] if kafka else []),
+             "from inferbus.local import LocalPipeline", "from inferbus.model.declarations import Consumer, Pipeline",
+             *(["from inferbus.runtime.rabbitmq import publish_cloudevents"] if plan.channel == "rabbitmq" else []),
+             f"from pipeline.{plan.module} import COMPONENTS, DEMO",
+             *(["from tests.rabbitmq_broker import rabbitmq_or_skip"] if plan.channel == "rabbitmq" else [])]),
         "",
         f'(CONSUMER,) = [c for c in COMPONENTS if isinstance(c, Consumer) and c.name == "{plan.name}"]',
         f'(INPUTS,) = [d for d in DEMO if d.component == "{plan.name}"]',
@@ -848,8 +885,20 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "",
         '@pytest.fixture(scope="module")',
         "def pipeline():",
+        *(["    rabbitmq_or_skip()  # its events come from a real RabbitMQ broker"] if plan.channel == "rabbitmq" else []),
         "    with LocalPipeline(pipeline=Pipeline(consumers=(CONSUMER,))) as running:",
         "        yield running",
+        "",
+        "",
+        "def send(pipeline, entries: list[dict]) -> None:",
+        *(['    """Publish the CloudEvents to the consumer\'s RabbitMQ queue, structured (``application/cloudevents+json``)."""',
+           '    publish_cloudevents(CONSUMER.broker.queue, [entry["Detail"] for entry in entries], CONSUMER.broker.virtual_host)']
+          if plan.channel == "rabbitmq" else
+          ['    """Write the CloudEvents to the consumer\'s Kafka topic, structured (the value is the CloudEvent)."""',
+           '    produce(pipeline, [entry["Detail"] for entry in entries])']
+          if kafka else
+          ['    """Put the events on the bus: its rule routes them to the consumer."""',
+           "    assert pipeline.put_events(entries) == []"]),
         "",
         "",
         "def submitted(count: int) -> list:",
@@ -868,9 +917,10 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    return found",
         "",
         "",
+        *(KAFKA_PRODUCE if kafka else []),
         "def test_one_valid_result_per_input_from_one_inference_per_batch(pipeline):",
         "    events = submitted(SAMPLES)",
-        "    assert pipeline.put_events([to_put_events_entry(event, pipeline.bus_name) for event in events]) == []",
+        "    send(pipeline, [to_put_events_entry(event, pipeline.bus_name) for event in events])",
         "    pipeline.drain()",
         "",
         "    delivered = pipeline.tapped_events()  # every event the bus carried since the last look",
@@ -878,10 +928,11 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    assert sorted(result.data.input_id for result in published) == sorted(event.id for event in events)",
         f"    assert all(isinstance(result.data, {plan.result_type}) for result in published)",
         "    assert {result.source for result in published} == {CONSUMER.result_source}",
-        "    function = pipeline.consumer(CONSUMER.name).function",
+        ("    (function,) = [source.function for source in pipeline.event_sources if source.spec.kafka is not None]"
+         if kafka else "    function = pipeline.consumer(CONSUMER.name).function"),
         "    batches = [invocation for invocation in function.invocations if invocation.records]",
         *(['    assert len(function.metrics["InferenceMs"]) == len(batches)  # ONE session.run per batch']
-          if plan.channel == "sqs" else
+          if plan.channel not in ("fifo", "kafka") else
           ['    # ordered: one session.run per round of a batch (the k-th event of every key), so one per batch at',
            '    # best and one per event when every event has the same key',
            '    assert len(batches) <= len(function.metrics["InferenceMs"]) <= sum(b.records for b in batches)']),
@@ -893,7 +944,7 @@ def functional_test_source(plan: ConsumerPlan) -> str:
         "    d = json.loads(entry[\"Detail\"])",
         f'    d["id"] = "malformed-{plan.name}"',
         f"    {change}  # {why}",
-        '    assert pipeline.put_events([entry | {"Detail": json.dumps(d)}]) == []',
+        '    send(pipeline, [entry | {"Detail": json.dumps(d)}])',
         "    pipeline.drain()",
         "",
         f'    (kept,) = [m for m in pipeline.invalid_events() if m.get("event_id") == "malformed-{plan.name}"]',

@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 
 from inferbus.model.declarations import FIFO_MAX_BATCH, Consumer, DeclarationError, EventFilter
+from inferbus.model.kafka import KafkaTopic
 from inferbus.model.names import NAME
+from inferbus.model.rabbitmq import RabbitMqQueue
 from inferbus.model.settings import ConsumerSettings
 
 from .codegen import (
@@ -57,7 +59,8 @@ VALUE_LIMIT = 1_000_000  # the default range of a numeric input: larger magnitud
 def new_consumer(name: str, model: Path, event_type: str, result_type: str | None = None, samples: Path | None = None,
                  *, task: Task | None = None, labels: str | Sequence[int | str] | None = None,
                  project: Project | None = None, known: Declared | None = None, refresh_docs: bool = True,
-                 channel: str = "sqs", group_by: str | None = None) -> Written:
+                 channel: str = "sqs", group_by: str | None = None, broker: KafkaTopic | None = None,
+                 queue: str | None = None) -> Written:
     """Add a queue consumer ``name`` that runs ``model`` on ``event_type`` events.
 
     Parameters
@@ -92,7 +95,12 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     channel, group_by
         How its events reach it: ``sqs`` (default), or ``fifo``, in order per key ``group_by`` (a
         path into the event: a field of its data, ``$.detail.data.<field>``, or a CloudEvent
-        attribute; default the CloudEvent's source). See ``docs/channels.md``.
+        attribute; default the CloudEvent's source), ``kafka``, from the topic ``broker``, or ``rabbitmq``.
+        See ``docs/channels.md``.
+    broker
+        A ``kafka`` consumer's topic (:class:`~inferbus.model.kafka.KafkaTopic`).
+    queue
+        A ``rabbitmq`` consumer's RabbitMQ queue; default its name.
 
     Returns
     -------
@@ -106,7 +114,7 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     """
     project, known = open_project(project, known, name)
     check_event_type(event_type, "--event")
-    group_by = _ordering(name, event_type, channel, group_by)
+    group_by = _ordering(name, event_type, channel, group_by, broker, queue)
     if result_type is not None:
         check_event_type(result_type, "--result")
     if task not in (None, "classifier", "regressor"):
@@ -129,7 +137,7 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
         input_module=existing.__module__ if existing is not None else None,
         samples=sample_source,
         value_limit=_value_limit(held_out),
-        channel=channel, group_by=group_by,
+        channel=channel, group_by=group_by, broker=broker, queue=(queue or name) if channel == "rabbitmq" else None,
     )
     _check_group_by(plan)
     writes = Writes(project)
@@ -158,12 +166,21 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     return Written(name, writes.files, notes, _next_steps(plan, accuracy, docs_current=refreshed is not None))
 
 
-def _ordering(name: str, event_type: str, channel: str, group_by: str | None) -> str | None:
-    """The consumer's ``group_by`` as its declaration will hold it, checked by the declaration itself."""
+def _ordering(name: str, event_type: str, channel: str, group_by: str | None, broker: KafkaTopic | None = None,
+              queue: str | None = None) -> str | None:
+    """The consumer's ``group_by`` as its declaration will hold it, checked (with its channel, broker and queue) by
+    the declaration itself."""
+    if queue is not None and channel != "rabbitmq":
+        raise ScaffoldError(f"--queue names a RabbitMQ queue: add --channel rabbitmq, or drop --queue {queue}")
+    settings = ConsumerSettings(batch_size=FIFO_MAX_BATCH) if channel == "fifo" else ConsumerSettings()
     try:
+        if channel == "rabbitmq":
+            broker = RabbitMqQueue(queue=queue or name)
         declared = Consumer(name=name, handler="scaffold.check", accepts=EventFilter(event_type), emits="Checked",
-                            channel=channel, group_by=group_by, settings=ConsumerSettings(batch_size=FIFO_MAX_BATCH))
+                            channel=channel, group_by=group_by, settings=settings, broker=broker)
     except DeclarationError as error:
+        if error.declaration == RabbitMqQueue.__name__:
+            raise ScaffoldError(f"--queue {queue or name}: {error.problem}") from None
         raise ScaffoldError(f"--channel {channel}: {error.problem}" if group_by is None or "channel" in error.problem
                             else f"--group-by {group_by}: {error.problem}") from None
     return declared.group_by

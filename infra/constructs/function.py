@@ -12,7 +12,9 @@ Secure defaults
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
@@ -66,6 +68,8 @@ class FunctionSpec:
     description: str = ""
     reserved_concurrency: int | None = None  # None: bounded by its event source's MaximumConcurrency instead
     insights: bool = False
+    # In a VPC: ``vpc``, ``vpc_subnets`` and ``security_groups`` (``ClaimsCache.network_of()``); None: Lambda's own network.
+    network: Mapping[str, Any] | None = None
 
 
 def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function, iam.Role, logs.LogGroup]:
@@ -90,6 +94,7 @@ def add_function(scope: Construct, spec: FunctionSpec) -> tuple[lambda_.Function
         description=spec.description,
         reserved_concurrent_executions=spec.reserved_concurrency,
         insights_version=INSIGHTS_VERSION if spec.insights else None,
+        **(spec.network or {}),
     )
     if spec.code.image_code is not None:
         function: lambda_.Function = lambda_.DockerImageFunction(

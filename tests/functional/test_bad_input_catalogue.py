@@ -21,14 +21,14 @@ from inferbus_lambda.contracts import (
 )
 
 from inferbus.local import LocalPipeline
-from tests.catalogue import ANALYSIS_CASES, CASES, TEXT_CASES, TRANSACTION_CASES, envelope, valid_detail
+from tests.catalogue import SCENE_CASES, CASES, TEXT_CASES, TRANSACTION_CASES, envelope, valid_detail
 from tests.declared import PIPELINE
 
-ALL_CASES = CASES + TRANSACTION_CASES + TEXT_CASES + ANALYSIS_CASES
+ALL_CASES = CASES + TRANSACTION_CASES + TEXT_CASES + SCENE_CASES
 
 
 def test_catalogue_is_large_covers_every_input_type_and_names_are_unique():
-    assert len(ALL_CASES) >= 30 and all(len(cases) >= 2 for cases in (CASES, TRANSACTION_CASES, TEXT_CASES, ANALYSIS_CASES))
+    assert len(ALL_CASES) >= 30 and all(len(cases) >= 2 for cases in (CASES, TRANSACTION_CASES, TEXT_CASES, SCENE_CASES))
     assert len({name for name, _, _ in ALL_CASES}) == len(ALL_CASES)
 
 
@@ -89,7 +89,7 @@ def test_every_bad_case_sent_to_a_workflow_is_rejected_and_kept_with_its_reason(
         good = new_event(TextSubmitted(text="Lovely, quick and friendly."), source="catalogue.producer")
         entries = [to_put_events_entry(good, pipeline.bus_name)]
         expected = {}
-        for name, body, reason in TEXT_CASES + ANALYSIS_CASES:
+        for name, body, reason in TEXT_CASES + SCENE_CASES:
             delivered = json.loads(body)
             detail = delivered["detail"]
             expected[detail["id"]] = (name, reason)
@@ -108,8 +108,8 @@ def test_every_bad_case_sent_to_a_workflow_is_rejected_and_kept_with_its_reason(
             assert data["error"] == "InvalidEventError" and data["cause"].startswith(reason), (name, data)
         kept = [rejection["detail"]["data"]["input_id"] for rejection in workflow_rejections(pipeline)]
         assert sorted(kept) == sorted(expected)  # the rule brought every rejection to the invalid-events queue
-        assert not pipeline.task_function("vision-fanout", "ScoreMlp").invocations
-        assert not pipeline.task_function("vision-fanout", "ScoreSvc").invocations
+        assert not pipeline.task_function("vision-fanout", "Detect").invocations
+        assert not pipeline.task_function("vision-fanout", "ClassifyScene").invocations
         assert len(pipeline.task_function("text-pipeline", "Tokenize").invocations) == 1  # only the good text reached a model
 
 

@@ -14,6 +14,7 @@ import moto
 import pytest
 from moto import backends as moto_backends
 from moto.core import responses as moto_responses
+from moto.core.common_models import BaseModel
 from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
 from moto.events.models import EventPattern, EventsBackend, Replay, Rule
@@ -56,6 +57,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (AmazonStateLanguageParser, "parse", ["definition"]),
     (json_path, "parse", ["path", "debug"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
+    (BaseModel, "__new__", ["cls", "args", "kwargs"]),
 ]
 
 
@@ -423,3 +425,72 @@ def test_a_transaction_copies_the_items_it_names_not_the_table(patched_dynamodb,
         {"Put": {"TableName": "t", "Item": {"id": {"S": f"claim-{n}"}}, "ConditionExpression": "attribute_not_exists(id)"}}
         for n in range(2)])
     assert len(copies) <= 2  # the two (absent) items it names at most, whatever the table holds (300 items)
+
+
+@pytest.fixture
+def ttl_table(patched_dynamodb):
+    """The 300-item table with TTL on ``expires`` (what the claims table declares for ``expiration``)."""
+    patched_dynamodb.update_time_to_live(TableName="t", TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires"})
+    return patched_dynamodb
+
+
+def test_items_past_their_time_to_live_are_deleted_as_dynamodb_does(ttl_table):
+    now = 2_000_000_000
+    cases = {  # id -> its TTL attribute, or None for none; what AWS deletes: a Number of epoch s in the past
+        "past": {"N": str(now - 1)},
+        "past-fraction": {"N": f"{now - 0.5}"},
+        "future": {"N": str(now + 60)},
+        "now": {"N": str(now)},  # not yet past
+        "string": {"S": str(now - 100)},  # not a Number: never expires
+        "ancient": {"N": str(now - 6 * 365 * 86_400)},  # more than five years past: AWS ignores it
+        "none": None,
+    }
+    for key, expires in cases.items():
+        ttl_table.put_item(TableName="t", Item={"id": {"S": key}, **({"expires": expires} if expires else {})})
+    assert moto_patches.expire_items(now) == 2
+    left = set(table_items(ttl_table))
+    assert {"past", "past-fraction"}.isdisjoint(left)
+    assert {"future", "now", "string", "ancient", "none", "item-0", "item-299"} <= left
+    assert moto_patches.expire_items(now + 61) == 2  # "future" and "now" in their turn
+    assert moto_patches.expire_items(now + 61) == 0
+
+
+def test_a_table_with_ttl_off_or_a_range_key_is_swept_by_its_own_setting(patched_dynamodb):
+    client = patched_dynamodb
+    client.put_item(TableName="t", Item={"id": {"S": "gone?"}, "expires": {"N": "1"}})
+    assert moto_patches.expire_items(10) == 0  # TTL never enabled on "t": nothing is deleted
+    client.create_table(TableName="ranged", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                                                      {"AttributeName": "sk", "KeyType": "RANGE"}],
+                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                              {"AttributeName": "sk", "AttributeType": "N"}], BillingMode="PAY_PER_REQUEST")
+    client.update_time_to_live(TableName="ranged", TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"})
+    for sk in range(6):
+        client.put_item(TableName="ranged", Item={"pk": {"S": "a"}, "sk": {"N": str(sk)}, "ttl": {"N": str(100 + sk)}})
+    assert moto_patches.expire_items(103) == 3  # sk 0, 1, 2 (ttl 100-102), under one hash key
+    assert sorted(int(i["sk"]["N"]) for i in client.scan(TableName="ranged")["Items"]) == [3, 4, 5]
+    client.update_time_to_live(TableName="ranged", TimeToLiveSpecification={"Enabled": False, "AttributeName": "ttl"})
+    assert moto_patches.expire_items(10**4) == 0 and client.scan(TableName="ranged")["Count"] == 3
+
+
+
+def test_what_a_backend_lets_go_of_is_freed_and_what_it_holds_still_listed(patched_dynamodb):
+    """moto's model classes listed every instance ever made (``instances_tracked``): each DynamoDB item
+    written, each execution with its history, kept for the life of a server."""
+    import gc
+
+    from moto.dynamodb.models.dynamo_type import Item
+
+    def alive() -> int:
+        gc.collect()
+        return sum(isinstance(o, Item) for o in gc.get_objects())
+
+    before = alive()
+    for n in range(200):  # each put makes a new Item; the table keeps the last one per key
+        patched_dynamodb.put_item(TableName="t", Item={"id": {"S": "rewritten"}, "n": {"N": str(n)}})
+    for n in range(100):
+        patched_dynamodb.put_item(TableName="t", Item={"id": {"S": f"gone-{n}"}})
+        patched_dynamodb.delete_item(TableName="t", Key={"id": {"S": f"gone-{n}"}})
+    assert alive() - before <= 5  # the one "rewritten" item (and what a request holds for a moment)
+    listed = list(Item.instances_tracked)
+    assert any(item.attrs["id"].value == "rewritten" for item in listed)
+    assert sum(item.attrs["id"].value == "item-7" for item in listed) == 1  # items the table holds stay listed

@@ -104,3 +104,45 @@ def test_the_archive_and_the_deleted_receipt_handles_keep_their_last_events(trim
         (last,) = pipeline.sqs.receive_message(QueueUrl=url)["Messages"]
         pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=last["ReceiptHandle"])
         pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=last["ReceiptHandle"])  # a second delete still succeeds
+
+
+def test_executions_of_one_revision_share_one_snapshot_of_their_machine():
+    """moto deep-copied the state machine at every StartExecution: a copy kept with each execution."""
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    with runtime(template(), tap=False) as pipeline:
+        arn = pipeline.state_machines["Machine"].arn
+        run(pipeline, "Machine", 5, "echo")
+        machine = next(m for regions in stepfunctions_parser_backends.values() for backend in regions.values()
+                       for m in backend.state_machines if m.arn == arn)
+        snapshots = {id(e.state_machine) for e in machine.executions}
+        assert len(machine.executions) == 5 and len(snapshots) == 1
+        assert machine.executions[0].state_machine is not machine  # a snapshot, not the live machine
+        before = json.loads(machine.definition)
+        changed = {**before, "Comment": "a new revision"}
+        pipeline.stepfunctions.update_state_machine(stateMachineArn=arn, definition=json.dumps(changed))
+        run(pipeline, "Machine", 2, "after")
+        newer = machine.executions[-1].state_machine
+        assert id(newer) not in snapshots and newer is machine.executions[-2].state_machine  # one per revision
+        assert json.loads(newer.definition) == changed
+        assert json.loads(machine.executions[0].state_machine.definition) == before  # the old snapshot unchanged
+
+
+def test_a_running_pipeline_deletes_items_whose_time_to_live_passed(monkeypatch):
+    """Claims carry a TTL (``expiration``); moto never applied it, so every claim stayed for the process's life."""
+    monkeypatch.setattr(embedded, "TTL_SWEEP_S", 0.05)
+    claims = {"Type": "AWS::DynamoDB::Table", "Properties": {
+        "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+        "TimeToLiveSpecification": {"AttributeName": "expiration", "Enabled": True}}}
+    with runtime(t.template(Claims=claims), tap=False) as pipeline:
+        dynamodb = pipeline.session.client("dynamodb")
+        table = dynamodb.list_tables()["TableNames"][0]
+        now = int(time.time())
+        for key, expiration in (("expired", now - 10), ("live", now + 3600), ("expiring", now + 1)):
+            dynamodb.put_item(TableName=table, Item={"id": {"S": key}, "expiration": {"N": str(expiration)}})
+        pipeline.start()
+        deadline = time.monotonic() + 30
+        while {i["id"]["S"] for i in dynamodb.scan(TableName=table)["Items"]} != {"live"}:
+            assert time.monotonic() < deadline, dynamodb.scan(TableName=table)["Items"]
+            time.sleep(0.05)

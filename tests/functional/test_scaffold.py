@@ -47,6 +47,10 @@ CONSUMERS = {
     # Ordered per key: a fifo channel (arrivals queue, pipe, FIFO queue) grouped by the events' source.
     "sc-ordered": ["--model", FIXTURES / "iris-tensor.onnx", "--event", "ScOrderedSubmitted",
                    "--channel", "fifo", "--group-by", "$.detail.source"],
+    # From a Kafka topic (MSK, placeholder ARN): its generated test writes to the embedded runtime's local cluster.
+    "sc-streamed": ["--model", FIXTURES / "iris-tensor.onnx", "--event", "ScStreamedSubmitted", "--channel", "kafka",
+                    "--topic", "sc-streamed", "--cluster-arn",
+                    "arn:aws:kafka:us-east-1:123456789012:cluster/sc/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-1"],
 }
 WORKFLOWS = {
     "sc-orders": [],
@@ -218,6 +222,10 @@ def test_a_command_that_fails_writes_nothing(project):
                  ["workflow", "sc-orders"],
                  ["consumer", "sc-kafka", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScKafkaSubmitted",
                   "--channel", "kafka"],
+                 ["consumer", "sc-kafka", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScKafkaSubmitted",
+                  "--channel", "kafka", "--topic", "t", "--bootstrap-servers", "b-1:9096"],  # no SCRAM secret
+                 ["consumer", "sc-kafka", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScKafkaSubmitted",
+                  "--topic", "t"],  # a topic for an sqs consumer
                  ["consumer", "sc-keyless", "--model", FIXTURES / "iris-tensor.onnx", "--event", "ScKeylessSubmitted",
                   "--channel", "fifo", "--group-by", "$.detail.data.features"]):  # a list: no message group
         finished = run(project, "-m", "inferbus.cli", "new", *argv)

@@ -21,8 +21,8 @@ UNROUTED = [
     ("specversion 0.3", lambda d: d.update(specversion="0.3"), "specversion: Input should be '1.0'"),
     ("no specversion", lambda d: d.pop("specversion"), "specversion: Field required"),
     ("specversion as the number 1.0", lambda d: d.update(specversion=1.0), "specversion: Input should be '1.0'"),
-    ("analysis 'Full'", lambda d: d["data"].update(analysis="Full"), "data.analysis: Input should be 'classify' or 'full'"),
-    ("analysis null", lambda d: d["data"].update(analysis=None), "data.analysis: Input should be 'classify' or 'full'"),
+    ("analysis 'Full'", lambda d: d["data"].update(analysis="Full"), "data.analysis: Input should be 'classify'"),
+    ("analysis null", lambda d: d["data"].update(analysis=None), "data.analysis: Input should be 'classify'"),
     ("a type with a zero-width space", lambda d: d.update(type="Image\u200bSubmitted"), "type: unknown event type"),
     ("a valid RiskScored from an outsider", lambda d: d.update(
         type="RiskScored", source="evil.producer",

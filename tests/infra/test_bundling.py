@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from infra.constructs.bundling import imported_file, trace_imports
 from tests.declared import PIPELINE
 
 BASE = {"POWERTOOLS_SERVICE_NAME": "bundling-test", "POWERTOOLS_METRICS_NAMESPACE": "Test"}
+REPO = Path(__file__).resolve().parents[2]
 CLAIMS = {"IDEMPOTENCY_TABLE_NAME": "claims", "IDEMPOTENCY_TTL_SECONDS": "3600"}
 
 
@@ -38,3 +42,21 @@ def test_a_package_nothing_imported_is_left_out(tmp_path):
     assert not imported_file(tmp_path, "lib/unused/tools.py", imported)
     assert not imported_file(tmp_path, "lib/unused/deep/x.py", imported)
     assert not imported_file(tmp_path, "lib/used/core.pyi", imported)
+
+
+MANIFEST = json.loads((REPO / "models" / "manifest.json").read_text())["models"]
+MODEL_TASKS = [(workflow, stem, task) for workflow in PIPELINE.workflows for stem, task in workflow.tasks.items() if task.models]
+
+
+@pytest.mark.parametrize(("workflow", "stem", "task"), MODEL_TASKS, ids=[f"{w.name}.{s}" for w, s, _ in MODEL_TASKS])
+def test_a_workflow_task_ships_its_own_model_files_and_never_torch(workflow, stem, task):
+    """A task whose model was trained with torch (the vision detector) ships none of the build-time tools, and of
+    the model files only those it declares (a tokenizer step may read its model's tokenizer and no graph)."""
+    traced = trace_imports(task.handler, BASE | {"INFERBUS_MODELS": ",".join(task.models)})
+    distributions = {name.lower().replace("_", "-") for name in traced["distributions"]}
+    # torch, scikit-learn and onnx build the models; a function only runs them.
+    assert not {"torch", "torchvision", "scikit-learn", "scipy", "skl2onnx", "onnx"} & distributions
+    graphs = {Path(f).name for f in traced["files"] if f.endswith(".onnx")}
+    assert graphs <= {MANIFEST[m]["file"] for m in task.models}
+    if graphs:
+        assert "onnxruntime" in distributions

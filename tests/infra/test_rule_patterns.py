@@ -50,7 +50,8 @@ def failed(error, detail_type="TextAnalysisFailed", source=RESULT_SOURCES["text-
 CASES = [
     ("image, no analysis field", event("ImageSubmitted", {"pixels": PIXELS}), {"image-classifier"}),
     ("image, analysis=classify", event("ImageSubmitted", {"pixels": PIXELS, "analysis": "classify"}), {"image-classifier"}),
-    ("image, analysis=full", event("ImageSubmitted", {"pixels": PIXELS, "analysis": "full"}), {"vision-fanout"}),
+    ("image, analysis=full (no longer a path)", event("ImageSubmitted", {"pixels": PIXELS, "analysis": "full"}), set()),
+    ("scene", event("SceneSubmitted", {"width": 8, "height": 8, "pixels": PIXELS}), {"vision-fanout"}),
     # AWS: an empty array or object has no leaf, so "exists: false" holds and the classifier takes it (and rejects
     # it, with the reason); moto's own matcher matched no rule, and the event was silently lost.
     ("image, analysis=[]", event("ImageSubmitted", {"pixels": PIXELS, "analysis": []}), {"image-classifier"}),

@@ -238,7 +238,7 @@ def test_every_functions_environment_is_exactly_what_its_handler_validates(templ
     for logical_id, function in of_type(template, "AWS::Lambda::Function").items():
         model = environment_model(template, logical_id)
         variables = function["Environment"]["Variables"]
-        unknown = set(variables) - set(model.model_fields) - model.PLATFORM_VARIABLES
+        unknown = set(variables) - model.variable_names() - model.PLATFORM_VARIABLES
         assert not unknown, (logical_id, unknown)  # a variable nobody reads is a typo or a leftover
         # CloudFormation resolves tokens at deploy: stand a name in for each, then validate as the handler will.
         concrete = {name: value if isinstance(value, str | int) else f"deployed-{name.lower()}" for name, value in variables.items()}

@@ -1,4 +1,7 @@
-"""The exactly-once policy of ClaimStore, on the in-memory store: no AWS, the same rules as DynamoDB's."""
+"""The exactly-once policy of ClaimStore, on the in-memory store and on a real Redis: the same rules as DynamoDB's.
+
+The Redis cases skip without a server (tests/redis_server.py names the command), and fail in CI.
+"""
 
 from __future__ import annotations
 
@@ -22,15 +25,29 @@ from inferbus_lambda.contracts import ImageClassified, ImageSubmitted, ModelRef,
 from inferbus_lambda.environment import ClaimsEnvironment
 from inferbus_lambda.errors import ConfigurationError
 
+from tests.redis_server import redis_client, redis_endpoint  # noqa: F401 - fixtures
+
 
 def images(count: int, start: int = 0):
     return [new_event(ImageSubmitted(pixels=[(i + start) % 17] * 64), source="policy.test", event_id=f"img-{i + start}")
             for i in range(count)]
 
 
-@pytest.fixture
-def store() -> InMemoryClaimStore:
+@pytest.fixture(params=["memory", "redis"])
+def store(request: pytest.FixtureRequest) -> ClaimStore:
+    if request.param == "redis":
+        from inferbus_lambda.claims import RedisClaimStore
+
+        return RedisClaimStore(request.getfixturevalue("redis_client"), scope="image-classifier", expires_after_seconds=3600)
     return InMemoryClaimStore(scope="image-classifier", expires_after_seconds=3600)
+
+
+def stored(store: ClaimStore, key: str) -> ClaimRecord | None:
+    """What ``store`` holds under ``key``, read as the store lays it out."""
+    if isinstance(store, InMemoryClaimStore):
+        return store.records.get(key)
+    value = store.client.get(store.key(key))
+    return None if value is None else store.record(key, value)
 
 
 def values(statuses: list[ClaimStatus]) -> list[str]:
@@ -43,7 +60,7 @@ def test_claimed_then_completed_is_a_duplicate_and_released_is_claimable_again(s
     assert store.complete([(done, {"result_id": "r-1"})]) == []
     assert store.release([failed]) == []
     assert values(store.claim([done, failed], remaining_ms=30_000)) == ["already_done", "claimed"]
-    assert store.records[claim_key(done.source, done.id)].result == {"result_id": "r-1"}
+    assert stored(store, claim_key(done.source, done.id)).result == {"result_id": "r-1"}
 
 
 def test_a_second_copy_in_one_batch_is_held_by_the_first_and_other_data_is_a_conflict(store):
@@ -66,7 +83,7 @@ def test_an_expired_completed_claim_no_longer_suppresses_the_event(store):
     store.claim([event], remaining_ms=30_000)
     store.complete([(event, {"result_id": "r"})])
     key = claim_key(event.source, event.id)
-    store.records[key] = dataclasses.replace(store.records[key], expires_at_s=int(time.time()) - 1)
+    assert store.put_completed([dataclasses.replace(stored(store, key), expires_at_s=int(time.time()) - 1)]) == []
     assert values(store.claim([event], remaining_ms=30_000)) == ["claimed"]
 
 
@@ -77,7 +94,7 @@ def test_a_workflow_owns_an_event_once_and_its_own_retry_is_let_through(store):
     assert store.accept_once(event, owner="execution-2") is ClaimStatus.ALREADY_DONE
     forged = new_event(ImageSubmitted(pixels=[9] * 64), source="policy.test", event_id=event.id)
     assert store.accept_once(forged, owner="execution-3") is ClaimStatus.CONFLICT
-    assert store.records[claim_key(event.source, event.id)].state is ClaimState.COMPLETED  # nothing in progress for a crash to strand
+    assert stored(store, claim_key(event.source, event.id)).state is ClaimState.COMPLETED  # nothing in progress for a crash to strand
 
 
 def test_a_consumers_in_progress_claim_makes_a_workflow_wait(store):
@@ -125,10 +142,12 @@ def test_the_data_hash_tells_other_data_apart_but_not_a_measurement():
 def test_a_store_is_chosen_by_the_environment_and_an_unknown_one_is_named():
     environment = {"POWERTOOLS_SERVICE_NAME": "image-classifier", "POWERTOOLS_METRICS_NAMESPACE": "Inferbus",
                    "IDEMPOTENCY_TABLE_NAME": "claims", "IDEMPOTENCY_TTL_SECONDS": "60"}
-    store = claim_store(ClaimsEnvironment.model_validate(environment), scope="x", client=object())
+    store = claim_store(ClaimsEnvironment.from_environ(environment), scope="x", client=object())
     assert isinstance(store, ClaimStore) and type(store).__name__ == "DynamoDBClaimStore"
-    with pytest.raises(ConfigurationError, match="CLAIM_STORE='redis' names no claims store; known: dynamodb"):
-        claim_store(ClaimsEnvironment.model_validate(environment | {"CLAIM_STORE": "redis"}), scope="x")
+    with pytest.raises(ConfigurationError, match="CLAIM_STORE='memcached' names no claims store; known: dynamodb, redis"):
+        claim_store(ClaimsEnvironment.from_environ(environment | {"CLAIM_STORE": "memcached"}), scope="x")
+    with pytest.raises(ConfigurationError, match="CLAIM_STORE=redis needs REDIS_ENDPOINT"):
+        claim_store(ClaimsEnvironment.from_environ(environment | {"CLAIM_STORE": "redis"}), scope="x")
 
 
 # -- identity: (source, id), as CloudEvents defines it ----------------------------------------------

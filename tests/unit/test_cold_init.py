@@ -2,26 +2,24 @@
 
 Each declared function (every consumer, the workflows' Accept step, every workflow task) is imported
 in a fresh interpreter with the environment the stack gives it, then the probe reads ``sys.modules``
-and which pydantic models have a validator built. Structural facts, no timing: the timings are
+and which event contract models have a validator built. Structural facts, no timing: the timings are
 ``bench/speed.py --cold``'s, beside their baseline.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
-import random
 import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from inferbus_lambda.environment import AcceptEnvironment, ConsumerEnvironment, FunctionEnvironment, StepEnvironment
-from inferbus_lambda.vision import combine_scores
 
 from tests.declared import PIPELINE
 
@@ -41,6 +39,7 @@ if target == "ad-hoc step":  # a step of your own, no models: the kit alone
 else:
     module, _, attribute = target.rpartition(".")
     handler = getattr(importlib.import_module(module), attribute)
+modules = sorted(sys.modules)  # before the probe imports pydantic itself
 from pydantic import BaseModel
 from inferbus_lambda.contracts.core import CloudEvent, EventData
 
@@ -51,11 +50,9 @@ def ours(cls):
         yield from ours(sub)
 
 print(json.dumps({
-    "modules": sorted(sys.modules),
-    "built": sorted({f"{cls.__module__}.{cls.__qualname__}" for cls in ours(BaseModel) if cls.__pydantic_complete__}),
+    "modules": modules,
     "events_built": sorted({cls.__qualname__ for base in (EventData, CloudEvent) for cls in [base, *ours(base)]
                             if cls.__pydantic_complete__}),
-    "environment": f"{type(handler.runtime.environment).__module__}.{type(handler.runtime.environment).__qualname__}",
     "opens_onnx": any(hasattr(model, "session") for model in handler.runtime.models.values()),
 }))
 """
@@ -114,6 +111,14 @@ def test_a_workflow_task_does_not_import_the_consumers_machinery(name):
     assert not loaded.intersection(CONSUMER_MACHINERY), f"{name} imports {sorted(loaded & set(CONSUMER_MACHINERY))}"
 
 
+@pytest.mark.skipif(ACCEPT_HANDLER not in {handler for handler, _ in FUNCTIONS_DECLARED.values()}, reason="no workflow")
+def test_the_accept_step_imports_the_claims_store_and_nothing_else_of_a_consumer():
+    """It claims event ids, but runs no batch: the consumer, its record sources, publishing and rejections are not its."""
+    loaded = set(probe("accept")["modules"])
+    assert "inferbus_lambda.claims" in loaded
+    assert not loaded.intersection(set(CONSUMER_MACHINERY) - {"inferbus_lambda.claims"})
+
+
 @pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
 def test_a_function_that_opens_no_onnx_model_does_not_import_numpy(name):
     handler = FUNCTIONS_DECLARED.get(name, ("ad-hoc step",))[0]
@@ -131,36 +136,62 @@ def test_no_event_contract_is_built_at_init(name):
     assert built == [], f"{name} builds {built} at init"
 
 
-@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
-def test_a_function_builds_its_own_environment_model_only(name):
+def handler_imports_contracts(handler: str) -> bool:
+    """Whether the handler's own module imports the event contracts or pydantic (then pydantic is its own)."""
+    path = FUNCTIONS.joinpath(*handler.rpartition(".")[0].split(".")).with_suffix(".py")
+    imported = {alias.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)}
+    return any(name.partition(".")[0] == "pydantic" or name.startswith("inferbus_lambda.contracts") for name in imported)
+
+
+@pytest.mark.parametrize("name", [*TASKS, "ad-hoc step"])
+def test_a_step_that_validates_no_contract_at_init_does_not_import_pydantic(name):
+    """The environment is checked without pydantic, and the kit's own contracts (a model's ``ref``, the
+    merge's branch scores) are imported on first use: a step pays for pydantic only if its own code asks."""
+    handler = FUNCTIONS_DECLARED.get(name, ("ad-hoc step",))[0]
+    if handler != "ad-hoc step" and handler_imports_contracts(handler):
+        pytest.skip(f"{name}'s own module imports the contracts: pydantic is its own")
     found = probe(name)
-    built = [model for model in found["built"] if model.startswith("inferbus_lambda.environment.")]
-    assert built == [found["environment"]]
+    assert not [module for module in found["modules"] if module.partition(".")[0] in {"pydantic", "pydantic_core"}]
 
 
-def test_the_combined_scores_are_numpys_mean_and_argmax_to_the_last_bit():
-    """The merge step's mean in plain Python gives exactly numpy's floats (rows summed in order, divided once)."""
-    generator = random.Random(21)
-    for branches in range(2, 6):
-        for _ in range(50):
-            rows = []
-            for _ in range(branches):
-                weights = [generator.random() ** 3 for _ in range(10)]
-                rows.append([w / sum(weights) for w in weights])
-            scores = [{"model": {"name": f"m{i}", "version": "1"}, "label": int(np.argmax(row)),
-                       "confidence": max(row), "probabilities": row, "inference_ms": 0.1} for i, row in enumerate(rows)]
-            combined = combine_scores(scores)
-            mean = np.mean(rows, axis=0)
-            assert combined["label"] == int(mean.argmax())
-            assert combined["confidence"] == round(float(mean[int(mean.argmax())]), 6)
-            assert combined["probabilities"] == [round(float(p), 6) for p in mean]
+def contract_domain_of(name: str) -> str:
+    """The contracts module that defines ``name`` (one of the package's names)."""
+    from inferbus_lambda import contracts
+
+    return f"inferbus_lambda.contracts.{contracts._DOMAIN_OF.get(name, 'core')}"
 
 
-def test_equal_maxima_take_the_first_label_as_argmax_does():
-    row = [0.0] * 10
-    a, b = row.copy(), row.copy()
-    a[2], a[7] = 0.5, 0.5
-    b[2], b[7] = 0.5, 0.5
-    scores = [{"model": {"name": name, "version": "1"}, "label": 2, "confidence": 0.5, "probabilities": p,
-               "inference_ms": 0.1} for name, p in (("a", a), ("b", b))]
-    assert combine_scores(scores)["label"] == int(np.argmax(np.mean([a, b], axis=0))) == 2
+def contract_names_imported(handler: str) -> set[str]:
+    """The names the handler's own module imports from ``inferbus_lambda.contracts``."""
+    path = FUNCTIONS.joinpath(*handler.rpartition(".")[0].split(".")).with_suffix(".py")
+    return {alias.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
+            and node.module == "inferbus_lambda.contracts" for alias in node.names}
+
+
+@pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
+def test_a_function_imports_only_the_contract_domains_it_uses(name):
+    """The domains (``contracts/images.py``, ``text.py``, ...) a function's init imports are the ones
+    defining what its module imports, and for a consumer the types it consumes and produces."""
+    from inferbus_lambda.contracts import data_model
+
+    handler, environment = FUNCTIONS_DECLARED.get(name, ("ad-hoc step", None))
+    used = {contract_domain_of(imported) for imported in contract_names_imported(handler)} if environment else set()
+    if isinstance(environment, ConsumerEnvironment):
+        used |= {data_model(environment.CONSUMES).__module__, data_model(environment.PRODUCES).__module__}
+    loaded = {module for module in probe(name)["modules"] if module.startswith("inferbus_lambda.contracts.")}
+    assert loaded - {"inferbus_lambda.contracts.core"} == used - {"inferbus_lambda.contracts.core"}
+
+
+def test_the_contracts_package_names_each_domain_name_where_it_is_defined():
+    """The package's lazy map and its type-checking imports list the same names, each defined in its module."""
+    from inferbus_lambda import contracts
+
+    tree = ast.parse(Path(contracts.__file__).read_text())
+    type_checked = {alias.name: inner.module for node in tree.body if isinstance(node, ast.If)
+                    for inner in node.body if isinstance(inner, ast.ImportFrom) for alias in inner.names}
+    assert contracts._DOMAIN_OF == type_checked
+    for name, module in contracts._DOMAIN_OF.items():
+        assert getattr(contracts, name) is vars(importlib.import_module(f"inferbus_lambda.contracts.{module}"))[name]
+        assert name in contracts.__all__

@@ -2,10 +2,12 @@ import json
 
 import pytest
 from inferbus_lambda.contracts import (
+    ImageAnalyzed,
     ImageClassified,
     ImageSubmitted,
     InvalidEventError,
     ModelRef,
+    SceneSubmitted,
     from_eventbridge_event,
     from_put_events_entry,
     new_event,
@@ -98,3 +100,77 @@ def test_many_errors_give_a_bounded_reason():
         parse_event(detail)
     assert raised.value.reason.count("Input should be a valid integer") == 5
     assert raised.value.reason.endswith("and 59 more")
+
+
+def analyzed_data(**words_override):
+    word = {"text": "Paris", "start": 0, "end": 5, "upos": "PROPN", "ner": "B-LOC"} | words_override
+    ref = {"name": "m", "version": "1"}
+    return {"input_id": "evt-1", "sentiment": {"label": "positive", "confidence": 0.9, "model": ref},
+            "entities": [{"text": "Paris", "type": "LOC", "start": 0, "end": 5}], "words": [word],
+            "tagger": ref, "recogniser": ref, "tokens": 3, "truncated": False, "encoder": ref}
+
+
+def test_text_analyzed_carries_tagged_words_and_trained_entity_types():
+    from inferbus_lambda.contracts import ENTITY_TYPES, UPOS_TAGS, TextAnalyzed
+
+    analyzed = TextAnalyzed.model_validate(analyzed_data())
+    assert (analyzed.words[0].upos, analyzed.words[0].ner, analyzed.entities[0].type) == ("PROPN", "B-LOC", "LOC")
+    assert {"PER", "ORG", "LOC"} <= set(ENTITY_TYPES) and len(UPOS_TAGS) == 17
+
+
+@pytest.mark.parametrize(("override", "field"), [({"upos": "NN"}, "upos"), ({"ner": "B-MISC"}, "ner"),
+                                                  ({"ner": "PER"}, "ner"), ({"start": -1}, "start")])
+def test_a_tagged_word_outside_its_tag_sets_is_refused(override, field):
+    from inferbus_lambda.contracts import TextAnalyzed
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=rf"words\.0\.{field}"):
+        TextAnalyzed.model_validate(analyzed_data(**override))
+
+def scene_detail(width: int, height: int) -> dict:
+    scene = SceneSubmitted(width=width, height=height, pixels=[(i * 7) % 17 for i in range(width * height)])
+    return json.loads(new_event(scene, source="inferbus.test").model_dump_json())
+
+
+@pytest.mark.parametrize(("width", "height"), [(8, 8), (48, 48), (64, 17), (128, 128)])
+def test_a_scene_of_any_allowed_size_round_trips(width, height):
+    event = parse_event(scene_detail(width, height))
+    assert (event.data.width, event.data.height, len(event.data.pixels)) == (width, height, width * height)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (lambda d: d["data"].update(width=10), "data: Value error, pixels must hold width x height = 160 values, got 256"),
+        (lambda d: d["data"]["pixels"].append(0), "data: Value error, pixels must hold width x height = 256 values, got 257"),
+        (lambda d: d["data"].update(width=7, height=7, pixels=[0] * 49), "data.width: Input should be greater than or equal to 8"),
+        (lambda d: d["data"].update(height=129), "data.height: Input should be less than or equal to 128"),
+        (lambda d: d["data"].update(width=16.0), "data.width: Input should be a valid integer"),
+        (lambda d: d["data"]["pixels"].__setitem__(5, -1), "data.pixels.5: Input should be greater than or equal to 0"),
+    ],
+)
+def test_a_bad_scene_names_what_is_wrong(mutate, reason):
+    detail = scene_detail(16, 16)
+    mutate(detail)
+    with pytest.raises(InvalidEventError) as raised:
+        parse_event(detail)
+    assert raised.value.reason.startswith(reason), raised.value.reason
+
+
+def test_an_8x8_image_is_for_the_classifier_only():
+    """A scene is its own type; ImageSubmitted keeps its 64 pixels and no longer names another path."""
+    assert ImageSubmitted(pixels=PIXELS).analysis == "classify"
+    detail = json.loads(image_event().model_dump_json())
+    detail["data"]["analysis"] = "full"
+    with pytest.raises(InvalidEventError, match="data.analysis: Input should be 'classify'"):
+        parse_event(detail)
+
+
+def test_an_analysis_carries_boxes_classes_scores_and_the_scene_label():
+    model = {"name": "m", "version": "1"}
+    analyzed = ImageAnalyzed(input_id="s-1", boxes=[[0.0, 1.0, 9.0, 12.5]], classes=[4], scores=[0.93], scene="one",
+                             scene_confidence=0.9, detector=model, scene_classifier=model)
+    assert analyzed.boxes == [[0.0, 1.0, 9.0, 12.5]] and analyzed.scene == "one"
+    with pytest.raises(ValueError, match="as long as each other"):
+        ImageAnalyzed(input_id="s-1", boxes=[], classes=[4], scores=[], scene="one", scene_confidence=0.9,
+                      detector=model, scene_classifier=model)

@@ -6,7 +6,7 @@ import pytest
 from inferbus_lambda.environment import ConsumerEnvironment
 from inferbus_lambda.errors import ConfigurationError
 from inferbus_lambda.rejections import DeadLetter
-from inferbus_lambda.sources import RecordSource, SourceRecord, SqsRecordSource, record_source
+from inferbus_lambda.sources import RECORD_SOURCES, RecordSource, SourceRecord, SqsRecordSource, record_source
 
 EVENT = {"Records": [
     {"messageId": "m-1", "body": "{\"a\": 1}", "attributes": {"ApproximateReceiveCount": "3", "SentTimestamp": "1"}},
@@ -71,8 +71,9 @@ ENVIRONMENT = {"POWERTOOLS_SERVICE_NAME": "image-classifier", "POWERTOOLS_METRIC
 
 def test_the_source_is_chosen_by_the_environment_and_an_unknown_one_is_named():
     asked = []
-    source = record_source(ConsumerEnvironment.model_validate(ENVIRONMENT), lambda service: asked.append(service))
+    source = record_source(ConsumerEnvironment.from_environ(ENVIRONMENT), lambda service: asked.append(service))
     assert isinstance(source, RecordSource) and source.name == "sqs"
     assert source.is_last_attempt(SourceRecord("m", "b", 4)) and asked == []  # the client is made on first use only
-    with pytest.raises(ConfigurationError, match="RECORD_SOURCE='kafka' names no record source; known: sqs"):
-        record_source(ConsumerEnvironment.model_validate(ENVIRONMENT | {"RECORD_SOURCE": "kafka"}), lambda s: None)
+    known = ", ".join(sorted(RECORD_SOURCES))
+    with pytest.raises(ConfigurationError, match=f"RECORD_SOURCE='pigeon' names no record source; known: {known}$"):
+        record_source(ConsumerEnvironment.from_environ(ENVIRONMENT | {"RECORD_SOURCE": "pigeon"}), lambda s: None)

@@ -29,7 +29,7 @@ def test_a_valid_event_passes_its_schema_and_a_broken_one_does_not(component):
     for corruption in DEMO[component.name].malformed:
         broken = json.loads(json.dumps(document))
         corruption.change(broken)
-        if corruption.why in ("blank text",):  # a rule the contract checks in code, not in the schema
+        if corruption.why in ("blank text", "a pixel short of width x height"):  # rules the contract checks in code, not the schema
             continue
         assert not validator.is_valid(broken), corruption.why
     assert not validator.is_valid(dict(document, type="SomethingElse"))

@@ -1,4 +1,4 @@
-"""The plain logic behind the workflow steps: entity rules, combining branches, text batching."""
+"""The plain logic behind the workflow steps: entity rules, merging parallel branches, text batching."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from inferbus_lambda.contracts import Entity, ModelRef
+from inferbus_lambda.contracts import Entity, ImageAnalyzed, TextAnalyzed
 from inferbus_lambda.entities import extract_entities
 from inferbus_lambda.text import pad_batch
-from inferbus_lambda.vision import combine_scores
+from inferbus_lambda.parallel import merge_branches
 from pydantic import ValidationError
 
 
@@ -44,34 +44,35 @@ def test_entities_never_overlap_and_respect_the_limit():
     assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:]))
 
 
-def score(name, probabilities):
-    probabilities = list(probabilities)
-    label = int(np.argmax(probabilities))
-    return {"model": ModelRef(name=name, version="1").model_dump(), "label": label,
-            "confidence": probabilities[label], "probabilities": probabilities, "inference_ms": 0.2}
+DETECTED = {"boxes": [[1.0, 2.0, 9.5, 12.0], [20.0, 20.0, 30.0, 33.0]], "classes": [7, 1], "scores": [0.98, 0.91],
+            "detector": {"name": "scene-detector", "version": "1"}}
+LABELLED = {"scene": "two", "scene_confidence": 0.97, "scene_classifier": {"name": "scene-classifier", "version": "1"}}
 
 
-def test_agreeing_branches_keep_their_confidence_and_disagreeing_ones_lower_it():
-    sure = [0.0] * 10
-    sure[7] = 1.0
-    agree = combine_scores([score("a", sure), score("b", sure)])
-    assert (agree["label"], agree["confidence"], agree["agreement"]) == (7, 1.0, True)
-
-    other = [0.0] * 10
-    other[1] = 0.7
-    other[7] = 0.3
-    disagree = combine_scores([score("a", sure), score("b", other)])
-    assert (disagree["label"], disagree["confidence"], disagree["agreement"]) == (7, 0.65, False)
-    assert [branch["model"]["name"] for branch in disagree["branches"]] == ["a", "b"]
-    json.dumps(disagree)
+def test_the_branches_answers_join_into_one_valid_result():
+    merged = merge_branches(ImageAnalyzed, [DETECTED, LABELLED], input_id="scene-1")
+    assert merged == {"input_id": "scene-1", **DETECTED, **LABELLED}
+    json.dumps(merged)
+    # Any contract, any number of branches: the text flow's answer from three.
+    text = merge_branches(TextAnalyzed, [
+        {"sentiment": {"label": "positive", "confidence": 0.9, "model": {"name": "s", "version": "1"}}},
+        {"entities": []}, {"tokens": 3, "truncated": False, "encoder": {"name": "e", "version": "1"}},
+        {"words": [], "tagger": {"name": "p", "version": "1"}, "recogniser": {"name": "n", "version": "1"}}], input_id="t-1")
+    assert set(text) == set(TextAnalyzed.model_fields)
 
 
-def test_combining_rejects_a_malformed_branch_and_a_lone_branch():
-    sure = [0.0] * 9 + [1.0]
-    with pytest.raises(ValidationError):
-        combine_scores([score("a", sure), score("b", sure) | {"probabilities": [0.5] * 10}])
-    with pytest.raises(ValueError, match="at least two"):
-        combine_scores([score("a", sure)])
+def test_merging_rejects_two_branches_answering_one_field_and_a_result_that_breaks_its_contract():
+    with pytest.raises(ValueError, match="branches 0 and 1 both answer 'scene'"):
+        merge_branches(ImageAnalyzed, [DETECTED | {"scene": "one"}, LABELLED], input_id="scene-1")
+    with pytest.raises(ValueError, match="the caller and 1 both answer 'input_id'"):
+        merge_branches(ImageAnalyzed, [DETECTED, LABELLED | {"input_id": "x"}], input_id="scene-1")
+    with pytest.raises(ValidationError, match="scene_classifier"):
+        merge_branches(ImageAnalyzed, [DETECTED], input_id="scene-1")  # the scene branch's answer is missing
+    with pytest.raises(ValidationError, match="as long as each other"):
+        merge_branches(ImageAnalyzed, [DETECTED | {"scores": [0.9]}, LABELLED], input_id="scene-1")
+    with pytest.raises(ValidationError, match="x1 >= x0"):
+        merge_branches(ImageAnalyzed, [DETECTED | {"boxes": [[9.0, 2.0, 1.0, 12.0], [0, 0, 1, 1]]}, LABELLED],
+                       input_id="scene-1")
 
 
 def test_a_batch_is_padded_to_its_own_longest_text_only():

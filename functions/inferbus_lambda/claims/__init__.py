@@ -4,6 +4,8 @@
 name (``CLAIM_STORE``)     implementation
 =========================  ====================================================================
 ``dynamodb`` (default)     :class:`DynamoDBClaimStore`: the idempotency table the stack makes
+``redis``                  :class:`RedisClaimStore`: Redis or Valkey at ``REDIS_ENDPOINT`` (ElastiCache
+                           Serverless in the stack, a local redis-server in the embedded runtime)
 =========================  ====================================================================
 
 A function gets its store from its environment (:func:`claim_store`); a new store is one
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..environment import ClaimsEnvironment
-from ..errors import registered
+from ..errors import ConfigurationError, registered
 from .base import (
     ClaimRecord,
     ClaimState,
@@ -33,9 +35,10 @@ from .base import (
 )
 from .dynamodb import CLAIM_BATCH, COMPLETE_BATCH, DynamoDBClaimStore
 from .memory import InMemoryClaimStore
+from .redis import RedisClaimStore
 
 __all__ = ["CLAIM_BATCH", "CLAIM_STORES", "COMPLETE_BATCH", "ClaimRecord", "ClaimState", "ClaimStatus", "ClaimStore",
-           "DynamoDBClaimStore", "InMemoryClaimStore", "PutAnswer", "acceptable", "claim_key", "claim_store", "claimable",
+           "DynamoDBClaimStore", "InMemoryClaimStore", "RedisClaimStore", "PutAnswer", "acceptable", "claim_key", "claim_store", "claimable",
            "data_hash", "decide"]
 
 
@@ -48,9 +51,30 @@ def _dynamodb(environment: ClaimsEnvironment, scope: str, client: Any) -> ClaimS
                               expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS, client=client)
 
 
+_REDIS_CLIENTS: dict[str, Any] = {}  # by endpoint: one connection pool per process, reused by every invocation
+
+
+def _redis(environment: ClaimsEnvironment, scope: str, client: Any) -> ClaimStore:
+    import os
+
+    from .redis import connect
+
+    if not hasattr(client, "register_script"):  # the caller's client is for the default store (DynamoDB): make ours
+        endpoint = environment.REDIS_ENDPOINT
+        if not endpoint:
+            raise ConfigurationError(f"{environment.POWERTOOLS_SERVICE_NAME}: CLAIM_STORE=redis needs REDIS_ENDPOINT "
+                                     "(host:port); the stack sets it, redeploy")
+        if endpoint not in _REDIS_CLIENTS:
+            _REDIS_CLIENTS[endpoint] = connect(endpoint, user_id=environment.REDIS_USER,
+                                               cache_name=environment.REDIS_CACHE_NAME, region=os.environ.get("AWS_REGION"))
+        client = _REDIS_CLIENTS[endpoint]
+    return RedisClaimStore(client, scope=scope, expires_after_seconds=environment.IDEMPOTENCY_TTL_SECONDS)
+
+
 # CLAIM_STORE name -> how to make the store from the function's environment, its scope and a client.
 CLAIM_STORES: dict[str, Callable[[ClaimsEnvironment, str, Any], ClaimStore]] = {
     "dynamodb": _dynamodb,
+    "redis": _redis,
 }
 
 

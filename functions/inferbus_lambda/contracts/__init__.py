@@ -6,6 +6,9 @@ model's inputs and outputs); defining the class registers the type, so the consu
 workflows' first step, the CLI and the tests all validate with it.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .core import (
     CAUSE_MAX_CHARS,
     EVENT_DATA_MODELS,
@@ -31,39 +34,131 @@ from .core import (
     parse_event,
     to_put_events_entry,
 )
-from .images import (
-    DIGIT_CLASSES,
-    IMAGE_PIXELS,
-    PIXEL_MAX,
-    ImageAnalysisFailed,
-    ImageAnalyzed,
-    ImageClassified,
-    ImageSubmitted,
-    ModelScore,
-)
-from .recommendations import MAX_RECOMMENDATIONS, Recommendation, Recommended
-from .risk import (
-    FEATURE_LIMIT,
-    RISK_FEATURES,
-    ApprovalFailed,
-    Customer,
-    ReviewCase,
-    ReviewCompleted,
-    ReviewFailed,
-    ReviewRequest,
-    RiskScored,
-    TransactionApproved,
-    TransactionSubmitted,
-)
-from .text import MAX_ENTITIES, TEXT_MAX_CHARS, Entity, Sentiment, TextAnalysisFailed, TextAnalyzed, TextSubmitted
+
+if TYPE_CHECKING:  # for type checkers; at run time each domain is imported on first use (:func:`__getattr__`)
+    from .images import (
+        DIGIT_CLASSES,
+        IMAGE_PIXELS,
+        MAX_DETECTIONS,
+        PIXEL_MAX,
+        SCENE_MAX_SIDE,
+        SCENE_MIN_SIDE,
+        ImageAnalysisFailed,
+        ImageAnalyzed,
+        ImageClassified,
+        ImageSubmitted,
+        SceneSubmitted,
+    )
+    from .recommendations import MAX_RECOMMENDATIONS, Recommendation, Recommended
+    from .risk import (
+        FEATURE_LIMIT,
+        RISK_FEATURES,
+        ApprovalFailed,
+        Customer,
+        ReviewCase,
+        ReviewCompleted,
+        ReviewFailed,
+        ReviewRequest,
+        RiskScored,
+        TransactionApproved,
+        TransactionSubmitted,
+    )
+    from .text import (
+        ENTITY_TYPES,
+        MAX_ENTITIES,
+        TEXT_MAX_CHARS,
+        UPOS_TAGS,
+        Entity,
+        Sentiment,
+        TaggedWord,
+        TextAnalysisFailed,
+        TextAnalyzed,
+        TextSubmitted,
+    )
+
+# Which module defines each name of a domain: a function imports only the domains it names (each
+# domain's models cost its cold init their class creation), e.g. a text step never builds ImageSubmitted.
+_DOMAIN_OF = {
+    name: module
+    for module, names in {
+        "images": ("DIGIT_CLASSES", "IMAGE_PIXELS", "PIXEL_MAX", "ImageAnalysisFailed", "ImageAnalyzed",
+                   "ImageClassified", "ImageSubmitted", "MAX_DETECTIONS", "SCENE_MAX_SIDE", "SCENE_MIN_SIDE", "SceneSubmitted"),
+        "recommendations": ("MAX_RECOMMENDATIONS", "Recommendation", "Recommended"),
+        "risk": ("FEATURE_LIMIT", "RISK_FEATURES", "ApprovalFailed", "Customer", "ReviewCase", "ReviewCompleted",
+                 "ReviewFailed", "ReviewRequest", "RiskScored", "TransactionApproved", "TransactionSubmitted"),
+        "text": ("ENTITY_TYPES", "MAX_ENTITIES", "TEXT_MAX_CHARS", "UPOS_TAGS", "Entity", "Sentiment", "TaggedWord",
+                 "TextAnalysisFailed", "TextAnalyzed", "TextSubmitted"),
+    }.items()
+    for name in names
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A domain's name, its module imported on first use (PEP 562)."""
+    if name not in _DOMAIN_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_DOMAIN_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "ApprovalFailed", "CAUSE_MAX_CHARS", "CloudEvent", "Customer", "DIGIT_CLASSES", "EVENT_DATA_MODELS", "Entity",
-    "EventData", "FEATURE_LIMIT", "IDENTIFIER_PATTERN", "IMAGE_PIXELS", "Identifier", "MAX_RECOMMENDATIONS", "Recommendation", "Recommended", "ImageAnalysisFailed",
-    "ImageAnalyzed", "ImageClassified", "ImageSubmitted", "InvalidEventError", "MAX_ENTITIES", "ModelRef", "ModelScore",
-    "PIXEL_MAX", "Probability", "RISK_FEATURES", "ReviewCase", "ReviewCompleted", "ReviewFailed", "ReviewRequest",
-    "RiskScored", "Sentiment", "ShortText", "TEXT_MAX_CHARS", "TextAnalysisFailed", "TextAnalyzed", "TextSubmitted",
-    "TransactionApproved", "TransactionSubmitted", "WorkflowFailure", "check_distribution", "check_strict_json", "data_model",
-    "envelope_model", "from_eventbridge_event", "from_put_events_entry", "is_identifier", "known_event_types",
-    "loads_strict", "new_event", "parse_event", "to_put_events_entry",
+    "CAUSE_MAX_CHARS",
+    "DIGIT_CLASSES",
+    "ENTITY_TYPES",
+    "EVENT_DATA_MODELS",
+    "FEATURE_LIMIT",
+    "IDENTIFIER_PATTERN",
+    "IMAGE_PIXELS",
+    "MAX_DETECTIONS",
+    "MAX_ENTITIES",
+    "MAX_RECOMMENDATIONS",
+    "PIXEL_MAX",
+    "RISK_FEATURES",
+    "SCENE_MAX_SIDE",
+    "SCENE_MIN_SIDE",
+    "TEXT_MAX_CHARS",
+    "UPOS_TAGS",
+    "ApprovalFailed",
+    "CloudEvent",
+    "Customer",
+    "Entity",
+    "EventData",
+    "Identifier",
+    "ImageAnalysisFailed",
+    "ImageAnalyzed",
+    "ImageClassified",
+    "ImageSubmitted",
+    "InvalidEventError",
+    "ModelRef",
+    "Probability",
+    "Recommendation",
+    "Recommended",
+    "ReviewCase",
+    "ReviewCompleted",
+    "ReviewFailed",
+    "ReviewRequest",
+    "RiskScored",
+    "SceneSubmitted",
+    "Sentiment",
+    "ShortText",
+    "TaggedWord",
+    "TextAnalysisFailed",
+    "TextAnalyzed",
+    "TextSubmitted",
+    "TransactionApproved",
+    "TransactionSubmitted",
+    "WorkflowFailure",
+    "check_distribution",
+    "check_strict_json",
+    "data_model",
+    "envelope_model",
+    "from_eventbridge_event",
+    "from_put_events_entry",
+    "is_identifier",
+    "known_event_types",
+    "loads_strict",
+    "new_event",
+    "parse_event",
+    "to_put_events_entry",
 ]

@@ -49,6 +49,7 @@ __all__ = [
     "ShortText",
     "WorkflowFailure",
     "is_identifier",
+    "result_event_id",
     "check_distribution",
     "check_strict_json",
     "loads_strict",
@@ -179,6 +180,12 @@ def data_model(event_type: str) -> type[EventData] | None:
     if event_type not in EVENT_DATA_MODELS:
         known_event_types()  # a type of a contract module nothing has imported yet
     return EVENT_DATA_MODELS.get(event_type)
+
+
+def result_event_id(input_id: str, producer: str, *, input_source: str | None) -> str:
+    """A result's id is derived from its input's identity (its source and id, as CloudEvents has it), so a
+    republished result is recognisably the same event, and inputs with one id from two sources get two."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "inferbus:" + json.dumps([producer, input_source, input_id])))
 
 
 @functools.cache

@@ -4,6 +4,9 @@
 name (``RECORD_SOURCE``)   implementation
 =========================  ====================================================================
 ``sqs`` (default)          :class:`SqsRecordSource`: the consumer's queue, its DLQ
+``kafka``                  :class:`KafkaRecordSource`: an MSK or self-managed Kafka topic
+``amazon-mq``              :class:`AmazonMqRecordSource`: a RabbitMQ queue on Amazon MQ; the
+                           consumer's SQS DLQ
 =========================  ====================================================================
 
 A function gets its source from its environment (:func:`record_source`); a new channel is one
@@ -17,20 +20,33 @@ from typing import Any
 
 from ..environment import ConsumerEnvironment
 from ..errors import registered
+from .amazon_mq import AmazonMqRecordSource
 from .base import RecordSource, SourceRecord
+from .dead_letters import SqsDeadLetteringSource
+from .kafka import KafkaRecordSource
 from .sqs import SqsRecordSource
 
-__all__ = ["RECORD_SOURCES", "RecordSource", "SourceRecord", "SqsRecordSource", "record_source"]
+__all__ = ["RECORD_SOURCES", "AmazonMqRecordSource", "KafkaRecordSource", "RecordSource", "SourceRecord", "SqsRecordSource",
+           "record_source"]
 
 
-def _sqs(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
-    return SqsRecordSource(consumer=environment.RESULT_SOURCE, dead_letter_queue_url=environment.DEAD_LETTER_QUEUE_URL,
-                           max_receive_count=environment.MAX_RECEIVE_COUNT, sqs=lambda: clients("sqs"))
+def _dead_lettering(source: type[SqsDeadLetteringSource]) -> Callable[[ConsumerEnvironment, Callable[[str], Any]], RecordSource]:
+    """How to make ``source``, which sends a record failing on its last attempt to the consumer's DLQ itself."""
+    def make(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
+        return source(consumer=environment.RESULT_SOURCE, dead_letter_queue_url=environment.DEAD_LETTER_QUEUE_URL,
+                      max_receive_count=environment.MAX_RECEIVE_COUNT, sqs=lambda: clients("sqs"))
+    return make
+
+
+def _kafka(environment: ConsumerEnvironment, clients: Callable[[str], Any]) -> RecordSource:
+    return KafkaRecordSource()  # the mapping's on-failure destination takes what it gives up on
 
 
 # RECORD_SOURCE name -> how to make the source from the consumer's environment and a client getter.
 RECORD_SOURCES: dict[str, Callable[[ConsumerEnvironment, Callable[[str], Any]], RecordSource]] = {
-    SqsRecordSource.name: _sqs,
+    SqsRecordSource.name: _dead_lettering(SqsRecordSource),
+    KafkaRecordSource.name: _kafka,
+    AmazonMqRecordSource.name: _dead_lettering(AmazonMqRecordSource),
 }
 
 

@@ -59,6 +59,9 @@ class SourceRecord:
         Its ordering key (SQS FIFO: the message group; Kafka: the partition): the records of one
         group are processed in delivery order, and one that fails holds back the group's later
         records until it is retried. ``None``: unordered.
+    problem
+        Why the channel could not read an event out of it (a Kafka value that is not base64 or
+        not UTF-8): the consumer refuses it with this reason, without parsing ``body``.
     """
 
     record_id: str
@@ -66,6 +69,7 @@ class SourceRecord:
     attempt: int = 1
     attributes: Mapping[str, str] = field(default_factory=dict)
     group: str | None = None
+    problem: str | None = None
 
 
 class RecordSource(abc.ABC):
@@ -100,3 +104,8 @@ class RecordSource(abc.ABC):
         """Send ``letters`` aside with their reasons; return the ids not sent (they fail, and the
         channel's own give-up takes them). Default: none sent."""
         return {letter.message_id for letter in letters}
+
+    def return_later(self, records: Sequence[SourceRecord], *, delay_s: int) -> None:
+        """Ask the channel to deliver ``records`` (which the consumer then reports failed) no sooner than
+        ``delay_s`` from now: the backoff of records over the consumer's rate. Default: nothing more than the
+        failure (the channel's own retry delay applies)."""

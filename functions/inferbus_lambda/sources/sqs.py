@@ -10,13 +10,20 @@ DLQ by the consumer itself, unchanged, with its reason as message attributes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..rejections import DeadLetter, send_to_dead_letter_queue
-from .base import RecordSource, SourceRecord
+from .base import SourceRecord
+from .dead_letters import SqsDeadLetteringSource
 
 __all__ = ["SqsRecordSource"]
+
+
+def _queue_url(arn: str) -> str:
+    """An SQS queue's URL from its ARN (``arn:<partition>:sqs:<region>:<account>:<name>``)."""
+    _, partition, _, region, account, name = arn.split(":", 5)
+    domain = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+    return f"https://sqs.{region}.{domain}/{account}/{name}"
 
 
 def _receive_count(record: Mapping[str, Any]) -> int:
@@ -26,7 +33,7 @@ def _receive_count(record: Mapping[str, Any]) -> int:
         return 1
 
 
-class SqsRecordSource(RecordSource):
+class SqsRecordSource(SqsDeadLetteringSource):
     """An SQS queue's batches.
 
     Parameters
@@ -42,14 +49,10 @@ class SqsRecordSource(RecordSource):
 
     name: ClassVar[str] = "sqs"
 
-    def __init__(self, *, consumer: str, dead_letter_queue_url: str | None = None, max_receive_count: int | None = None,
-                 sqs: Callable[[], Any] | None = None) -> None:
-        self.consumer = consumer
-        self.dead_letter_queue_url = dead_letter_queue_url
-        self.max_receive_count = max_receive_count
-        self.sqs = sqs
-
     def records(self, event: Mapping[str, Any]) -> list[SourceRecord]:
+        # What return_later needs of this batch's messages: their queue and receipt handle.
+        self._receipts = {record["messageId"]: (record.get("eventSourceARN", ""), record.get("receiptHandle", ""))
+                          for record in event["Records"]}
         return [SourceRecord(record["messageId"], record["body"], _receive_count(record),
                              {str(k): str(v) for k, v in record.get("attributes", {}).items()},
                              record.get("attributes", {}).get("MessageGroupId"))
@@ -58,15 +61,26 @@ class SqsRecordSource(RecordSource):
     def batch_response(self, failed: Sequence[str]) -> dict[str, Any]:
         return {"batchItemFailures": [{"itemIdentifier": record_id} for record_id in failed]}
 
-    def is_last_attempt(self, record: SourceRecord) -> bool:
-        return self.max_receive_count is not None and record.attempt >= self.max_receive_count
+    def return_later(self, records: Sequence[SourceRecord], *, delay_s: int) -> None:
+        """Hide the messages ``delay_s`` more seconds (``ChangeMessageVisibilityBatch``, 10 at a time): reported
+        failed, they come back after that instead of after the queue's visibility timeout. A message it could not
+        hide comes back after the visibility timeout, as any failed record."""
+        from botocore.exceptions import BotoCoreError, ClientError
 
-    @property
-    def dead_letters(self) -> bool:
-        return self.dead_letter_queue_url is not None and self.max_receive_count is not None and self.sqs is not None
-
-    def dead_letter(self, letters: Sequence[DeadLetter]) -> set[str]:
-        if not self.dead_letters:
-            return super().dead_letter(letters)
-        assert self.sqs is not None and self.dead_letter_queue_url is not None
-        return send_to_dead_letter_queue(self.sqs(), self.dead_letter_queue_url, self.consumer, letters)
+        if self.sqs is None:
+            return
+        receipts = getattr(self, "_receipts", {})
+        by_queue: dict[str, list[str]] = {}
+        for record in records:
+            arn, handle = receipts.get(record.record_id, ("", ""))
+            if arn and handle:
+                by_queue.setdefault(_queue_url(arn), []).append(handle)
+        client = self.sqs()
+        for url, handles in by_queue.items():
+            for start in range(0, len(handles), 10):
+                entries = [{"Id": str(n), "ReceiptHandle": handle, "VisibilityTimeout": delay_s}
+                           for n, handle in enumerate(handles[start:start + 10])]
+                try:
+                    client.change_message_visibility_batch(QueueUrl=url, Entries=entries)
+                except (BotoCoreError, ClientError):
+                    pass  # not hidden longer: they come back after the visibility timeout, as any failed record
