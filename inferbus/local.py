@@ -106,7 +106,7 @@ class LocalPipeline(EmbeddedPipeline):
 
         super()._start()
         names = {table.name: self.outputs[table.output_key] for table in self.declarations.state_tables}
-        self.seeded = seed_tables(self.session.client("dynamodb"), self.declarations, names, REPO_ROOT)
+        self.seeded = seed_tables(self.session.client("dynamodb"), self.declarations.state_tables, names, REPO_ROOT)
 
     def state_table_name(self, name: str) -> str:
         """The physical name of the declared state table ``name``."""

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from inferbus.model.declarations import Pipeline, StateTable
+from inferbus.model.declarations import StateTable
 
 __all__ = ["BATCH_WRITE_LIMIT", "REPO_ROOT", "SeedError", "read_seed", "seed_table", "seed_tables"]
 
@@ -93,8 +93,8 @@ def seed_table(client: Any, table: str, items: Sequence[Mapping[str, Any]]) -> i
     return len(items)
 
 
-def seed_tables(client: Any, pipeline: Pipeline, table_names: Mapping[str, str], root: Path) -> dict[str, int]:
-    """Seed every state table of ``pipeline`` that declares a seed; ``table_names``: declared name -> physical
-    name. Returns declared name -> items written."""
+def seed_tables(client: Any, tables: Iterable[StateTable], table_names: Mapping[str, str], root: Path) -> dict[str, int]:
+    """Seed each of ``tables`` that declares a seed (a pipeline's ``state_tables``, or one consumer's ``reads``);
+    ``table_names``: declared name -> physical name. Returns declared name -> items written."""
     return {table.name: seed_table(client, table_names[table.name], read_seed(root / table.seed))
-            for table in pipeline.state_tables if table.seed}
+            for table in tables if table.seed}

@@ -384,8 +384,8 @@ class InferbusStack(Stack):
         """``INFERBUS_STATE_TABLES``: each table the consumer reads, by declared name (``None``: it reads none)."""
         if not declaration.reads:
             return None
-        return self.to_json_string({table.name: {"table": self.state_tables[table.name].table_name,
-                                                 "cache_s": table.cache_s} for table in declaration.reads})
+        return self.to_json_string(declaration.state_tables_setting(
+            {name: table.table_name for name, table in self.state_tables.items()}))
 
     def _grant_reads(self, function: lambda_.IFunction, declaration: Consumer) -> None:
         """Each state table the consumer reads, whatever its channel: read-only, and only the two reads a

@@ -316,6 +316,12 @@ class Consumer(ResultProducer):
         """The type of its result events."""
         return self.emits[0]
 
+    def state_tables_setting(self, table_names: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+        """What its function is told of the state tables it reads (``INFERBUS_STATE_TABLES``, as JSON):
+        declared name -> ``{"table": physical name, "cache_s": seconds}``; ``table_names`` maps each declared
+        name to its physical one (a stack's tables, or a harness's own)."""
+        return {table.name: {"table": table_names[table.name], "cache_s": table.cache_s} for table in self.reads}
+
 
 def _check_rabbitmq_broker(consumer: Consumer) -> None:
     """A ``rabbitmq`` channel names its queue (``broker=RabbitMqQueue(...)``); no other channel takes one."""
