@@ -26,7 +26,7 @@ left with its claim in progress (it crashed before completing it, or the store w
 the completion), by result id (:class:`~.faults.Republishable`); a redelivery may publish each
 such result once more, and nothing else may repeat. The ledger checks this result by result
 (:meth:`Ledger.count_repeats`); a repeat without its cause fails the flow, however few. Then,
-with the faults off, the root consumer's DLQ is redriven and the ledger taken again.
+with the faults off, each queue-fed consumer's DLQ is redriven and the ledger taken again.
 
 Each flow runs on the claims store(s) asked for (``claims_stores``: ``dynamodb``, ``redis`` or both,
 one run each; Redis is the local server at ``INFERBUS_REDIS_URL``): the same ledger must balance on
@@ -340,18 +340,21 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
         _take_ledger(pipeline, flow, sent, report, delivered, injectors, first=True)
         report.ledger.out_of_order = _order_breaks(flow, entries, delivered)
         _count_faults(pipeline, flow, injectors, report)
-        if redrive and isinstance(root, Consumer):
+        # Every queue-fed consumer of the flow, not only the root: one below a workflow (a recommender fed by the
+        # approvals) dead-letters too, and its inputs stayed in its DLQ, counted stuck.
+        queued = [pipeline.consumer(stage.name) for stage in flow.stages if isinstance(stage, Consumer)]
+        queued = [consumer for consumer in queued if consumer.queue_url]
+        if redrive and queued:
             from inferbus.redrive import redrive as move_back
 
-            consumer = pipeline.consumer(root.name)
-            dead = pipeline.peek(consumer.dead_letter_queue_url)
-            if dead:
+            if any(pipeline.peek(consumer.dead_letter_queue_url) for consumer in queued):
                 for injector in injectors.values():
                     injector.rates = None  # the incident is over
                 for source in pipeline.event_sources:
                     source.redeliver(0.0)
-                report.redriven = move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url)
-                pipeline.drain()
+                for consumer in queued:  # level by level: what a redriven root publishes may feed a stage below
+                    report.redriven += move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url)
+                    pipeline.drain()
                 _play_reviewers(pipeline, flow, truth, report)
                 pipeline.drain()
                 _take_ledger(pipeline, flow, sent, report, delivered, injectors, first=False)
