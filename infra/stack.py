@@ -36,7 +36,7 @@ from inferbus_lambda.environment import (
 from inferbus_lambda.errors import REJECTION_ERRORS
 from inferbus_lambda.execution_failures import ENDED, LOGGED_ENDS, STATUS_CHANGE
 
-from inferbus.model.declarations import Channel, Consumer, EventFilter, Pipeline, Route
+from inferbus.model.declarations import Channel, Consumer, EventFilter, Pipeline, Route, StateTable
 from inferbus.model.declarations import Workflow as WorkflowDeclaration
 from inferbus.model.names import (
     ACCEPT_STEM,
@@ -102,6 +102,7 @@ ACCEPT_CLAIM_ACTIONS = ("dynamodb:PutItem",)
 CONSUMER_CLAIM_ACTIONS = ("dynamodb:PutItem", "dynamodb:BatchWriteItem")
 # CloudWatch alarms on metric math take at most 10 metrics; FIS takes at most 5 stop conditions.
 METRICS_PER_ALARM = 10
+STATE_TABLE_READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
 # The settings list the allowed day counts; this names each for CloudWatch Logs, in the same order.
 LOG_RETENTION = dict(
     zip(
@@ -162,6 +163,7 @@ class InferbusStack(Stack):
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             removal_policy=RemovalPolicy.DESTROY,  # it holds only short-lived claims
         )
+        self.state_tables = {table.name: self._state_table(table) for table in pipeline.state_tables}
         # claims_store=redis: the claims in a serverless Valkey cache, and the functions that claim in its VPC.
         self.claims_cache = (ClaimsCache(self, "ClaimsCache", cache_name=_cache_name(settings.staged(settings.bus_name)),
                                          log_retention=self.log_retention)
@@ -296,6 +298,7 @@ class InferbusStack(Stack):
             EVENT_BUS_NAME=self.bus.event_bus_name, RESULT_SOURCE=declaration.result_source,
             CONSUMES=declaration.accepts.type, PRODUCES=declaration.result_type,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url, RECORD_SOURCE="kafka",
+            INFERBUS_STATE_TABLES=self._state_tables_variable(declaration),
         )
         consumer = KafkaConsumer(
             scope, declaration.construct_id, topic=declaration.broker, settings=declaration.settings,
@@ -306,6 +309,7 @@ class InferbusStack(Stack):
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
+        self._grant_reads(consumer.function, declaration)
         # What the mapping gives up lands in its on-failure queue: that is its dead-letter queue for tools.
         self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.failure_queue)
         return consumer
@@ -321,6 +325,7 @@ class InferbusStack(Stack):
             CONSUMES=declaration.accepts.type,
             PRODUCES=declaration.result_type,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url,
+            INFERBUS_STATE_TABLES=self._state_tables_variable(declaration),
             MAX_EVENTS_PER_SECOND=declaration.settings.max_events_per_second,
         )
         consumer = QueueConsumer(
@@ -345,6 +350,7 @@ class InferbusStack(Stack):
         # A rate-limited consumer's token bucket is an item of the claims table (read, then a conditional Put).
         rate_actions = ("dynamodb:GetItem",) if declaration.settings.max_events_per_second is not None else ()
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS + rate_actions)
+        self._grant_reads(consumer.function, declaration)
         ConsumerMonitoring(
             scope,
             f"{declaration.construct_id}Monitoring",
@@ -359,6 +365,34 @@ class InferbusStack(Stack):
         self._queue_consumer_outputs(consumer)
         return consumer
 
+    def _state_table(self, declaration: StateTable) -> dynamodb.Table:
+        """A store consumers read (see :class:`~inferbus.model.declarations.StateTable`): encrypted, with
+        point-in-time recovery, on demand, retained when the stack goes (it holds your data)."""
+        table = dynamodb.Table(
+            self,
+            declaration.construct_id,
+            partition_key=dynamodb.Attribute(name=StateTable.KEY, type=dynamodb.AttributeType.STRING),
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        CfnOutput(self, declaration.output_key, value=table.table_name)
+        return table
+
+    def _state_tables_variable(self, declaration: Consumer) -> str | None:
+        """``INFERBUS_STATE_TABLES``: each table the consumer reads, by declared name (``None``: it reads none)."""
+        if not declaration.reads:
+            return None
+        return self.to_json_string(declaration.state_tables_setting(
+            {name: table.table_name for name, table in self.state_tables.items()}))
+
+    def _grant_reads(self, function: lambda_.IFunction, declaration: Consumer) -> None:
+        """Each state table the consumer reads, whatever its channel: read-only, and only the two reads a
+        state table's reader makes."""
+        for table in declaration.reads:
+            self.state_tables[table.name].grant(function, *STATE_TABLE_READ_ACTIONS)
+
     def _rabbitmq_consumer(self, scope: Construct, declaration: Consumer) -> RabbitMqConsumer:
         """A consumer reading a RabbitMQ queue (Amazon MQ): no rule, its records come from the broker."""
         environment = ConsumerEnvironment(
@@ -367,6 +401,7 @@ class InferbusStack(Stack):
             EVENT_BUS_NAME=self.bus.event_bus_name, RESULT_SOURCE=declaration.result_source,
             CONSUMES=declaration.accepts.type, PRODUCES=declaration.result_type,
             INVALID_EVENTS_QUEUE_URL=self.invalid_events.queue_url, RECORD_SOURCE="amazon-mq",
+            INFERBUS_STATE_TABLES=self._state_tables_variable(declaration),
         )
         consumer = RabbitMqConsumer(scope, declaration.construct_id, queue=declaration.broker, settings=declaration.settings,
                                     function=self._claiming(self._spec(declaration.handler, declaration.settings,
@@ -376,6 +411,7 @@ class InferbusStack(Stack):
         self.result_producers[declaration.result_source] = consumer.role
         self.invalid_events.grant_send_messages(consumer.function)
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
+        self._grant_reads(consumer.function, declaration)
         add_alarm(scope, f"{declaration.construct_id}DeadLetters",
                   consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
                   1, f"{declaration.name}: a record failed on its last attempt (the DLQ holds it with the reason)",

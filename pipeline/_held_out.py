@@ -14,6 +14,7 @@ DIGITS = MODELS / "digits-holdout.npz"
 SCENES = MODELS / "scenes-holdout.npz"
 TEXTS = MODELS / "text-holdout.jsonl"
 TRANSACTIONS = MODELS / "risk-holdout.npz"
+CUSTOMERS = "models/recs-customers.jsonl"  # the demo's customer profiles (synthetic; models/build_recs.py), from the repo root
 RISKY_LABEL = 0  # risk-holdout.npz: 0 = malignant (the stand-in for risky), scikit-learn's coding
 
 
@@ -43,11 +44,14 @@ def review_sentences(count: int) -> list[Sample]:
 
 
 def transactions(count: int) -> list[Sample]:
-    """Rows of the risk model's held-out set, with customers; truth: 'risky' or 'not risky'."""
+    """Rows of the risk model's held-out set, each with a customer of the seeded profiles in turn (returning
+    when the profile has a history, else new); truth: 'risky' or 'not risky'."""
     risk = np.load(TRANSACTIONS)
+    lines = (MODELS.parent / CUSTOMERS).read_text().splitlines()
+    customers = [{"id": profile["id"], "segment": "returning" if profile.get("history") else "new"}
+                 for profile in map(json.loads, lines)]
     return [
-        Sample({"customer": {"id": f"customer-{i % 17}", "segment": "new" if i % 3 == 0 else "returning"},
-                "features": [float(v) for v in risk["features"][i]]},
+        Sample({"customer": customers[i % len(customers)], "features": [float(v) for v in risk["features"][i]]},
                "risky" if int(risk["labels"][i]) == RISKY_LABEL else "not risky")
         for i in range(count)
     ]

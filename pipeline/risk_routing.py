@@ -1,8 +1,11 @@
 """The conditional pattern: each RiskScored goes, by its score, to automatic approval or to a person;
-approved transactions are routed by customer segment to the offers queues of your services."""
+approved transactions go by customer segment to one of two recommenders, which read the customer's
+profile from an external state store (the stateless consumer) and publish Recommended."""
 
-from inferbus.model.declarations import EventFilter, Producer, Route, Setting, Workflow
+from inferbus.model.declarations import Consumer, EventFilter, Producer, Setting, StateTable, Workflow
 from inferbus.model.demo import DemoReviewer
+
+from ._held_out import CUSTOMERS
 
 
 def play_reviewer(case: object, truth: object) -> tuple[bool, str | None]:
@@ -13,6 +16,8 @@ def play_reviewer(case: object, truth: object) -> tuple[bool, str | None]:
 
 SCORED = (Producer("risk-scorer"),)
 APPROVERS = (Producer("auto-approve"), Producer("risk-review"))
+# Age, gender and (returning customers) the movies seen; the demo's profiles are seeded from the build's file.
+PROFILES = StateTable("customer-profiles", seed=CUSTOMERS)
 
 COMPONENTS = [
     Workflow(
@@ -36,13 +41,24 @@ COMPONENTS = [
         review_queue="review",
         substitutions={"ReviewTimeoutSeconds": Setting("review_timeout_s")},
     ),
-    *(
-        Route(
-            name=f"{segment}-customer-offers",
-            description=f"TransactionApproved for a {segment} customer -> {segment}-customer offers",
-            accepts=EventFilter("TransactionApproved", sources=APPROVERS, data={"customer": {"segment": [segment]}}),
-        )
-        for segment in ("new", "returning")
+    Consumer(
+        name="returning-customer-recommender",
+        description="TransactionApproved for a returning customer -> history (state table) -> EASE ONNX -> Recommended",
+        handler="returning_customer_recommender.handler.lambda_handler",
+        accepts=EventFilter("TransactionApproved", sources=APPROVERS, data={"customer": {"segment": ["returning"]}}),
+        emits="Recommended",
+        models=("recs-ease",),
+        reads=(PROFILES,),
+    ),
+    Consumer(
+        name="new-customer-recommender",
+        description="TransactionApproved for a new customer -> age and gender (state table) -> segment popularity ONNX "
+                    "-> Recommended",
+        handler="new_customer_recommender.handler.lambda_handler",
+        accepts=EventFilter("TransactionApproved", sources=APPROVERS, data={"customer": {"segment": ["new"]}}),
+        emits="Recommended",
+        models=("recs-popular",),
+        reads=(PROFILES,),
     ),
 ]
 

@@ -258,6 +258,9 @@ class ConsumerEnvironment(ClaimsEnvironment):
         The channel its records come from (``inferbus_lambda.sources.RECORD_SOURCES``). Default ``sqs``.
     MAX_EVENTS_PER_SECOND
         Events per second all its invocations take together (``inferbus_lambda.rate_limit``); unset: no rate.
+    INFERBUS_STATE_TABLES
+        The state tables it reads, a JSON object: declared name -> ``{"table": physical name,
+        "cache_s": seconds}`` (``inferbus_lambda.state``). Unset: it reads none.
     """
 
     EVENT_BUS_NAME: str = variable(_nonempty_text)
@@ -269,6 +272,7 @@ class ConsumerEnvironment(ClaimsEnvironment):
     MAX_RECEIVE_COUNT: int | None = variable(_optional(_positive_int), None)
     RECORD_SOURCE: str = variable(_nonempty_text, "sqs")
     MAX_EVENTS_PER_SECOND: float | None = variable(_optional(_positive_number), None)
+    INFERBUS_STATE_TABLES: str | None = variable(_optional(_text), None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from .manifest import ModelInfo
     from .publishing import PublishFailure
     from .rejections import Rejection
+    from .state import StateTableReader
 
 __all__ = ["ConsumerRuntime", "FunctionRuntime", "Models", "StepRuntime", "Untraced", "aws_client", "consumer_handler",
            "load_onnx_classifier", "step_handler", "tracing_enabled"]
@@ -203,6 +204,8 @@ class ConsumerRuntime(FunctionRuntime):
 
     Attributes
     ----------
+    state(name)
+        The reader of a state table the consumer declares it ``reads`` (:mod:`.state`).
     events, dynamodb, sqs
         The EventBridge, DynamoDB and SQS clients, one each per container (tests may replace them
         to simulate an outage). ``sqs`` is made on first use: only a batch with a record to
@@ -233,6 +236,7 @@ class ConsumerRuntime(FunctionRuntime):
         # Made after the environment is known good: a broken deployment fails fast.
         self.events = aws_client("events")
         self.dynamodb = aws_client("dynamodb")
+        self._state_readers: dict[str, StateTableReader] = {}
         claims = claim_store(environment, scope=environment.POWERTOOLS_SERVICE_NAME, client=self.dynamodb)
         self.consumer = InferenceConsumer(
             source=record_source(environment, self._client),
@@ -247,6 +251,26 @@ class ConsumerRuntime(FunctionRuntime):
             logger=self.logger,
             reject=self.tracer.capture_method(self._reject) if environment.INVALID_EVENTS_QUEUE_URL else None,
         )
+
+    def state(self, name: str) -> StateTableReader:
+        """The reader of the state table the consumer declares as ``reads=(StateTable(name),)``, made
+        once per container (so its cache lives as long as the container).
+
+        Raises
+        ------
+        ConfigurationError
+            When the consumer does not declare that table.
+        """
+        if name not in self._state_readers:
+            from .state import StateTableReader, state_tables
+
+            tables = state_tables(self.environment.INFERBUS_STATE_TABLES, self.environment.POWERTOOLS_SERVICE_NAME)
+            if name not in tables:
+                raise ConfigurationError(f"{self.environment.POWERTOOLS_SERVICE_NAME} reads no state table {name!r} "
+                                         f"(declared: {', '.join(tables) or 'none'}); add StateTable({name!r}) to its "
+                                         "reads in pipeline/")
+            self._state_readers[name] = StateTableReader(self.dynamodb, tables[name]["table"], tables[name]["cache_s"])
+        return self._state_readers[name]
 
     @cached_property
     def sqs(self) -> Any:

@@ -26,7 +26,7 @@ left with its claim in progress (it crashed before completing it, or the store w
 the completion), by result id (:class:`~.faults.Republishable`); a redelivery may publish each
 such result once more, and nothing else may repeat. The ledger checks this result by result
 (:meth:`Ledger.count_repeats`); a repeat without its cause fails the flow, however few. Then,
-with the faults off, the root consumer's DLQ is redriven and the ledger taken again.
+with the faults off, each queue-fed consumer's DLQ is redriven and the ledger taken again.
 
 A flow whose root consumer reads a broker (``kafka``, ``rabbitmq``) gets its inputs through its own topic or
 queue, locally (:mod:`inferbus.channel_feeds`), under the same faults; what it gives up is read back from
@@ -87,6 +87,9 @@ class Flow:
 
     name: str
     levels: tuple[tuple[Component, ...], ...]
+    # Per level, the (result source, result type) pairs of the level above that it takes: a result no stage
+    # below takes ends its input there (a rejected review's ReviewCompleted), one that is taken must go on.
+    taken: tuple[frozenset[tuple[str, str]], ...] = ()
 
     @property
     def root(self) -> Component:
@@ -113,11 +116,16 @@ def downstream(pipeline: Pipeline, producer: Component) -> list[Component]:
 
 
 def flow_of(pipeline: Pipeline, root: Component) -> Flow:
-    levels, seen = [(root,)], {root.name}
+    from inferbus.demo.inputs import input_type
+
+    levels, seen, taken = [(root,)], {root.name}, [frozenset[tuple[str, str]]()]
     while True:
-        nxt = tuple(t for stage in levels[-1] for t in downstream(pipeline, stage) if t.name not in seen)
+        # Once each: two stages of a level may feed one below (both approvals feed each recommender).
+        nxt = tuple({t.name: t for stage in levels[-1] for t in downstream(pipeline, stage) if t.name not in seen}.values())
         if not nxt:
-            return Flow(root.name, tuple(levels))
+            return Flow(root.name, tuple(levels), tuple(taken))
+        taken.append(frozenset((stage.result_source, input_type(below)) for stage in levels[-1]
+                               for below in downstream(pipeline, stage) if below in nxt))
         seen |= {t.name for t in nxt}
         levels.append(nxt)
 
@@ -367,19 +375,23 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
         report.ledger.out_of_order = _order_breaks(flow, entries, delivered, feeds)
         report.kept_reasons = _kept_reasons(pipeline, flow, feeds)
         _count_faults(pipeline, flow, injectors, report)
-        if redrive and isinstance(root, Consumer):
+        # Every consumer of the flow, not only the root: one below a workflow (a recommender fed by the approvals)
+        # dead-letters too, and its inputs stayed in its DLQ, counted stuck.
+        stages = [stage for stage in flow.stages if isinstance(stage, Consumer)]
+        queued = [(stage, pipeline.consumer(stage.name)) for stage in stages]
+        queued = [(stage, consumer) for stage, consumer in queued if consumer.dead_letter_queue_url]
+        if redrive and queued:
             from inferbus.redrive import redrive as move_back
 
-            consumer = pipeline.consumer(root.name)
-            dead = pipeline.peek(consumer.dead_letter_queue_url)
-            if dead:
+            if any(pipeline.peek(consumer.dead_letter_queue_url) for _, consumer in queued):
                 for injector in injectors.values():
                     injector.rates = None  # the incident is over
                 for source in pipeline.event_sources:
                     source.redeliver(0.0)
-                report.redriven = (feeds.redrive(root) if fed_by_broker(root)  # back to its topic or queue
-                                   else move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url))
-                pipeline.drain()
+                for stage, consumer in queued:  # level by level: what a redriven root publishes may feed a stage below
+                    report.redriven += (feeds.redrive(stage) if fed_by_broker(stage)  # back to its topic or queue
+                                        else move_back(pipeline.sqs, consumer.dead_letter_queue_url, consumer.queue_url))
+                    pipeline.drain()
                 _play_reviewers(pipeline, flow, truth, report)
                 pipeline.drain()
                 _take_ledger(pipeline, flow, sent, report, delivered, injectors, feeds, first=False)
@@ -469,7 +481,7 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
     republishable = _republishable(injectors, report)
     ledger = Ledger()
     for event_id in sent:
-        repeats, outcome = _outcome(flow, event_id, results, failures, waiting)
+        repeats, outcome = _outcome(flow, event_id, results, failures, waiting, dead)
         in_dlq = event_id in dead
         ledger.count_repeats(repeats, republishable)
         if outcome == "processed":
@@ -482,7 +494,7 @@ def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport,
             ledger.failed_with_reason += 1
         elif outcome == "pending":
             ledger.pending_review += 1
-        elif outcome is None and in_dlq:
+        elif outcome == "dead-lettered" or (outcome is None and in_dlq):
             ledger.in_dead_letter_queue += 1
         else:
             ledger.lost += 1
@@ -539,28 +551,38 @@ def _republishable(injectors: dict[Any, FaultInjector], report: FlowReport) -> C
 
 
 def _outcome(flow: Flow, event_id: str, results: dict[str, dict[tuple[str, str], list[str]]],
-             failures: dict[str, list[str]], waiting: set[str]) -> tuple[list[list[str]], str | None]:
+             failures: dict[str, list[str]], waiting: set[str],
+             dead: set[str] = frozenset()) -> tuple[list[list[str]], str | None]:  # type: ignore[assignment]
     """Follow one input down the flow, level by level: (the ids of each result published more than
-    once, one per copy; processed / failed / pending / None). At each level the input (or its
+    once, one per copy; processed / failed / pending / dead-lettered (a result of it, below the root, waits in a
+    DLQ) / None). At each level the input (or its
     results) must have one outcome: results, which the next level takes, a failure event, or a
     person still deciding."""
     subjects: list[str] = [event_id]
     repeats: list[list[str]] = []
     for depth, level in enumerate(flow.levels):
         sources = {stage.result_source for stage in level}
+        below = flow.taken[depth + 1] if depth + 1 < len(flow.taken) else None  # None: not known, follow every result
         produced: list[str] = []
+        onward: list[str] = []
         for subject in subjects:
-            for (source, _), copies in results.get(subject, {}).items():
+            for (source, result_type), copies in results.get(subject, {}).items():
                 if source in sources:
                     repeats += [copies] if len(copies) > 1 else []
-                    produced += [result_id for result_id in dict.fromkeys(copies) if result_id not in produced]
+                    ids = [result_id for result_id in dict.fromkeys(copies) if result_id not in produced]
+                    produced += ids
+                    onward += ids if below is None or (source, result_type) in below else []
         if produced:  # a failure event beside a result is a redelivery's (its Accept failed): the input was processed
-            subjects = produced
+            if not onward and depth + 1 < len(flow.levels):
+                return repeats, "processed"  # its results end here: nothing below takes them
+            subjects = onward
             continue
         if any(failures.get(subject) for subject in subjects):
             return repeats, "failed"
         if any(subject in waiting for subject in subjects):
             return repeats, "pending"
+        if any(subject in dead for subject in subjects):
+            return repeats, "dead-lettered"  # a result of it waits in a DLQ below the root (a consumer fed by a workflow)
         return repeats, None if depth == 0 else "lost"
     return repeats, "processed"
 

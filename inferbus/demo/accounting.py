@@ -362,5 +362,8 @@ def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
     _rejections_and_dead_letters(pipeline, sent, report, feeds)
     _functions_and_workflows(pipeline, report)
     report.flows = flow_figures(pipeline)
+    for name, flow in report.flows.items():
+        held_out = component_scores(pipeline.declarations.component(name), models)
+        flow.scores, flow.scores_data = held_out["scores"], held_out["scores_data"]
     report.cloud_only = pipeline.deployment.cloud_only
     report.partly_local = pipeline.deployment.partly_local

@@ -148,6 +148,10 @@ class FlowFigures:
     per_minute: float | None = None
     put_events_failed: int = 0
     stages: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    # Its models' held-out scores (``inferbus.model.scores``): also for a component the demo sends nothing
+    # to directly (a consumer downstream of another), which has no entry in ``kinds``.
+    scores: dict[str, float] = field(default_factory=dict)
+    scores_data: str | None = None
 
     @property
     def error_rate_percent(self) -> float | None:
@@ -160,6 +164,7 @@ class FlowFigures:
             "put_events_failed_entries": self.put_events_failed,
             "stages": {stage: {metric: {"p50": rounded(percentile(values, 50)), "p95": rounded(percentile(values, 95))}
                                for metric, values in figures.items()} for stage, figures in self.stages.items()},
+            "scores": self.scores, "scores_data": self.scores_data,
         }
 
 

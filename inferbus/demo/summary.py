@@ -92,11 +92,19 @@ def _scores_table(data: dict[str, Any]) -> Table:
     table = _table("held-out scores: each component's models, measured on the data named (models/manifest.json)")
     for column in ("component", "scores", "data"):
         table.add_column(column, overflow="fold")
-    for name, kind in data["kinds"].items():
-        if kind["scores"]:
-            table.add_row(name, ", ".join(f"{metric} {value:.4g}" for metric, value in kind["scores"].items()),
-                          kind["scores_data"] or "—")
+    for name, scored in _scored(data).items():
+        table.add_row(name, ", ".join(f"{metric} {value:.4g}" for metric, value in scored["scores"].items()),
+                      scored["scores_data"] or "—")
     return table
+
+
+def _scored(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each component with held-out scores: those the demo sends to (``kinds``), then those downstream (``flows``)."""
+    scored = {name: kind for name, kind in data["kinds"].items() if kind["scores"]}
+    for name, flow in data.get("flows", {}).items():
+        if flow.get("scores") and name not in scored:
+            scored[name] = flow
+    return scored
 
 
 def _ms(figures: dict[str, Any]) -> str:
@@ -164,7 +172,7 @@ def print_summary(report: Any, console: Console | None = None) -> None:
         console.print(f"  [red]{problem}[/red]")
     console.print(_kinds_table(data))
     console.print(_quality_table(data))
-    if any(kind["scores"] for kind in data["kinds"].values()):
+    if _scored(data):
         console.print(_scores_table(data))
     if data["workflows"]:
         console.print(_workflows_table(data))

@@ -22,6 +22,7 @@ from .declarations import (
     ResultProducer,
     Route,
     Setting,
+    StateTable,
     Task,
     Workflow,
 )
@@ -31,5 +32,5 @@ from .settings import ConsumerSettings, FunctionSettings, InferbusSettings, Queu
 __all__ = [
     "Component", "Consumer", "ConsumerSettings", "Corruption", "DeclarationError", "DemoInputs", "EventFilter",
     "FunctionSettings", "InferbusSettings", "Pipeline", "Producer", "QueueSettings", "ResultProducer", "Route", "Sample",
-    "Setting", "SettingsError", "Task", "Workflow",
+    "Setting", "SettingsError", "StateTable", "Task", "Workflow",
 ]

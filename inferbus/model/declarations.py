@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # its module imports DeclarationError from here
     from .rabbitmq import RabbitMqQueue
 
 __all__ = ["DEFAULT_GROUP_BY", "PLANNED_CHANNELS", "Channel", "Component", "Consumer", "DeclarationError", "EventFilter", "Pipeline", "Producer", "ResultProducer", "Route",
-           "Setting", "Task", "Workflow"]
+           "Setting", "StateTable", "Task", "Workflow"]
 
 
 class DeclarationError(SettingsError):
@@ -113,6 +113,61 @@ class EventFilter:
     type: str
     sources: tuple[Producer | str, ...] = ()
     data: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class StateTable:
+    """An external store a consumer reads (the stateless consumer's profiles, histories, features):
+    a DynamoDB table of items keyed by a string ``id``.
+
+    The stack makes one table per name (encrypted with an AWS-managed key, point-in-time
+    recovery on, on-demand, kept when the stack is deleted) and grants each consumer that
+    reads it ``GetItem`` and ``BatchGetItem`` only; the function finds it by its name
+    (``runtime.state("<name>")``) and caches what it read for ``cache_s`` per container. The
+    embedded runtime makes it in moto and writes the ``seed`` into it; ``inferbus seed`` writes
+    the seed into a deployed stack's table. See ``docs/extending.md``.
+
+    Parameters
+    ----------
+    name
+        Kebab-case; the table's construct id and output derive from it (``customer-profiles`` ->
+        ``CustomerProfilesStateTable``, output ``CustomerProfilesStateTableName``).
+    seed
+        A JSON Lines file, relative to the repository root: one item per line, each with a
+        string ``"id"``. Default: none (you fill the table yourself).
+    cache_s
+        How long a function keeps an item it read (or learnt is absent), 0-86400 seconds.
+        Default 300.
+
+    >>> StateTable("customer-profiles", seed="models/recs-customers.jsonl").construct_id
+    'CustomerProfilesStateTable'
+    """
+
+    name: str
+    seed: str | None = None
+    cache_s: int = 300
+
+    KEY = "id"  # every state table's partition key (a string)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.name, str) and NAME.fullmatch(self.name) and len(self.name) <= MAX_NAME):
+            raise DeclarationError(repr(self.name), f"a state table name must be kebab-case, at most {MAX_NAME} characters")
+        if not (isinstance(self.cache_s, int) and 0 <= self.cache_s <= MAX_CACHE_S):
+            raise DeclarationError(self.name, f"cache_s must be whole seconds from 0 to {MAX_CACHE_S}, got {self.cache_s!r}")
+        if self.seed is not None and not (isinstance(self.seed, str) and self.seed.endswith(".jsonl")):
+            raise DeclarationError(self.name, f"seed must be a .jsonl file relative to the repository root, got {self.seed!r}")
+
+    @property
+    def construct_id(self) -> str:
+        return f"{pascal(self.name)}StateTable"
+
+    @property
+    def output_key(self) -> str:
+        """The stack output holding the table's physical name."""
+        return f"{self.construct_id}Name"
+
+
+MAX_CACHE_S = 86_400
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,6 +250,9 @@ class Consumer(ResultProducer):
         (the topic and its cluster; the batch is ``settings``' as on every channel, and ``settings.max_receive_count``
         bounds the retries), a
         ``rabbitmq`` channel's :class:`~inferbus.model.rabbitmq.RabbitMqQueue`. ``None`` for ``sqs`` and ``fifo``.
+    reads
+        The external stores it reads (:class:`StateTable`): ``runtime.state("<name>")`` in its
+        ``infer``. Default: none.
     """
 
     handler: str
@@ -203,11 +261,19 @@ class Consumer(ResultProducer):
     channel: Channel = Channel.SQS
     group_by: str | None = None
     broker: KafkaTopic | RabbitMqQueue | None = None
+    reads: tuple[StateTable, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if len(self.emits) != 1:
             raise DeclarationError(self.name, f"a consumer emits one result type, got {list(self.emits)}")
+        if isinstance(self.reads, StateTable):  # one table may be written bare
+            object.__setattr__(self, "reads", (self.reads,))
+        if not all(isinstance(table, StateTable) for table in self.reads):
+            raise DeclarationError(self.name, f"reads must be StateTable declarations, got {self.reads!r}")
+        names = [table.name for table in self.reads]
+        if len(set(names)) != len(names):
+            raise DeclarationError(self.name, f"reads names a state table more than once: {names}")
         object.__setattr__(self, "channel", channel_named(self.name, self.channel))
         _check_rabbitmq_broker(self)
         if self.channel is Channel.FIFO:
@@ -244,6 +310,12 @@ class Consumer(ResultProducer):
     def result_type(self) -> str:
         """The type of its result events."""
         return self.emits[0]
+
+    def state_tables_setting(self, table_names: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+        """What its function is told of the state tables it reads (``INFERBUS_STATE_TABLES``, as JSON):
+        declared name -> ``{"table": physical name, "cache_s": seconds}``; ``table_names`` maps each declared
+        name to its physical one (a stack's tables, or a harness's own)."""
+        return {table.name: {"table": table_names[table.name], "cache_s": table.cache_s} for table in self.reads}
 
 
 def _check_rabbitmq_broker(consumer: Consumer) -> None:
@@ -401,6 +473,12 @@ class Pipeline:
         clashing = sorted({i for i in ids if ids.count(i) > 1})
         if clashing:
             raise DeclarationError(clashing[0], f"names that differ only by '-' give the same construct id: {clashing}")
+        tables: dict[str, StateTable] = {}
+        for consumer in self.consumers:
+            for table in consumer.reads:
+                if tables.setdefault(table.name, table) != table:
+                    raise DeclarationError(consumer.name, f"state table {table.name!r} is declared differently by two "
+                                           f"consumers ({tables[table.name]} and {table}): declare it once and share it")
         producers = set(names)
         for component, event_filter in self.filters():
             for source in event_filter.sources:
@@ -411,6 +489,11 @@ class Pipeline:
     @property
     def components(self) -> tuple[Component, ...]:
         return (*self.consumers, *self.workflows, *self.routes)
+
+    @property
+    def state_tables(self) -> tuple[StateTable, ...]:
+        """Every state table a consumer reads, once each, in the order first read."""
+        return tuple({table.name: table for consumer in self.consumers for table in consumer.reads}.values())
 
     @property
     def producers(self) -> tuple[ResultProducer, ...]:

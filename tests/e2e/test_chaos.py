@@ -118,3 +118,18 @@ def test_a_flow_is_named_by_component_or_word_and_an_unknown_one_says_what_there
     assert [f.name for f in resolve_flows(PIPELINE, CONSUMER_FLOW.name)] == [CONSUMER_FLOW.name]
     with pytest.raises(ChaosError, match="no such flow"):
         resolve_flows(PIPELINE, "no-such-component")
+
+
+BELOW_ROOT = next((flow for flow in FLOWS if any(isinstance(stage, Consumer) for level in flow.levels[1:] for stage in level)),
+                  None)
+
+
+@pytest.mark.skipif(BELOW_ROOT is None, reason="no consumer takes another component's results")
+def test_once_the_incident_is_over_every_consumers_dlq_in_the_flow_is_redriven(small_batches):
+    # Consumers below the root (fed by a workflow's results) dead-letter under the same faults; the redrive
+    # moved only the root's DLQ back, so their inputs stayed there and the flow never balanced.
+    rates = FaultRates.only(record_error_rate=0.6)
+    report = run_chaos(events=40, rates=rates, flow=BELOW_ROOT.name, seed=4, template=small_batches)
+    flow = report.flows[BELOW_ROOT.name]
+    assert flow.ledger.in_dead_letter_queue > 0  # the faults dead-lettered something to redrive
+    assert flow.stuck == 0 and report.balanced, (flow.ledger, flow.after_redrive)

@@ -248,9 +248,12 @@ def review_queue_url(pipeline):
     return pipeline.review_queue_url("risk-review")
 
 
-def offers(pipeline, segment):
-    return [json.loads(m["Body"])["detail"]["data"]["input_id"]
-            for m in pipeline.peek(pipeline.route_queue_url(f"{segment.lower()}-customer-offers"))]
+def offers(events, segment):
+    """The transactions the segment's recommender answered, among ``events`` (what :func:`published` read):
+    each Recommended names the approval it took, which names the transaction."""
+    approvals = {e.id: e.data.input_id for e in events if e.type == "TransactionApproved"}
+    return [approvals[e.data.input_id] for e in events
+            if e.type == "Recommended" and e.source == RESULT_SOURCES[f"{segment.lower()}-customer-recommender"]]
 
 
 LOW_RISK, HIGH_RISK = 0, 1  # rows of risk-holdout.npz: benign (risk 0.001) and malignant (risk 1.0)
@@ -266,7 +269,7 @@ def test_low_risk_is_approved_automatically_and_routed_by_segment(pipeline):
     assert scored.source == RESULT_SOURCES["risk-scorer"] and scored.data.customer.segment == "new"
     assert approved.source == RESULT_SOURCES["auto-approve"] and approved.data.decided_by == "auto"
     assert approved.data.risk_score < 0.5 and approved.correlationid == submitted.correlationid
-    assert offers(pipeline, "New") == [submitted.id] and offers(pipeline, "Returning") == []
+    assert offers(events, "New") == [submitted.id] and offers(events, "Returning") == []
     assert list_reviews(pipeline.sqs, review_queue_url(pipeline)) == []
 
 
@@ -285,11 +288,12 @@ def test_high_risk_waits_for_a_person_who_approves_it(pipeline):
                       reviewer="ana", note="known customer")
     assert decision.outcome == "approved"
     pipeline.drain()
-    events = {e.type: e for e in published(pipeline)}
+    everything = published(pipeline)
+    events = {e.type: e for e in everything}
     completed, approved = events["ReviewCompleted"], events["TransactionApproved"]
     assert (completed.data.decision, completed.data.reviewer, completed.data.note) == ("approved", "ana", "known customer")
     assert (approved.data.decided_by, approved.data.reviewer) == ("reviewer", "ana")
-    assert offers(pipeline, "Returning") == [submitted.id]
+    assert offers(everything, "Returning") == [submitted.id]
     assert list_reviews(pipeline.sqs, review_queue_url(pipeline)) == []
     assert executions(pipeline, "risk-review")[0].status == "SUCCEEDED"
 
@@ -304,7 +308,7 @@ def test_high_risk_rejected_by_a_person(pipeline):
     (completed,) = [e for e in events if e.type == "ReviewCompleted"]
     assert completed.data.decision == "rejected" and completed.data.input_id == submitted.id
     assert not [e for e in events if e.type == "TransactionApproved"]
-    assert offers(pipeline, "Returning") == [] and offers(pipeline, "New") == []
+    assert offers(events, "Returning") == [] and offers(events, "New") == []
     assert decide(pipeline.sqs, pipeline.stepfunctions, review_queue_url(pipeline), submitted.id, approve=True,
                   reviewer="bob").outcome == "not-found"
 

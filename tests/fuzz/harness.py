@@ -2,7 +2,9 @@
 
 A consumer is built by its handler module exactly as in Lambda (``consumer_handler``, its models
 loaded from ``models/``); only its claims (an in-memory store), its EventBridge client and its rejections are replaced
-by in-memory ones that record what happened. What runs is the kit's batch pipeline: parse,
+by in-memory ones that record what happened. The state tables it declares it reads (``reads``) are
+provisioned as the embedded runtime does: one per declaration, named to it in ``INFERBUS_STATE_TABLES``
+and filled with its seed by the kit's own seeding, here in an in-memory DynamoDB. What runs is the kit's batch pipeline: parse,
 validate, claim, ONE inference, results published through the kit's own publisher (request
 planning, retries), rejections, the partial batch response.
 """
@@ -22,6 +24,7 @@ from inferbus_lambda.contracts import CloudEvent, InvalidEventError, from_eventb
 
 from inferbus.local import HOST
 from inferbus.model.declarations import Consumer
+from inferbus.state_seed import REPO_ROOT, seed_tables
 
 
 @dataclass
@@ -44,6 +47,27 @@ class MemoryEventBridge:
                                                    for i in range(len(Entries))]}
 
 
+class MemoryStateTables:
+    """DynamoDB's BatchWriteItem and BatchGetItem in memory, items in their wire form keyed by ``id``:
+    the two calls the seeding and a state table's reader make."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:  # noqa: N803
+        for table, requests in RequestItems.items():
+            for request in requests:
+                item = request["PutRequest"]["Item"]
+                self.tables.setdefault(table, {})[item["id"]["S"]] = item
+        return {"UnprocessedItems": {}}
+
+    def batch_get_item(self, RequestItems: dict[str, dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+        items = {table: self.tables.get(table, {}) for table in RequestItems}
+        return {"Responses": {table: [items[table][key["id"]["S"]] for key in spec["Keys"] if key["id"]["S"] in items[table]]
+                              for table, spec in RequestItems.items()},
+                "UnprocessedKeys": {}}
+
+
 class MemoryConsumer:
     """A declared consumer's real handler, its AWS calls in memory."""
 
@@ -56,6 +80,12 @@ class MemoryConsumer:
             "LAMBDA_TASK_ROOT": str(HOST.task_root), "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": "CRITICAL",
         }
+        # Its state tables as the embedded runtime makes them: one per declared table, seeded from its file.
+        table_names = {table.name: f"fuzz-{table.name}" for table in declaration.reads}
+        if declaration.reads:
+            environment["INFERBUS_STATE_TABLES"] = json.dumps(declaration.state_tables_setting(table_names))
+        self.state_tables = MemoryStateTables()
+        self.seeded = seed_tables(self.state_tables, declaration.reads, table_names, REPO_ROOT)
         saved = {key: os.environ.get(key) for key in environment}
         os.environ.update(environment)
         try:
@@ -67,6 +97,7 @@ class MemoryConsumer:
         finally:
             for key, value in saved.items():
                 os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+        self.runtime.dynamodb = self.state_tables  # its claims are in memory too (run), so only its readers use it
         self.declaration = declaration
         self.consumer = self.runtime.consumer
 

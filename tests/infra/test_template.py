@@ -24,6 +24,7 @@ from inferbus.model.names import (
     ACCEPT_STEM,
     DEAD_LETTER_QUEUE_URL,
     FUNCTION_NAME,
+    IDEMPOTENCY_TABLE_OUTPUT,
     INGEST_FUNCTION_OUTPUT,
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
@@ -191,7 +192,7 @@ def test_bus_is_archived(template):
 
 
 def test_idempotency_table_has_ttl_pitr_and_sse(template):
-    (table,) = of_type(template, "AWS::DynamoDB::Table").values()
+    table = of_type(template, "AWS::DynamoDB::Table")[output_id(template, IDEMPOTENCY_TABLE_OUTPUT)]
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expiration", "Enabled": True}
     assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert table["SSESpecification"]["SSEEnabled"] is True
@@ -544,8 +545,11 @@ def template_archive_days(template):
 
 def test_consumers_claim_with_puts_and_batch_writes_and_accept_with_one_put(template):
     granted = {}
+    claims_table = output_id(template, IDEMPOTENCY_TABLE_OUTPUT)  # state tables' reads: tests/infra/test_state_table_template.py
     for policy in of_type(template, "AWS::IAM::Policy").values():
         for statement in policy["PolicyDocument"]["Statement"]:
+            if claims_table not in json.dumps(statement["Resource"]):
+                continue
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             for role in policy["Roles"]:
                 granted.setdefault(role["Ref"], set()).update(a for a in actions if a.startswith("dynamodb:"))

@@ -50,3 +50,52 @@ def test_a_consumer_fed_by_a_broker_takes_nothing_from_the_bus_so_it_is_no_stage
     assert [c.name for c in flow_of(Pipeline((producer, taker)), producer).stages] == ["order-scorer", "score-auditor"]
     on_queue = dataclasses.replace(taker, channel=Channel.RABBITMQ, broker=RabbitMqQueue(queue="scores"))
     assert [c.name for c in flow_of(Pipeline((producer, on_queue)), producer).stages] == ["order-scorer"]
+
+
+# -- following an input down a flow whose levels take only some of the results above -----------------
+
+def _branching_flow():
+    """score -> (approve | review) -> (recommend): review also emits a result nothing below takes."""
+    from inferbus.chaos.run import flow_of
+    from inferbus.model.declarations import Consumer, EventFilter, Pipeline, Producer, Workflow
+
+    score = Consumer(name="score", handler="s.h.lambda_handler", accepts=EventFilter("Submitted"), emits="Scored")
+    approve = Workflow(name="approve", definition="a.asl.json", accepts=EventFilter("Scored", sources=(Producer("score"),)),
+                       emits=("Approved",), failure="ApproveFailed")
+    review = Workflow(name="review", definition="r.asl.json", accepts=EventFilter("Scored", sources=(Producer("score"),)),
+                      emits=("Reviewed", "Approved"), failure="ReviewFailed")
+    recommend = Consumer(name="recommend", handler="r.h.lambda_handler", emits="Recommended",
+                         accepts=EventFilter("Approved", sources=(Producer("approve"), Producer("review"))))
+    pipeline = Pipeline((score, recommend), (approve, review))
+    return flow_of(pipeline, score)
+
+
+def test_each_stage_appears_once_even_when_two_stages_above_feed_it():
+    flow = _branching_flow()
+    assert [[stage.name for stage in level] for level in flow.levels] == [["score"], ["approve", "review"], ["recommend"]]
+
+
+def test_an_input_whose_results_nothing_below_takes_is_processed_and_one_taken_but_unanswered_is_lost():
+    from inferbus.chaos.run import _outcome
+
+    flow = _branching_flow()
+    src = {stage.name: stage.result_source for stage in flow.stages}
+    results = {
+        "rejected": {(src["score"], "Scored"): ["s1"]}, "s1": {(src["review"], "Reviewed"): ["v1"]},
+        "approved": {(src["score"], "Scored"): ["s2"]}, "s2": {(src["review"], "Reviewed"): ["v2"],
+                                                              (src["review"], "Approved"): ["a2"]},
+        "a2": {(src["recommend"], "Recommended"): ["r2"]},
+        "dropped": {(src["score"], "Scored"): ["s3"]}, "s3": {(src["approve"], "Approved"): ["a3"]},
+    }
+    outcomes = {event_id: _outcome(flow, event_id, results, {}, set())[1] for event_id in ("rejected", "approved", "dropped")}
+    assert outcomes == {"rejected": "processed", "approved": "processed", "dropped": "lost"}
+
+
+def test_an_input_whose_result_waits_in_a_dlq_below_the_root_is_dead_lettered_not_lost():
+    from inferbus.chaos.run import _outcome
+
+    flow = _branching_flow()
+    src = {stage.name: stage.result_source for stage in flow.stages}
+    results = {"held": {(src["score"], "Scored"): ["s4"]}, "s4": {(src["approve"], "Approved"): ["a4"]}}
+    assert _outcome(flow, "held", results, {}, set(), {"a4"})[1] == "dead-lettered"
+    assert _outcome(flow, "held", results, {}, set(), set())[1] == "lost"

@@ -1,6 +1,6 @@
 """Event contracts: the CloudEvents envelope (:mod:`.core`) and the data of each event type.
 
-One module per domain: :mod:`.images`, :mod:`.text`, :mod:`.risk`. To add event types, add a
+One module per domain: :mod:`.images`, :mod:`.text`, :mod:`.risk`, :mod:`.recommendations`. To add event types, add a
 module here with :class:`EventData` subclasses (``inferbus new consumer`` writes one from your
 model's inputs and outputs); defining the class registers the type, so the consumers, the
 workflows' first step, the CLI and the tests all validate with it.
@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # for type checkers; at run time each domain is imported on f
         ImageSubmitted,
         SceneSubmitted,
     )
+    from .recommendations import MAX_RECOMMENDATIONS, Recommendation, Recommended
     from .risk import (
         FEATURE_LIMIT,
         RISK_FEATURES,
@@ -82,6 +83,7 @@ _DOMAIN_OF = {
     for module, names in {
         "images": ("DIGIT_CLASSES", "IMAGE_PIXELS", "PIXEL_MAX", "ImageAnalysisFailed", "ImageAnalyzed",
                    "ImageClassified", "ImageSubmitted", "MAX_DETECTIONS", "SCENE_MAX_SIDE", "SCENE_MIN_SIDE", "SceneSubmitted"),
+        "recommendations": ("MAX_RECOMMENDATIONS", "Recommendation", "Recommended"),
         "risk": ("FEATURE_LIMIT", "RISK_FEATURES", "ApprovalFailed", "Customer", "ReviewCase", "ReviewCompleted",
                  "ReviewFailed", "ReviewRequest", "RiskScored", "TransactionApproved", "TransactionSubmitted"),
         "text": ("ENTITY_TYPES", "MAX_ENTITIES", "TEXT_MAX_CHARS", "UPOS_TAGS", "Entity", "Sentiment", "TaggedWord",
@@ -110,6 +112,7 @@ __all__ = [
     "IMAGE_PIXELS",
     "MAX_DETECTIONS",
     "MAX_ENTITIES",
+    "MAX_RECOMMENDATIONS",
     "PIXEL_MAX",
     "RISK_FEATURES",
     "SCENE_MAX_SIDE",
@@ -129,6 +132,8 @@ __all__ = [
     "InvalidEventError",
     "ModelRef",
     "Probability",
+    "Recommendation",
+    "Recommended",
     "ReviewCase",
     "ReviewCompleted",
     "ReviewFailed",
