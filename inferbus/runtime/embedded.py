@@ -54,6 +54,7 @@ from .queue_ops import peek_messages
 from .resources import ACCOUNT, REGION
 from .specs import BridgeSpec, Deployment, EventSourceSpec, KafkaMappingSpec, QueueInfo, StateMachineInfo
 
+LOGGER = logging.getLogger(__name__)
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -296,7 +297,8 @@ class EmbeddedPipeline:
         if self.retain is None:
             moto_patches.forget_old_events(sys.maxsize, archived_after)
             return
-        moto_patches.forget_finished_executions(self.retain)
+        moto_patches.forget_finished_executions(
+            self.retain, self.status_changes.pending() if self.status_changes is not None else ())
         moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED, archived_after)
         keep = self.retain * KEPT_PER_RETAINED  # the tap, when nobody reads it (a console not open)
         if len(self._tapped) > keep:
@@ -465,7 +467,12 @@ class EmbeddedPipeline:
             if time.monotonic() - swept_at >= TTL_SWEEP_S:
                 swept_at = time.monotonic()
                 moto_patches.expire_items()
-            if not self._dispatch_bridges():
+            try:
+                moved = self._dispatch_bridges()
+            except Exception:  # one bad hand-over must not stop every later one: the twin would stall silently
+                LOGGER.exception("the dispatcher could not hand an event or an execution's end over; it goes on")
+                moved = 0
+            if not moved:
                 self.activity.wait(seen, 1.0)
 
     def pump(self) -> int:

@@ -91,7 +91,7 @@ import time
 import uuid
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -970,8 +970,9 @@ def matched_events(rule_arn: str) -> int:
     """How many events a rule has matched since the runtime was installed (its MatchedEvents)."""
     return MATCHED_EVENTS[rule_arn]
 
-def forget_finished_executions(keep: int) -> int:
-    """Keep each state machine's running executions and its last ``keep`` finished ones; forget the rest.
+def forget_finished_executions(keep: int, spare: Collection[str] = ()) -> int:
+    """Keep each state machine's running executions and its last ``keep`` finished ones, and those whose ARN
+    is in ``spare`` (their end not told yet); forget the rest.
 
     moto keeps every execution it ran, with its history, for as long as the process lives (and scans
     them all to start, list or answer a task token), and every worker thread it started; a
@@ -993,7 +994,8 @@ def forget_finished_executions(keep: int) -> int:
                     executions = getattr(machine, "executions", None)
                     if not executions:
                         continue
-                    finished = [e for e in executions if e.exec_status is not None and e.exec_status.value != "RUNNING"]
+                    finished = [e for e in executions if e.exec_status is not None and e.exec_status.value != "RUNNING"
+                                and e.exec_arn not in spare]
                     gone = {id(e) for e in finished[: max(0, len(finished) - keep)]}
                     if gone:
                         executions[:] = [e for e in executions if id(e) not in gone]

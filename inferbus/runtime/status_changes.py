@@ -11,7 +11,8 @@
 
 An execution ends on moto's worker thread; :meth:`StatusChanges.ended` only queues its ARN, and
 :meth:`StatusChanges.dispatch` (the runtime's dispatcher) reads it back through the API and tells
-it, outside any other request.
+it, outside any other request. Until then the execution must stay: a runtime that forgets finished
+executions (``retain``) spares :meth:`StatusChanges.pending`.
 """
 
 from __future__ import annotations
@@ -84,8 +85,9 @@ class StatusChanges:
         self.standard = set(standard)
         self.subscribers = dict(subscribers or {})
         self.sent = 0
+        self.vanished = 0  # ended, then gone before its status change was told (nothing should forget it)
         self._waiting: deque[str] = deque()
-        self._sending = 0
+        self._sending: str | None = None
         self._lock = threading.Lock()
 
     def ended(self, execution_arn: str) -> None:
@@ -96,27 +98,41 @@ class StatusChanges:
 
     @property
     def waiting(self) -> int:
-        return len(self._waiting) + self._sending
+        return len(self._waiting) + (self._sending is not None)
+
+    def pending(self) -> set[str]:
+        """The ARNs of the executions whose end is not told yet: whoever forgets executions must keep these."""
+        sending = self._sending
+        return {*self._waiting.copy(), *([sending] if sending else [])}  # copy(): one step, whatever appends meanwhile
 
     def dispatch(self) -> int:
         """Put the status change of every execution that ended since; return how many."""
         sent = 0
         with self._lock:
             while self._waiting:
-                self._sending = 1
+                self._sending = self._waiting[0]  # still pending while it is read: see pending()
+                self._waiting.popleft()
                 try:
-                    described = self.stepfunctions.describe_execution(executionArn=self._waiting.popleft())
-                    if described["stateMachineArn"] in self.subscribers and described["status"] in LOG_RECORDS:
-                        log_group, functions = self.subscribers[described["stateMachineArn"]]
-                        for function in functions:
-                            function.invoke(execution_log_payload(described, log_group), trigger="invoke")
-                        sent += 1
-                    elif described["stateMachineArn"] in self.standard and described["status"] in ENDED:
-                        self.events.put_events(Entries=[{
-                            "Source": SOURCE, "DetailType": STATUS_CHANGE, "Resources": [described["executionArn"]],
-                            "Detail": json.dumps(status_change(described)), "EventBusName": "default"}])
-                        sent += 1
+                    sent += self._tell(self._sending)
                 finally:
-                    self._sending = 0
+                    self._sending = None
         self.sent += sent
         return sent
+
+    def _tell(self, execution_arn: str) -> int:
+        try:
+            described = self.stepfunctions.describe_execution(executionArn=execution_arn)
+        except self.stepfunctions.exceptions.ExecutionDoesNotExist:
+            self.vanished += 1  # counted, not raised: the dispatcher also starts executions and must go on
+            return 0
+        if described["stateMachineArn"] in self.subscribers and described["status"] in LOG_RECORDS:
+            log_group, functions = self.subscribers[described["stateMachineArn"]]
+            for function in functions:
+                function.invoke(execution_log_payload(described, log_group), trigger="invoke")
+            return 1
+        if described["stateMachineArn"] in self.standard and described["status"] in ENDED:
+            self.events.put_events(Entries=[{
+                "Source": SOURCE, "DetailType": STATUS_CHANGE, "Resources": [described["executionArn"]],
+                "Detail": json.dumps(status_change(described)), "EventBusName": "default"}])
+            return 1
+        return 0

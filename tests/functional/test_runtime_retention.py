@@ -19,7 +19,9 @@ WAITING = {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 30,
 def template() -> dict:
     return t.template(Echo=t.function("echo", tag="step"),
                       Machine=t.state_machine(ECHO_MACHINE, t.function_arn("Echo"), machine_type="STANDARD"),
-                      Waiting=t.state_machine(WAITING, {}, machine_type="STANDARD"))
+                      Waiting=t.state_machine(WAITING, {}, machine_type="STANDARD"),
+                      Other=t.state_machine({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}, {},
+                                            machine_type="STANDARD"))
 
 
 def run(pipeline, machine: str, count: int, prefix: str) -> None:
@@ -64,8 +66,12 @@ def trim_at_every_change(monkeypatch):
 def test_finished_executions_beyond_the_window_are_forgotten_and_running_ones_kept(trim_at_every_change):
     retain = 4
     with runtime(template(), tap=False, retain=retain) as pipeline:
+        pipeline.start()  # as serve runs: the dispatcher tells each end, and only a told end may be forgotten
         pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines["Waiting"].arn, name="parked")
         run(pipeline, "Machine", 3 * retain, "echo")
+        while pipeline.status_changes.waiting:
+            time.sleep(0.01)
+        run(pipeline, "Other", 1, "other")  # its end trims the windows again, every end before it told
         names = [item["name"] for item in listed(pipeline, "Machine")]
         assert len(names) <= retain
         assert f"echo-{3 * retain - 1}" in names and "echo-0" not in names  # the newest kept, the oldest gone

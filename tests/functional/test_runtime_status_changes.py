@@ -4,7 +4,9 @@ default bus (AWS sends none for Express), and names an execution started without
 from __future__ import annotations
 
 import json
+import time
 
+from inferbus.runtime import embedded
 from tests.runtime_fixtures import runtime
 from tests.runtime_fixtures import templates as t
 
@@ -51,3 +53,52 @@ def test_an_execution_started_without_a_name_is_named_as_aws_names_it():
         pipeline.drain()
         names = [e.name for e in pipeline.executions("Machine")]
     assert first != second and not first.endswith(":None") and sorted(names) == sorted(a.rsplit(":", 1)[1] for a in (first, second))
+
+
+def ended(pipeline, count: int) -> None:
+    """Wait until ``count`` executions have ended and wait for their status change to be told."""
+    deadline = time.monotonic() + 30
+    while pipeline.status_changes.waiting < count:
+        assert time.monotonic() < deadline, f"{pipeline.status_changes.waiting} of {count} executions ended"
+        time.sleep(0.01)
+
+
+def every_told(pipeline) -> list[dict]:
+    changes, batch = [], told(pipeline)
+    while batch:
+        changes, batch = changes + batch, told(pipeline)
+    return changes
+
+
+def test_an_execution_a_window_would_forget_stays_until_its_end_is_told(monkeypatch):
+    """``serve`` keeps a window of finished executions; one that ends while the dispatcher is busy must not
+    fall out of it before its status change is put (a soak lost every later result when it did)."""
+    monkeypatch.setattr(embedded, "TRIM_EVERY_S", 0.0)  # trim at every change, as a busy serve does once a second
+    template = t.template(Ends=t.queue(), EndsRule=ENDS,
+                          Passing=t.state_machine(PASSING, {}, machine_type="STANDARD", name="passing"))
+    with runtime(template, tap=False, retain=1) as pipeline:  # not started: nothing dispatches until pump()
+        arns = [pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines["Passing"].arn,
+                                                       name=f"p{n}")["executionArn"] for n in range(12)]
+        ended(pipeline, len(arns))
+        assert pipeline.pump() == len(arns)
+        last = pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines["Passing"].arn,
+                                                      name="last")["executionArn"]
+        ended(pipeline, 1)  # its end trims the window to the newest told one, beside the one not told yet
+        pipeline.pump()
+        assert sorted(change["detail"]["executionArn"] for change in every_told(pipeline)) == sorted([*arns, last])
+        assert [item["name"] for item in pipeline.stepfunctions.list_executions(
+            stateMachineArn=pipeline.state_machines["Passing"].arn)["executions"]] == ["last", "p11"]
+        assert pipeline.status_changes.vanished == 0
+
+
+def test_an_execution_gone_before_its_end_is_told_is_counted_and_the_others_are_told():
+    template = t.template(Ends=t.queue(), EndsRule=ENDS,
+                          Passing=t.state_machine(PASSING, {}, machine_type="STANDARD", name="passing"))
+    with runtime(template, tap=False) as pipeline:
+        arn = pipeline.state_machines["Passing"].arn
+        pipeline.status_changes.ended(arn.replace(":stateMachine:", ":execution:") + ":never-ran")
+        real = pipeline.stepfunctions.start_execution(stateMachineArn=arn, name="real")["executionArn"]
+        ended(pipeline, 2)
+        assert pipeline.pump() == 1
+        assert [change["detail"]["executionArn"] for change in every_told(pipeline)] == [real]
+        assert pipeline.status_changes.vanished == 1
