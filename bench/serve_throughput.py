@@ -130,7 +130,7 @@ def burst(name: str, root: Path, args: argparse.Namespace, scratch: Path) -> Sid
         last_put = time.perf_counter()
         side.put_s = last_put - began
         while time.perf_counter() - last_put < args.settle:
-            if balanced(balance(pipeline, sinks, ledger)):
+            if balanced(balance(pipeline, sinks, ledger)) and not queues_left(sqs):  # the last kept events too
                 side.settled_after_s = time.perf_counter() - last_put
                 break
             time.sleep(SETTLE_CHECK_S)

@@ -297,8 +297,10 @@ class EmbeddedPipeline:
         if self.retain is None:
             moto_patches.forget_old_events(sys.maxsize, archived_after)
             return
-        moto_patches.forget_finished_executions(
-            self.retain, self.status_changes.pending() if self.status_changes is not None else ())
+        if self.status_changes is None:
+            moto_patches.forget_finished_executions(self.retain)
+        else:  # an execution whose end is not told yet stays, for the dispatcher to read back
+            self.status_changes.forgotten(moto_patches.forget_finished_executions(self.retain, self.status_changes.told))
         moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED, archived_after)
         keep = self.retain * KEPT_PER_RETAINED  # the tap, when nobody reads it (a console not open)
         if len(self._tapped) > keep:

@@ -91,7 +91,7 @@ import time
 import uuid
 import weakref
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -970,14 +970,14 @@ def matched_events(rule_arn: str) -> int:
     """How many events a rule has matched since the runtime was installed (its MatchedEvents)."""
     return MATCHED_EVENTS[rule_arn]
 
-def forget_finished_executions(keep: int, spare: Collection[str] = ()) -> int:
-    """Keep each state machine's running executions and its last ``keep`` finished ones, and those whose ARN
-    is in ``spare`` (their end not told yet); forget the rest.
+def forget_finished_executions(keep: int, may_forget: Callable[[str], bool] = lambda arn: True) -> list[str]:
+    """Keep each state machine's running executions, its last ``keep`` finished ones and those ``may_forget``
+    refuses (by ARN: their end not told yet); forget the rest.
 
     moto keeps every execution it ran, with its history, for as long as the process lives (and scans
     them all to start, list or answer a task token), and every worker thread it started; a
     long-running endpoint keeps a window instead, and only the threads still running.
-    Returns how many were forgotten.
+    Returns the ARNs of those forgotten.
     """
     from moto.stepfunctions.parser import utils
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends
@@ -986,7 +986,7 @@ def forget_finished_executions(keep: int, spare: Collection[str] = ()) -> int:
     # per task-token wait) to this module-level list and never removes one: each ended thread kept its
     # objects (about 6 threads and 20 KB per execution). Nothing reads the list.
     utils.TMP_THREADS[:] = [thread for thread in list(utils.TMP_THREADS) if thread.is_alive()]
-    forgotten = 0
+    forgotten: list[str] = []
     with REQUEST_LOCK:  # a StartExecution appends under it
         for regions in stepfunctions_parser_backends.values():
             for backend in regions.values():
@@ -995,11 +995,11 @@ def forget_finished_executions(keep: int, spare: Collection[str] = ()) -> int:
                     if not executions:
                         continue
                     finished = [e for e in executions if e.exec_status is not None and e.exec_status.value != "RUNNING"
-                                and e.exec_arn not in spare]
-                    gone = {id(e) for e in finished[: max(0, len(finished) - keep)]}
+                                and may_forget(e.exec_arn)]
+                    gone = {id(e): e.exec_arn for e in finished[: max(0, len(finished) - keep)]}
                     if gone:
                         executions[:] = [e for e in executions if id(e) not in gone]
-                        forgotten += len(gone)
+                        forgotten.extend(gone.values())
     return forgotten
 
 

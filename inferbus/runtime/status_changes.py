@@ -12,7 +12,7 @@
 An execution ends on moto's worker thread; :meth:`StatusChanges.ended` only queues its ARN, and
 :meth:`StatusChanges.dispatch` (the runtime's dispatcher) reads it back through the API and tells
 it, outside any other request. Until then the execution must stay: a runtime that forgets finished
-executions (``retain``) spares :meth:`StatusChanges.pending`.
+executions (``retain``) forgets only those :meth:`StatusChanges.told` says it may.
 """
 
 from __future__ import annotations
@@ -88,30 +88,40 @@ class StatusChanges:
         self.vanished = 0  # ended, then gone before its status change was told (nothing should forget it)
         self._waiting: deque[str] = deque()
         self._sending: str | None = None
+        self._told: set[str] = set()  # ended and told, still kept by moto
         self._lock = threading.Lock()
+
+    def _watches(self, execution_arn: str) -> bool:
+        machine = execution_arn.replace(":execution:", ":stateMachine:", 1).rsplit(":", 1)[0]
+        return machine in self.standard or machine in self.subscribers
 
     def ended(self, execution_arn: str) -> None:
         """An execution ended (called on moto's worker thread: it only queues it)."""
-        machine = execution_arn.replace(":execution:", ":stateMachine:", 1).rsplit(":", 1)[0]
-        if machine in self.standard or machine in self.subscribers:
+        if self._watches(execution_arn):
             self._waiting.append(execution_arn)
+
+    def told(self, execution_arn: str) -> bool:
+        """Whether a finished execution may be forgotten: its end is told, or nobody is told of it.
+
+        Not "not waiting": an execution's status changes before :meth:`ended` queues it, and a window
+        trimmed in between would drop it.
+        """
+        return execution_arn in self._told or not self._watches(execution_arn)
+
+    def forgotten(self, execution_arns: Iterable[str]) -> None:
+        """These executions are gone: no need to remember they were told."""
+        self._told.difference_update(execution_arns)
 
     @property
     def waiting(self) -> int:
         return len(self._waiting) + (self._sending is not None)
-
-    def pending(self) -> set[str]:
-        """The ARNs of the executions whose end is not told yet: whoever forgets executions must keep these."""
-        sending = self._sending
-        return {*self._waiting.copy(), *([sending] if sending else [])}  # copy(): one step, whatever appends meanwhile
 
     def dispatch(self) -> int:
         """Put the status change of every execution that ended since; return how many."""
         sent = 0
         with self._lock:
             while self._waiting:
-                self._sending = self._waiting[0]  # still pending while it is read: see pending()
-                self._waiting.popleft()
+                self._sending = self._waiting.popleft()
                 try:
                     sent += self._tell(self._sending)
                 finally:
@@ -125,6 +135,7 @@ class StatusChanges:
         except self.stepfunctions.exceptions.ExecutionDoesNotExist:
             self.vanished += 1  # counted, not raised: the dispatcher also starts executions and must go on
             return 0
+        self._told.add(execution_arn)
         if described["stateMachineArn"] in self.subscribers and described["status"] in LOG_RECORDS:
             log_group, functions = self.subscribers[described["stateMachineArn"]]
             for function in functions:

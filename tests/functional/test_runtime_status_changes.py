@@ -81,13 +81,13 @@ def test_an_execution_a_window_would_forget_stays_until_its_end_is_told(monkeypa
                                                        name=f"p{n}")["executionArn"] for n in range(12)]
         ended(pipeline, len(arns))
         assert pipeline.pump() == len(arns)
-        last = pipeline.stepfunctions.start_execution(stateMachineArn=pipeline.state_machines["Passing"].arn,
-                                                      name="last")["executionArn"]
-        ended(pipeline, 1)  # its end trims the window to the newest told one, beside the one not told yet
+        machine = pipeline.state_machines["Passing"].arn
+        last = pipeline.stepfunctions.start_execution(stateMachineArn=machine, name="last")["executionArn"]
+        ended(pipeline, 1)  # its end trims the window (one execution) of those told; "last" is not told yet
+        assert [item["name"] for item in pipeline.stepfunctions.list_executions(stateMachineArn=machine)["executions"]] == [
+            "last", "p11"]
         pipeline.pump()
         assert sorted(change["detail"]["executionArn"] for change in every_told(pipeline)) == sorted([*arns, last])
-        assert [item["name"] for item in pipeline.stepfunctions.list_executions(
-            stateMachineArn=pipeline.state_machines["Passing"].arn)["executions"]] == ["last", "p11"]
         assert pipeline.status_changes.vanished == 0
 
 
@@ -99,6 +99,7 @@ def test_an_execution_gone_before_its_end_is_told_is_counted_and_the_others_are_
         pipeline.status_changes.ended(arn.replace(":stateMachine:", ":execution:") + ":never-ran")
         real = pipeline.stepfunctions.start_execution(stateMachineArn=arn, name="real")["executionArn"]
         ended(pipeline, 2)
-        assert pipeline.pump() == 1
+        assert not pipeline.status_changes.told(real)  # not forgettable yet, whatever a window says
+        assert pipeline.pump() == 1 and pipeline.status_changes.told(real)
         assert [change["detail"]["executionArn"] for change in every_told(pipeline)] == [real]
         assert pipeline.status_changes.vanished == 1
