@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -230,9 +230,11 @@ def _order(ledger: _Ledger, feeds: ChannelFeeds | None) -> None:
 
 
 def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
-                                 feeds: ChannelFeeds | None = None) -> None:
+                                 answered: Mapping[str, set[str]], feeds: ChannelFeeds | None = None) -> None:
     """Each event sent is counted once, where its own component put it: two components that take the
-    same type both refuse a malformed event, and only the one it was sent to accounts for it."""
+    same type both refuse a malformed event, and only the one it was sent to accounts for it. A DLQ message
+    of an event its component answered (``answered``: component -> input ids) or rejected is a copy of it
+    (a duplicate delivery that found the event claimed by another invocation on every attempt)."""
     sources = {component.name: component.result_source for component in pipeline.declarations.producers}
     rejected: set[str] = set()
     for kept in pipeline.invalid_events():
@@ -254,21 +256,30 @@ def _rejections_and_dead_letters(pipeline: LocalPipeline, sent: Sent, report: De
             else:
                 report.kinds[component].rejected += 1
     dead_lettered: set[str] = set()
+
+    def count_kept(event_id: str, component: str) -> None:
+        if event_id in dead_lettered:
+            return
+        dead_lettered.add(event_id)
+        kind = report.kinds[component]
+        if event_id in answered.get(component, ()) or event_id in rejected:
+            kind.dead_lettered_copies += 1
+        else:
+            kind.in_dead_letter_queues += 1
+
     for logical_id, messages in pipeline.dead_letters().items():
         report.dead_letters[logical_id] = len(messages)
         for message in messages:
             event_id = _field(json.loads(message["Body"]), "detail.id")
-            if sent.component_of.get(event_id) in report.kinds and event_id not in dead_lettered:
-                dead_lettered.add(event_id)
-                report.kinds[sent.component_of[event_id]].in_dead_letter_queues += 1
+            if sent.component_of.get(event_id) in report.kinds:
+                count_kept(event_id, sent.component_of[event_id])
             report.dead_letter_reasons[event_id] = sent.reasons.get(event_id, "?")
     for consumer in pipeline.declarations.consumers:  # a broker-fed consumer keeps what it gives up its own way
         if feeds is None or not fed_by_broker(consumer):
             continue
         for kept in feeds.kept(consumer):
-            if sent.component_of.get(kept.event_id) == consumer.name and kept.event_id not in dead_lettered:
-                dead_lettered.add(kept.event_id)
-                report.kinds[consumer.name].in_dead_letter_queues += 1
+            if sent.component_of.get(kept.event_id) == consumer.name:
+                count_kept(kept.event_id, consumer.name)
             report.dead_letter_reasons[kept.event_id] = kept.reason
 
 
@@ -359,7 +370,7 @@ def account(pipeline: LocalPipeline, sent: Sent, report: DemoReport,
         ledger.read(event)
     _chains(ledger)
     _order(ledger, feeds)
-    _rejections_and_dead_letters(pipeline, sent, report, feeds)
+    _rejections_and_dead_letters(pipeline, sent, report, ledger.answered, feeds)
     _functions_and_workflows(pipeline, report)
     report.flows = flow_figures(pipeline)
     for name, flow in report.flows.items():

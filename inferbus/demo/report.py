@@ -43,6 +43,9 @@ class KindReport:
     failure_events: int = 0  # a workflow failed after its retries: its ...Failed event says why
     duplicate_results: int = 0
     in_dead_letter_queues: int = 0
+    # Copies of events already answered or rejected, kept in a DLQ too: a duplicate delivery that found its
+    # event claimed by another invocation on each of its attempts. Not another outcome of the event.
+    dead_lettered_copies: int = 0
     correct: int = 0
     scored: int = 0  # results with a true answer to compare against
     latencies_ms: list[float] = field(default_factory=list)
@@ -70,7 +73,7 @@ class KindReport:
             "sent": self.sent, "malformed": self.malformed, "duplicate_deliveries": self.duplicates,
             "results": self.results, "rejected": self.rejected, "unrouted": self.unrouted,
             "failure_events": self.failure_events,
-            "in_dead_letter_queues": self.in_dead_letter_queues,
+            "in_dead_letter_queues": self.in_dead_letter_queues, "dead_lettered_copies": self.dead_lettered_copies,
             "duplicate_results": self.duplicate_results,
             **({"out_of_order_results": self.out_of_order} if self.ordered else {}), "balanced": self.balanced,
             "accuracy": rounded(self.accuracy, 4), "scored": self.scored,
