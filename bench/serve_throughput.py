@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 for path in (ROOT, ROOT / "functions", ROOT / "bench"):
@@ -45,7 +43,6 @@ for path in (ROOT, ROOT / "functions", ROOT / "bench"):
 
 from soak import (  # noqa: E402
     BATCH,
-    START_TIMEOUT_S,
     Ledger,
     Sinks,
     Traffic,
@@ -55,8 +52,8 @@ from soak import (  # noqa: E402
     cpu_s,
     percentile,
     queues_left,
+    served,
 )
-from twin_vs_localstack import free_port, stop  # noqa: E402
 
 from inferbus.model.names import EVENT_BUS_NAME_OUTPUT  # noqa: E402
 from pipeline import load_pipeline  # noqa: E402
@@ -85,32 +82,10 @@ class Side:
         return self.events / self.put_s if self.put_s else 0.0
 
 
-@contextmanager
-def served(root: Path, template: Path, log: Path) -> Iterator[tuple[dict[str, Any], subprocess.Popen]]:
-    """``inferbus serve --json`` of the checkout at ``root``; yields its ready line and the process."""
-    command = [sys.executable, "-m", "inferbus.cli", "serve", "--port", str(free_port()), "--json", "--template",
-               str(template)]
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1",
-                   "PYTHONPATH": os.pathsep.join([str(root), str(root / "functions")])}
-    with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=root, stdout=out, stderr=subprocess.STDOUT, text=True, env=environment)
-    try:
-        began = time.monotonic()
-        while time.monotonic() - began < START_TIMEOUT_S and process.poll() is None:
-            for line in log.read_text().splitlines():
-                if line.startswith("{") and json.loads(line).get("kind") == "ready":
-                    yield json.loads(line), process
-                    return
-            time.sleep(0.2)
-        raise SystemExit(f"serve_throughput: inferbus serve in {root} did not start; its output is in {log}")
-    finally:
-        stop(process)
-
-
 def burst(name: str, root: Path, args: argparse.Namespace, scratch: Path) -> Side:
     pipeline = load_pipeline()
     side = Side(name)
-    with served(root, args.template, scratch / f"{name}.log") as (ready, process):
+    with served(args.template, scratch / f"{name}.log", root=root) as (ready, process):
         endpoint, outputs = ready["endpoint"], ready["outputs"]
         events, sqs = client("events", endpoint), client("sqs", endpoint)
         ledger = Ledger()

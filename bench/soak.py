@@ -77,7 +77,6 @@ from inferbus.model.names import (  # noqa: E402
     IDEMPOTENCY_TABLE_OUTPUT,
     INVALID_EVENTS_OUTPUT,
     QUEUE_URL,
-    UNROUTED_CHECK_SOURCE,
     pascal,
 )
 from inferbus.reviews import answer  # noqa: E402
@@ -166,18 +165,19 @@ class Traffic:
 # -- the server -------------------------------------------------------------------------------------
 
 @contextmanager
-def served(template: Path | None, log: Path, retention_s: int | None = None,
+def served(template: Path | None, log: Path, retention_s: int | None = None, root: Path = ROOT,
            ) -> Iterator[tuple[dict[str, Any], subprocess.Popen]]:
-    """``inferbus serve --json`` on a free loopback port; yields its ready line and the process."""
+    """``inferbus serve --json`` of the checkout at ``root`` (its own code only) on a free loopback port;
+    yields its ready line and the process."""
     command = [sys.executable, "-m", "inferbus.cli", "serve", "--port", str(free_port()), "--json"]
     if template is not None:
         command += ["--template", str(template)]
     if retention_s is not None:
         command += ["--retention", str(retention_s)]
     environment = {**os.environ, "PYTHONUNBUFFERED": "1",
-                   "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "functions"), os.environ.get("PYTHONPATH", "")])}
+                   "PYTHONPATH": os.pathsep.join([str(root), str(root / "functions")])}
     with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True, env=environment)
+        process = subprocess.Popen(command, cwd=root, stdout=out, stderr=subprocess.STDOUT, text=True, env=environment)
     try:
         began = time.monotonic()
         while time.monotonic() - began < START_TIMEOUT_S and process.poll() is None:
@@ -186,7 +186,7 @@ def served(template: Path | None, log: Path, retention_s: int | None = None,
                     yield json.loads(line), process
                     return
             time.sleep(0.5)
-        raise SystemExit(f"soak: inferbus serve did not start; its output is in {log}")
+        raise SystemExit(f"inferbus serve in {root} did not start; its output is in {log}")
     finally:
         stop(process)
 
