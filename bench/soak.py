@@ -186,7 +186,8 @@ def served(template: Path | None, log: Path, retention_s: int | None = None, roo
                     yield json.loads(line), process
                     return
             time.sleep(0.5)
-        raise SystemExit(f"inferbus serve in {root} did not start; its output is in {log}")
+        last = [line for line in log.read_text().splitlines() if line.strip()][-1:] or ["(no output)"]
+        raise SystemExit(f"inferbus serve in {root} did not start: {last[0][:300]}")  # the log may go with its scratch dir
     finally:
         stop(process)
 
