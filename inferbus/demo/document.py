@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .report import STAGE_TIME_NOTE, DemoReport
+from .report import DEAD_LETTER_COPIES_NOTE, STAGE_TIME_NOTE, DemoReport, dead_letter_cell
 
 __all__ = ["write_report"]
 
@@ -101,12 +101,12 @@ def write_report(report: DemoReport, folder: Path) -> Path:
     lines += _table(["component", "input", "sent", "malformed", "duplicates", "results", "rejected", "unrouted", "failed",
                      "in DLQs", "balanced", "accuracy"],
                     [[name, kind["input_type"], kind["sent"], kind["malformed"], kind["duplicate_deliveries"], kind["results"],
-                      kind["rejected"], kind["unrouted"], kind["failure_events"], kind["in_dead_letter_queues"],
+                      kind["rejected"], kind["unrouted"], kind["failure_events"], dead_letter_cell(kind),
                       "yes" if kind["balanced"] else "**no**", _figure(kind["accuracy"], 3)]
                      for name, kind in data["kinds"].items()])
     lines += ["", "Rejected: kept in the invalid-events queue with the reason; unrouted: taken by no rule of the bus, "
               "kept there by the unrouted-events check with the reason; failed: a workflow gave up after its "
-              "retries and emitted its failure event.", ""]
+              f"retries and emitted its failure event; in DLQs: {DEAD_LETTER_COPIES_NOTE}.", ""]
     if _latency_plot(report, folder / "latency.png"):
         lines += ["## Latency, submission to result", "",
                   "![a histogram per component of the seconds from submitting an event to its result](latency.png)", ""]

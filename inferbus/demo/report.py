@@ -12,12 +12,22 @@ import numpy as np
 
 from ..runtime.lambda_host import DEFAULT_MAX_ENVIRONMENTS
 
-__all__ = ["STAGE_TIME_NOTE", "ChainReport", "ConsumerRun", "DemoReport", "FlowFigures", "KindReport", "ReplayReport",
-           "WorkflowReport", "percentile"]
+__all__ = ["DEAD_LETTER_COPIES_NOTE", "STAGE_TIME_NOTE", "ChainReport", "ConsumerRun", "DemoReport", "FlowFigures",
+           "KindReport", "ReplayReport", "WorkflowReport", "dead_letter_cell", "percentile"]
 
 # What a workflow stage's time means locally: the terminal summary and the Markdown report both say it.
 STAGE_TIME_NOTE = (f"Handlers run concurrently (at most {DEFAULT_MAX_ENVIRONMENTS} environments per function locally), "
                    "so time in a state may include waiting for one; retries wait real seconds.")
+
+
+# What "+N copies" beside a DLQ count means: the terminal summary and the Markdown report both say it.
+DEAD_LETTER_COPIES_NOTE = "+N copies: duplicate deliveries of answered events, kept there too"
+
+
+def dead_letter_cell(kind: dict[str, Any]) -> str:
+    """A kind's DLQ count (``KindReport.as_dict``), with the copies beside it when there are any."""
+    copies = kind.get("dead_lettered_copies", 0)
+    return f"{kind['in_dead_letter_queues']} (+{copies} copies)" if copies else str(kind["in_dead_letter_queues"])
 
 
 def percentile(values: list[float], q: float) -> float | None:

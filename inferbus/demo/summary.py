@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..cli_support import print_records
 
-from .report import STAGE_TIME_NOTE
+from .report import DEAD_LETTER_COPIES_NOTE, STAGE_TIME_NOTE, dead_letter_cell
 
 DEPLOY_HINT = ("Next: deploy it to your AWS account (README, 'Deploy to AWS'): make setup && npx cdk bootstrap && "
                "npx cdk deploy; then inferbus send --bus inferbus --sample image-classifier")
@@ -55,22 +55,16 @@ def _kinds_table(data: dict[str, Any]) -> Table:
     table = _table("every event sent, and where it ended up",
                    "bad: malformed on purpose; dup: delivered twice; rej: kept in the invalid-events queue with the reason; "
                    "unr: taken by no rule, kept there by the unrouted-events check with the reason; "
-                   "fail: a workflow gave up after its retries; DLQ: in a dead-letter queue "
-                   "(+N copies: duplicate deliveries of answered events, kept there too)")
+                   f"fail: a workflow gave up after its retries; DLQ: in a dead-letter queue ({DEAD_LETTER_COPIES_NOTE})")
     for column in ("component", "sent", "bad", "dup", "results", "rej", "unr", "fail", "DLQ", "ledger"):
         table.add_column(column, justify="left" if column == "component" else "right",
                          overflow="fold", no_wrap=column != "component")
     for name, kind in data["kinds"].items():
         table.add_row(
             name, str(kind["sent"]), str(kind["malformed"]), str(kind["duplicate_deliveries"]), str(kind["results"]),
-            str(kind["rejected"]), str(kind["unrouted"]), str(kind["failure_events"]), _dead_letter_cell(kind), _ledger_cell(kind),
+            str(kind["rejected"]), str(kind["unrouted"]), str(kind["failure_events"]), dead_letter_cell(kind), _ledger_cell(kind),
         )
     return table
-
-
-def _dead_letter_cell(kind: dict[str, Any]) -> str:
-    copies = kind.get("dead_lettered_copies", 0)
-    return f"{kind['in_dead_letter_queues']} (+{copies} copies)" if copies else str(kind["in_dead_letter_queues"])
 
 
 def _ledger_cell(kind: dict[str, Any]) -> str:

@@ -34,3 +34,13 @@ def test_every_plot_written_is_shown_with_a_caption(tmp_path):
     shown = {image: alt for alt, image in re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", text)}
     assert sorted(shown) == sorted(path.name for path in tmp_path.glob("*.png"))
     assert all(len(alt.split()) >= 5 for alt in shown.values()), shown  # says what it shows, not just a name
+
+
+def test_the_ledger_shows_dead_lettered_copies_beside_the_dlq_count_and_says_what_they_are(tmp_path):
+    report = _report()
+    name = next(iter(report.kinds))
+    report.kinds[name].in_dead_letter_queues, report.kinds[name].dead_lettered_copies = 1, 4
+    text = write_report(report, tmp_path).read_text()
+    row = next(line for line in text.splitlines() if line.startswith(f"| {name} "))
+    assert "| 1 (+4 copies) |" in row, row
+    assert "+N copies: duplicate deliveries of answered events" in text
