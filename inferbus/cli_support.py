@@ -167,6 +167,11 @@ def explain(error: BaseException) -> tuple[int, str] | None:
 
     if isinstance(error, BrokerUnavailable):  # names the command that starts one
         return FAILED, str(error)
+    redis = sys.modules.get("redis")  # only a command that used the Redis claims store can have met its errors
+    if redis is not None and isinstance(error, redis.exceptions.RedisError):
+        from inferbus.runtime.local_redis import refusal
+
+        return FAILED, refusal(error)
     return None
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import uuid
 from typing import Any
@@ -22,6 +21,8 @@ from typing import Any
 from inferbus.model.asl import substitute
 
 from .catalogue import CLOUD_ONLY, PARTLY_LOCAL, PROVISIONED_TYPES
+from .local_redis import local_redis_url
+from .local_redis import prepare as prepare_local_redis
 from .resource_policy import unenforced_statements
 
 from .pipes import check_pipe
@@ -41,8 +42,6 @@ from .specs import (
 )
 
 FIFO_SUFFIX = ".fifo"
-LOCAL_REDIS_VARIABLE = "INFERBUS_REDIS_URL"  # where a template's ElastiCache cache is served locally
-DEFAULT_LOCAL_REDIS = "redis://127.0.0.1:6379"
 FIFO_ATTRIBUTES = ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit")
 # The InputPath forms the bridge applies: $ and $.field.field (no filters, wildcards, indexes).
 SIMPLE_PATH = re.compile(r"\$(\.[A-Za-z0-9_-]+)*")
@@ -393,39 +392,22 @@ def _bridge(rule_logical_id: str, rule_name: str, rule_arn: str, target: dict[st
 
 
 def _provision_caches(resources: dict[str, Any], deployment: Deployment) -> None:
-    """An ElastiCache serverless cache (the Redis claims store) is the local Redis at ``INFERBUS_REDIS_URL``
-    (default ``redis://127.0.0.1:6379``): its endpoint is what the functions' environment reads. A new cache
-    is empty, as a new DynamoDB table is in moto: the claims an earlier embedded run left there are deleted
-    (so one embedded pipeline per local Redis at a time; point another at another server)."""
+    """An ElastiCache serverless cache (the Redis claims store) is the local Redis (:mod:`.local_redis`): its
+    endpoint is what the functions' environment reads; it is checked to take writes and emptied first."""
     from urllib.parse import urlparse
 
     resolver = deployment.resolver
-    url = os.environ.get(LOCAL_REDIS_VARIABLE) or DEFAULT_LOCAL_REDIS
+    url = local_redis_url()
     local = urlparse(url)
     caches = _of_type(resources, "AWS::ElastiCache::ServerlessCache")
     if caches:
-        _empty_local_redis(url)
+        prepare_local_redis(url)
     for logical_id, props in caches:
         name = props["ServerlessCacheName"]
         resolver.refs[logical_id] = name
         resolver.attributes[(logical_id, "Endpoint.Address")] = local.hostname or "127.0.0.1"
         resolver.attributes[(logical_id, "Endpoint.Port")] = str(local.port or 6379)
         resolver.attributes[(logical_id, "ARN")] = f"arn:{PARTITION}:elasticache:{REGION}:{ACCOUNT}:serverlesscache:{name}"
-
-
-def _empty_local_redis(url: str) -> None:
-    import redis
-    from inferbus_lambda.claims.redis import KEY_PREFIX
-
-    client = redis.Redis.from_url(url, socket_connect_timeout=2)
-    try:
-        stale = list(client.scan_iter(match=f"{KEY_PREFIX}:*", count=1000))
-    except redis.exceptions.ConnectionError:
-        raise UnsupportedTemplateError(f"the template keeps claims in Redis (claims_store=redis) and no Redis answers at "
-                                       f"{url}: start one (redis-server --daemonize yes --port 6379) or set "
-                                       f"{LOCAL_REDIS_VARIABLE}") from None
-    for start in range(0, len(stale), 1000):
-        client.delete(*stale[start:start + 1000])
 
 
 def _specify_functions(resources: dict[str, Any], deployment: Deployment, notes: dict[str, list[str]]) -> None:
