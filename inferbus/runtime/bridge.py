@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from botocore.exceptions import ClientError
 
 from .provision import SIMPLE_PATH
 from .specs import BridgeSpec, UnsupportedTemplateError
+from .windows import RecentSet
 
 MAX_EXECUTION_NAME = 80
 NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -104,15 +106,19 @@ class StateMachineBridge:
         boto3 clients inside the mock.
     dead_letter_url
         The URL of the target's DLQ, if it has one.
+    remember
+        The most execution names it remembers having started (default: all), the newest kept; see
+        :meth:`forget_started_before`.
     """
 
-    def __init__(self, spec: BridgeSpec, sqs: Any, stepfunctions: Any, dead_letter_url: str | None) -> None:
+    def __init__(self, spec: BridgeSpec, sqs: Any, stepfunctions: Any, dead_letter_url: str | None,
+                 remember: int | None = None) -> None:
         self.spec = spec
         self.sqs = sqs
         self.stepfunctions = stepfunctions
         self.dead_letter_url = dead_letter_url
         self.counts = BridgeCounts()
-        self._started: set[str] = set()
+        self._started = RecentSet(keep=remember or sys.maxsize)
         self._waiting: deque[dict[str, Any]] = deque()
         self._starting = 0  # taken off the deque, execution not yet started: still "waiting" for drain
         self._lock = threading.Lock()  # one dispatcher at a time: the duplicate check and the start go together
@@ -120,6 +126,15 @@ class StateMachineBridge:
     def offer(self, event: dict[str, Any]) -> None:
         """Take one matched event (called inside the PutEvents request: it only queues it)."""
         self._waiting.append(event)
+
+    def forget_started_before(self, moment: float) -> int:
+        """Forget the names of executions started before ``moment`` (``time.monotonic()``); return how many.
+
+        The same event after that is offered to StartExecution again, which refuses a name it still
+        has (a duplicate, as before) and otherwise starts it: an event that comes back after the
+        twin's retention window is new to it, as to the claims.
+        """
+        return self._started.forget_before(moment)
 
     @property
     def waiting(self) -> int:

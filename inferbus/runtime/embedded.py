@@ -104,10 +104,11 @@ class EmbeddedPipeline:
     retain
         Keep only a window of what has happened, for a pipeline that runs without end
         (``inferbus serve``): each function's last ``retain`` invocations and their logs, and
-        each state machine's running executions and its last ``retain`` finished ones.
-        Bounded the same way, ``retain`` × 100 of what is small: the events in the bus archive, and
-        each queue's receipt handles of deleted messages (kept so that a second delete succeeds).
-        Trimmed at most once a second. Default, keep everything (the demo, chaos and the tests read
+        each state machine's running executions and its last ``retain`` finished ones, and the
+        tap's last ``retain`` events while nobody reads it. Bounded the same way, ``retain`` × 100
+        of what is small: the events in the bus archive, each queue's receipt handles of deleted
+        messages (kept so that a second delete succeeds) and each state machine target's names of
+        executions started (so that a duplicate starts nothing). Trimmed at most once a second. Default, keep everything (the demo, chaos and the tests read
         it all back).
     retention_s
         How long the twin remembers what only serves to recognise an event that comes back, for a
@@ -115,7 +116,8 @@ class EmbeddedPipeline:
         ``IDEMPOTENCY_TTL_SECONDS``; the template's is what AWS keeps, 45 days by default: as long as
         an event can come back), so that the TTL sweep frees claims after it, and the bus archive
         keeps only the events of that window, so that a replay never resends an event whose claim
-        has expired. A duplicate within the window is dropped as before; an event that comes back
+        has expired; the handles of deleted messages and the names of executions started are
+        forgotten after it too. A duplicate within the window is dropped as before; an event that comes back
         later (a dead-letter redrive) is taken as new, as AWS takes one after the claim lifetime.
         Nothing waiting in a queue is dropped. Default, the template's lifetimes.
 
@@ -268,7 +270,8 @@ class EmbeddedPipeline:
     def _add_bridge(self, spec: BridgeSpec) -> StateMachineBridge:
         assert self.deployment is not None
         dead_letter = self.deployment.queue_by_arn(spec.dead_letter_arn).url if spec.dead_letter_arn else None
-        bridge = StateMachineBridge(spec, self.sqs, self.stepfunctions, dead_letter)
+        remember = self.retain * KEPT_PER_RETAINED if self.retain is not None else None
+        bridge = StateMachineBridge(spec, self.sqs, self.stepfunctions, dead_letter, remember)
         self.bridges.append(bridge)
         self._bridge_of[(spec.rule_arn, spec.target_id)] = bridge
         return bridge
@@ -301,10 +304,13 @@ class EmbeddedPipeline:
             moto_patches.forget_finished_executions(self.retain)
         else:  # an execution whose end is not told yet stays, for the dispatcher to read back
             self.status_changes.forgotten(moto_patches.forget_finished_executions(self.retain, self.status_changes.told))
-        moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED, archived_after)
-        keep = self.retain * KEPT_PER_RETAINED  # the tap, when nobody reads it (a console not open)
-        if len(self._tapped) > keep:
-            self._tapped = self._tapped[-keep:]  # a new list: one a reader already took stays whole
+        before = time.monotonic() - self.retention_s if self.retention_s is not None else None
+        moto_patches.forget_old_events(self.retain * KEPT_PER_RETAINED, archived_after, before)
+        if before is not None:
+            for bridge in self.bridges:
+                bridge.forget_started_before(before)
+        if len(self._tapped) > self.retain:  # the tap, when nobody reads it: the console lists the last few
+            self._tapped = self._tapped[-self.retain:]  # a new list: one a reader already took stays whole
 
     def _deliver(self, rule_arn: str, target: dict[str, Any], event: dict[str, Any]) -> bool:
         """Take a rule's delivery to a target moto cannot deliver to (called inside PutEvents: only queue it)."""

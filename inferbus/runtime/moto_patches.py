@@ -98,6 +98,7 @@ from typing import Any
 from event_patterns import PatternError, compile_pattern_text
 
 from . import aws_limits, resource_policy
+from .windows import RecentSet
 
 MOTO_VERSION = "5.2.5"
 REQUEST_LOCK = threading.RLock()
@@ -1003,37 +1004,16 @@ def forget_finished_executions(keep: int, may_forget: Callable[[str], bool] = la
     return forgotten
 
 
-class RecentHandles(set):  # type: ignore[type-arg]
-    """A queue's receipt handles of deleted messages, the last ``keep`` of them (moto kept them all)."""
-
-    def __init__(self, handles: Any, keep: int) -> None:
-        super().__init__()
-        self.keep = keep
-        self.order: dict[str, None] = {}
-        self.update(handles)
-
-    def update(self, *handles: Any) -> None:  # type: ignore[override]
-        for group in handles:
-            for handle in group:
-                self.order[handle] = None
-                set.add(self, handle)
-        while len(self.order) > self.keep:
-            oldest = next(iter(self.order))
-            del self.order[oldest]
-            set.discard(self, oldest)
-
-    def add(self, handle: Any) -> None:
-        self.update([handle])
-
-
-def forget_old_events(keep: int, archived_after_s: float | None = None) -> int:
+def forget_old_events(keep: int, archived_after_s: float | None = None, deleted_before: float | None = None) -> int:
     """Keep the last ``keep`` events of each bus archive and receipt handles of each queue's deleted messages.
 
     moto keeps both without end (an archive its events for replays, as AWS does for its retention
     days; a queue its deleted messages' handles, so that a second delete succeeds). With
     ``archived_after_s`` (epoch seconds) an archive also forgets the events before it, oldest first
     (by their ``time``, what a replay selects on; the archive is in arrival order, so it stops at the
-    first event in the window). Returns how many archived events were forgotten.
+    first event in the window); with ``deleted_before`` (``time.monotonic()``) a queue also forgets the
+    handles of messages deleted before it (a second delete after that is refused, as AWS refuses an
+    expired handle). Returns how many archived events were forgotten.
     """
     from moto.events.models import events_backends
     from moto.sqs.models import sqs_backends
@@ -1054,8 +1034,10 @@ def forget_old_events(keep: int, archived_after_s: float | None = None) -> int:
         for regions in sqs_backends.values():
             for backend in regions.values():
                 for queue in backend.queues.values():
-                    if not isinstance(queue.deleted_messages, RecentHandles) and len(queue.deleted_messages) > keep:
-                        queue.deleted_messages = RecentHandles(queue.deleted_messages, keep)
+                    if not isinstance(queue.deleted_messages, RecentSet):
+                        queue.deleted_messages = RecentSet(queue.deleted_messages, keep=keep)
+                    if deleted_before is not None:
+                        queue.deleted_messages.forget_before(deleted_before)
     return forgotten
 
 

@@ -240,3 +240,49 @@ def test_the_archive_keeps_only_the_events_of_the_window(trim_at_every_change):
 def test_a_retention_window_must_hold_something():
     with pytest.raises(ValueError, match="retention_s must be at least 1 s"):
         runtime(template(), retention_s=0)
+
+
+def test_handles_and_started_names_are_forgotten_after_the_window_and_a_late_duplicate_still_starts_nothing(
+        trim_at_every_change):
+    """serve's memory grew for as long as it ran: each queue's handles of deleted messages (to 10,000 a queue)
+    and each state machine target's names of executions started (without end) outlived the retention window."""
+    pass_asl = {"StartAt": "Keep", "States": {"Keep": {"Type": "Pass", "End": True}}}
+    work = t.template(WorkQueue=t.queue(), WorkRule=t.rule("Work", [t.queue_target("WorkQueue")]),
+                      Machine=t.state_machine(pass_asl, {}, machine_type="STANDARD"),
+                      MachineRule=t.rule("Start", [t.state_machine_target("Machine")]))
+    window_s = 1
+    with runtime(work, tap=True, retain=100, retention_s=window_s) as pipeline:
+        url = pipeline.deployment.queues["WorkQueue"].url
+        pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work", "Detail": "{}"},
+                             {"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Start", "Detail": "{}"}])
+        (message,) = pipeline.sqs.receive_message(QueueUrl=url)["Messages"]
+        pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])  # within it: succeeds
+        pipeline.drain(timeout_s=10)
+        started = next(e for e in pipeline.tapped_events() if e["detail-type"] == "Start")
+        (bridge,) = pipeline.bridges
+        queue = moto_patches._queue(pipeline.deployment.queues["WorkQueue"].arn)
+        assert message["ReceiptHandle"] in queue.deleted_messages and len(bridge._started) == 1
+
+        time.sleep(window_s + 0.1)
+        pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work", "Detail": "{}"}])
+        assert not queue.deleted_messages and not bridge._started  # the trim at that change forgot both
+        with pytest.raises(pipeline.sqs.exceptions.ReceiptHandleIsInvalid):
+            pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])  # as AWS, an old handle
+
+        bridge.offer(started)  # the same event after the window: moto still has its execution, so nothing new starts
+        pipeline.drain(timeout_s=10)
+        assert len(pipeline.executions("Machine")) == 1 and (bridge.counts.started, bridge.counts.duplicates) == (1, 1)
+
+
+def test_an_unread_tap_keeps_only_the_last_events_of_its_window(trim_at_every_change):
+    """The console lists the last 50 events; an unread tap kept 10,000 (about 60 MB in a soak)."""
+    work = t.template(WorkQueue=t.queue(), WorkRule=t.rule("Work", [t.queue_target("WorkQueue")]))
+    retain = 5
+    with runtime(work, tap=True, retain=retain) as pipeline:
+        for start in range(0, 30, 10):
+            pipeline.put_events([{"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work",
+                                  "Detail": json.dumps({"n": n})} for n in range(start, start + 10)])
+        kept = [event["detail"]["n"] for event in pipeline.tapped_events()]
+        assert kept[-1] == 29 and len(kept) <= retain + 10  # trimmed at the last put: its own 10 on top at most
+        assert kept == sorted(kept) and kept[:1] >= [29 - retain - 10 + 1]
