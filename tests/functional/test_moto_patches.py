@@ -43,6 +43,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
                                      "message_attribute_names"]),
     (SQSBackend, "purge_queue", ["self", "queue_name"]),
     (EventsHandler, "put_events", ["self"]),
+    (EventsBackend, "put_events", ["self", "events"]),
     (EventPattern, "load", ["raw_pattern"]),
     (EventPattern, "matches_event", ["self", "event"]),
     (Rule, "send_to_targets", ["self", "original_event", "transform_input"]),
@@ -107,6 +108,10 @@ def test_what_is_read_directly_is_still_there():
     assert "RoleArn" in ExecutionData.__annotations__  # a task's execution's role, read from its context object
     # the transaction backs a table up with copy.deepcopy of the module's own `copy`
     assert dynamodb_models.copy.__name__ == "copy" and "copy.deepcopy" in inspect.getsource(DynamoDBBackend.transact_write_items)
+    # what the PutEvents patch builds once per entry, as moto built it per rule (its keys, in its order)
+    put_events_source = inspect.getsource(EventsBackend.put_events)
+    assert "copy.deepcopy(_BASE_EVENT_MESSAGE)" in put_events_source and "rule.send_to_targets(event_msg)" in put_events_source
+    assert 'event_msg["ingestion-time"] = unix_time()' in put_events_source
 
 
 def test_install_then_uninstall_restores_every_original():
@@ -143,6 +148,31 @@ def test_delivered_events_keep_their_account_and_disabled_rules_deliver_nothing(
         pipeline.events.disable_rule(Name=rule, EventBusName=pipeline.bus_name)
         pipeline.put_events([entry])
         assert pipeline.sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+
+
+FANNED = t.template(FirstQueue=t.queue(), SecondQueue=t.queue(), OtherQueue=t.queue(),
+                    FirstRule=t.rule("Work", [t.queue_target("FirstQueue")]),
+                    SecondRule=t.rule("Work", [t.queue_target("SecondQueue")]),
+                    OtherRule=t.rule("Other", [t.queue_target("OtherQueue")]))
+
+
+def test_an_event_is_built_once_and_each_rule_it_matches_gets_a_copy_of_its_own():
+    with runtime(FANNED, tap=False) as pipeline:
+        entry = {"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work", "Detail": '{"n": [1, 2]}',
+                 "Resources": ["arn:aws:s3:::r"]}
+        (answer,) = pipeline.events.put_events(Entries=[entry])["Entries"]
+        bodies = {}
+        for queue in ("FirstQueue", "SecondQueue", "OtherQueue"):
+            url = pipeline.deployment.queues[queue].url
+            bodies[queue] = [json.loads(m["Body"]) for m in pipeline.sqs.receive_message(QueueUrl=url).get("Messages", [])]
+        arns = {logical: pipeline.events.describe_rule(Name=name, EventBusName=pipeline.bus_name)["Arn"]
+                for logical, name in pipeline.deployment.rules.items()}
+        matched = {logical: moto_patches.matched_events(arn) for logical, arn in arns.items()}
+    (first,), (second,) = bodies["FirstQueue"], bodies["SecondQueue"]
+    assert first == second and bodies["OtherQueue"] == []
+    assert list(first) == ["version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"]
+    assert first["id"] == answer["EventId"] and first["detail"] == {"n": [1, 2]} and first["resources"] == ["arn:aws:s3:::r"]
+    assert matched == {"FirstRule": 1, "SecondRule": 1, "OtherRule": 0}
 
 
 def test_a_detail_that_is_json_but_not_an_object_is_malformed_as_aws_answers():
@@ -562,3 +592,4 @@ def test_an_execution_s_states_do_not_share_data_under_the_json_copy():
         described = pipeline.stepfunctions.describe_execution(executionArn=execution)
     assert json.loads(described["input"]) == given
     assert json.loads(described["output"]) == {"nested": {"kept": [1, 2], "added": "x", "again": "y"}}
+
