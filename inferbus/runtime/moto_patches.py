@@ -74,6 +74,9 @@ Cost:
 - ``PutEvents`` built each entry's event once per rule on the bus, matched or not (a parse of its
   ``Detail``, a deep copy and two clock reads for each of the 13 rules of the kit's template); the
   event is now built and matched once, and each rule it matches is handed its own copy, as before.
+- moto's Step Functions interpreter ran the work of each Task, Parallel and Map state on a thread of
+  its own, to stop waiting at the state's timeout; a state with no timeout of its own (waiting
+  99,999,999 s) runs on its execution's thread instead, with the same frame, result and errors.
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.
@@ -674,6 +677,53 @@ def _patch_stepfunctions() -> None:
         _patch(module, "boto_client_for", cached_client_for)
 
 
+def _patch_state_threads() -> None:
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
+    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+
+    evaluate_with_timeout = ExecutionState._evaluate_with_timeout
+
+    def evaluate_on_this_thread(self: Any, env: Any) -> None:
+        # moto runs the work of every Task, Parallel and Map state on a thread of its own, so as to stop waiting for
+        # it once the state's timeout has passed: a thread started and a wake-up per state (about 4 per event in a
+        # burst). A state with no timeout of its own waits 99,999,999 s, that is to the end of its work whatever
+        # happens: it runs here instead, on the execution's thread, with the same frame, result and errors.
+        timeout = self.timeout
+        if type(timeout) is not TimeoutSeconds or timeout.timeout_seconds != TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS:
+            evaluate_with_timeout(self, env)
+            return
+        timeout.eval(env=env)
+        env.stack.pop()
+        frame = env.open_frame()
+        frame.states.reset(input_value=env.states.get_input())
+        frame.stack = copy_json(env.stack)
+        outputs: list[Any] = []
+        failure: Exception | None = None
+        try:
+            self._eval_execution(frame)
+            outputs.extend(frame.stack)
+        except Exception as error:  # raised once the frame is closed, as moto's thread hands it back
+            failure = error
+        frame.set_ended()
+        env.close_frame(frame)
+        if failure is not None:
+            raise failure
+        output = outputs.pop()
+        env.stack.append(output)
+        if not self._is_language_query_jsonpath():
+            env.states.set_result(output)
+        if self.assign_decl:
+            self.assign_decl.eval(env=env)
+        if self.result_selector:
+            self.result_selector.eval(env=env)
+        if self.result_path:
+            self.result_path.eval(env)
+        else:
+            env.states.reset(input_value=env.stack.pop())
+
+    _patch(ExecutionState, "_evaluate_with_timeout", evaluate_on_this_thread)
+
+
 # Values a JSON copy shares instead of copying: immutable, as deepcopy itself returns them.
 _SHARED_AS_IS = frozenset({str, int, float, bool, type(None), bytes, datetime.datetime, datetime.date})
 
@@ -958,6 +1008,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_replays()
     _patch_stepfunctions()
     _patch_state_data_copies()
+    _patch_state_threads()
     _patch_dynamodb()
     _patch_jsonpath()
 

@@ -20,6 +20,8 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.events.models import EventPattern, EventsBackend, Replay, Rule
 from moto.events.responses import EventsHandler
 from moto.sqs.models import Queue, SQSBackend
+from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
+from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import StateTaskService
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
@@ -51,6 +53,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (Replay, "replay_events", ["self", "archive"]),
     (BaseExecutionWorkerCommunication, "terminated", ["self"]),
     (StateTaskService, "_eval_execution", ["self", "env"]),
+    (ExecutionState, "_evaluate_with_timeout", ["self", "env"]),
 
     (StepFunctionsParserBackend, "start_execution", ["self", "state_machine_arn", "name", "execution_input", "trace_header"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
@@ -112,6 +115,9 @@ def test_what_is_read_directly_is_still_there():
     put_events_source = inspect.getsource(EventsBackend.put_events)
     assert "copy.deepcopy(_BASE_EVENT_MESSAGE)" in put_events_source and "rule.send_to_targets(event_msg)" in put_events_source
     assert 'event_msg["ingestion-time"] = unix_time()' in put_events_source
+    # a state without a timeout of its own runs on the execution's thread; moto's own waits the default on a thread
+    assert TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS == 99999999
+    assert "terminated_event.wait(timeout_seconds)" in inspect.getsource(ExecutionState._evaluate_with_timeout)
 
 
 def test_install_then_uninstall_restores_every_original():
@@ -593,3 +599,29 @@ def test_an_execution_s_states_do_not_share_data_under_the_json_copy():
     assert json.loads(described["input"]) == given
     assert json.loads(described["output"]) == {"nested": {"kept": [1, 2], "added": "x", "again": "y"}}
 
+
+def test_a_state_without_a_timeout_runs_on_the_execution_s_thread_with_moto_s_results_and_errors(monkeypatch):
+    """A Parallel state with no timeout of its own starts no thread to wait on (its branches still have theirs);
+    its output, and a failure caught from it, are what moto's own evaluation gives."""
+    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
+
+    def no_thread(*args, **kwargs):
+        raise AssertionError("a state without a timeout was evaluated on a thread of its own")
+
+    monkeypatch.setattr(execute_state, "Thread", no_thread)
+    branch = {"StartAt": "One", "States": {"One": {"Type": "Pass", "Result": 1, "End": True}}}
+    failing = {"StartAt": "Boom", "States": {"Boom": {"Type": "Fail", "Error": "Boom", "Cause": "on purpose"}}}
+    definition = {"StartAt": "Both", "States": {
+        "Both": {"Type": "Parallel", "Branches": [branch, branch], "ResultPath": "$.both", "Next": "Failing"},
+        "Failing": {"Type": "Parallel", "Branches": [failing], "Catch": [
+            {"ErrorEquals": ["Boom"], "ResultPath": "$.error", "Next": "Done"}], "Next": "Done"},
+        "Done": {"Type": "Succeed"}}}
+    with runtime(t.template(), tap=False) as pipeline:
+        arn = pipeline.stepfunctions.create_state_machine(
+            name="inline", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        execution = pipeline.stepfunctions.start_execution(stateMachineArn=arn, input='{"given": true}')["executionArn"]
+        pipeline.drain()
+        described = pipeline.stepfunctions.describe_execution(executionArn=execution)
+    assert described["status"] == "SUCCEEDED"
+    assert json.loads(described["output"]) == {"given": True, "both": [1, 1],
+                                                "error": {"Error": "Boom", "Cause": "on purpose"}}
