@@ -50,9 +50,10 @@ Cost:
   of deleted messages, so that a second delete succeeds: about 0.35 KB per message).
 - moto's server listed its package's folders (a ``listdir`` and an ``isdir`` per service) to route
   each HTTP request (about a sixth of a PutEvents' time in ``inferbus serve``); the list is made once.
-- A parsed pattern, a JSONPath expression, a state machine's parsed ASL and Step Functions'
-  AWS clients are made once (moto re-parsed them, and built a boto3 client, for every event,
-  every execution and every task).
+- A parsed pattern, a JSONPath expression, a DynamoDB condition expression's tokens, a state
+  machine's parsed ASL and Step Functions' AWS clients are made once (moto re-parsed them, and
+  built a boto3 client, for every event, every request, every execution and every task); DynamoDB's
+  reserved words are a set (moto scanned a list of 573 for each attribute name).
 - DynamoDB ``TransactWriteItems`` backed up a table (to roll back a cancelled transaction)
   with a deep copy once per item of the request, keeping the last: a claim of 100 records
   copied the whole idempotency table 100 times, and a run's time and memory grew with the
@@ -929,6 +930,29 @@ def _patch_dynamodb() -> None:
     _patch(models.DynamoDBBackend, "transact_write_items", undo_logged)
 
 
+def _patch_condition_expressions() -> None:
+    from collections import deque
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
+
+    lex = ConditionExpressionParser._lex_condition_expression
+
+    @functools.lru_cache(maxsize=256)
+    def lexed(expression: str) -> tuple[Any, ...]:
+        return tuple(lex(ConditionExpressionParser(expression, None, None)))
+
+    def lexed_once(self: Any) -> Any:
+        # moto lexes a condition expression (compiling six regular expressions per token) at every parse, twice per
+        # conditional PutItem (once to validate, once to write) and once per item of a TransactWriteItems: about half
+        # of a parse's time. The tokens depend on the text alone and are immutable; each parse consumes its own deque.
+        return deque(lexed(self.condition_expression))
+
+    _patch(ConditionExpressionParser, "_lex_condition_expression", lexed_once)
+    # moto looks each attribute name up in a list of DynamoDB's 573 reserved words; every reader tests membership.
+    _patch(ReservedKeywords, "KEYWORDS", frozenset(ReservedKeywords._get_reserved_keywords()))  # the loader; no cache set
+
+
 UndoEntry = tuple[Any, Any, Any, Any]  # (table, hash key, range key or None, the item before, or None)
 
 
@@ -1010,6 +1034,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_state_data_copies()
     _patch_state_threads()
     _patch_dynamodb()
+    _patch_condition_expressions()
     _patch_jsonpath()
 
 

@@ -16,7 +16,9 @@ from moto import backends as moto_backends
 from moto.core import responses as moto_responses
 from moto.core.common_models import BaseModel
 from moto.core.responses import BaseResponse
+from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
 from moto.events.models import EventPattern, EventsBackend, Replay, Rule
 from moto.events.responses import EventsHandler
 from moto.sqs.models import Queue, SQSBackend
@@ -63,6 +65,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (json_path, "parse", ["path", "debug"]),
     (result_path, "parse", ["string"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
+    (ConditionExpressionParser, "_lex_condition_expression", ["self"]),
     (BaseModel, "__new__", ["cls", "args", "kwargs"]),
 ]
 
@@ -111,6 +114,14 @@ def test_what_is_read_directly_is_still_there():
     assert "RoleArn" in ExecutionData.__annotations__  # a task's execution's role, read from its context object
     # the transaction backs a table up with copy.deepcopy of the module's own `copy`
     assert dynamodb_models.copy.__name__ == "copy" and "copy.deepcopy" in inspect.getsource(DynamoDBBackend.transact_write_items)
+    # DynamoDB's reserved words: read only by membership tests (replaced by a set)
+    from moto.dynamodb import comparisons, responses as dynamodb_responses
+    from moto.dynamodb.parsing import validators
+
+    assert "KEYWORDS" in vars(ReservedKeywords) and len(ReservedKeywords._get_reserved_keywords()) == 573
+    for module in (comparisons, dynamodb_responses, validators):
+        assert inspect.getsource(module).count("ReservedKeywords.get_reserved_keywords()") == \
+            inspect.getsource(module).count("in ReservedKeywords.get_reserved_keywords()") >= 1
     # what the PutEvents patch builds once per entry, as moto built it per rule (its keys, in its order)
     put_events_source = inspect.getsource(EventsBackend.put_events)
     assert "copy.deepcopy(_BASE_EVENT_MESSAGE)" in put_events_source and "rule.send_to_targets(event_msg)" in put_events_source
@@ -123,7 +134,8 @@ def test_what_is_read_directly_is_still_there():
 def test_install_then_uninstall_restores_every_original():
     from moto.sqs.models import Message
 
-    replaced = [(owner, name) for owner, name, _ in PATCHED] + [(Queue, "attributes"), (Queue, "messages")]
+    replaced = [(owner, name) for owner, name, _ in PATCHED] + [(Queue, "attributes"), (Queue, "messages"),
+                                                                (ReservedKeywords, "KEYWORDS")]
     originals = [owner.__dict__.get(name, getattr(owner, name)) for owner, name in replaced]
     moto_patches.install()
     try:
@@ -417,6 +429,26 @@ def patched_dynamodb():
             yield client
         finally:
             moto_patches.uninstall()
+
+
+def test_a_condition_expression_lexed_once_is_evaluated_with_each_request_s_own_values(patched_dynamodb):
+    client = patched_dynamodb
+    condition = "attribute_not_exists(id) OR (#n < :limit AND #n >= :floor)"
+    for limit, written in ((5, False), (50, True), (5, False)):  # item-7 holds n = 7, then 8
+        put = dict(TableName="t", Item={"id": {"S": "item-7"}, "n": {"N": "8"}}, ConditionExpression=condition,
+                   ExpressionAttributeNames={"#n": "n"},
+                   ExpressionAttributeValues={":limit": {"N": str(limit)}, ":floor": {"N": "0"}})
+        if written:
+            client.put_item(**put)
+        else:
+            with pytest.raises(client.exceptions.ConditionalCheckFailedException):
+                client.put_item(**put)
+    assert table_items(client)["item-7"]["n"] == {"N": "8"}
+    for _ in range(2):  # refused as moto refuses them, each time: a reserved word, a text that does not lex
+        with pytest.raises(client.exceptions.ClientError, match="reserved keyword"):
+            client.put_item(TableName="t", Item={"id": {"S": "x"}}, ConditionExpression="attribute_not_exists(name)")
+        with pytest.raises(ValueError, match="Cannot parse condition"):
+            client.put_item(TableName="t", Item={"id": {"S": "x"}}, ConditionExpression="id = $")
 
 
 def table_items(client) -> dict[str, dict]:
