@@ -75,6 +75,8 @@ Cost:
 - ``PutEvents`` built each entry's event once per rule on the bus, matched or not (a parse of its
   ``Detail``, a deep copy and two clock reads for each of the 13 rules of the kit's template); the
   event is now built and matched once, and each rule it matches is handed its own copy, as before.
+  An archive's target took the event through its input template (the event written out as JSON,
+  then read back) only to name the archive; the event is archived as it was given, as before.
 - moto's Step Functions interpreter ran the work of each Task, Parallel and Map state on a thread of
   its own, to stop waiting at the state's timeout; a state with no timeout of its own (waiting
   99,999,999 s) runs on its execution's thread instead, with the same frame, result and errors.
@@ -92,6 +94,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import re
 import sys
 import threading
 import time
@@ -508,6 +511,9 @@ def _patch_events() -> None:
         for target in self.targets:
             if HOOKS.deliver is not None and HOOKS.deliver(self.arn, target, delivered):
                 continue
+            if transform_input and (archive := _archived_by(target)) is not None:
+                self._send_to_events_archive(archive, original_event)
+                continue
             if ":sqs:" in target["Arn"] and "InputTransformer" not in target:
                 plain.append(target)  # delivered whole, as AWS does (moto's default template drops account)
             else:
@@ -571,6 +577,25 @@ def _patch_events() -> None:
     _patch(EventPattern, "matches_event", matches_event)
     _patch(Rule, "send_to_targets", send_to_targets_as_aws)
     _patch(EventsHandler, "test_event_pattern", test_event_pattern)
+
+
+# The input template of the target moto gives an archive's rule: it names the archive (ARN:uuid).
+ARCHIVE_TEMPLATE = re.compile(r'\{"archive-arn": "(?P<arn>[^"]+)", "event": <aws\.events\.event\.json>, ')
+
+
+def _archived_by(target: dict[str, Any]) -> str | None:
+    """The archive (``name:uuid``) a rule target of moto's archives to, or None for any other target.
+
+    moto fills that target's input template with the whole event as JSON and parses the result back, for
+    every event archived, only to read the archive's ARN out of it: the event archived is the one given.
+    """
+    from moto.utilities.arns import parse_arn
+
+    found = ARCHIVE_TEMPLATE.match((target.get("InputTransformer") or {}).get("InputTemplate") or "")
+    arn = parse_arn(target["Arn"])
+    if found is None or arn.service != "events" or arn.resource_type:
+        return None
+    return parse_arn(found["arn"]).resource_id
 
 
 def _pattern_matches(pattern: Any, matched: dict[str, Any]) -> bool:

@@ -122,6 +122,10 @@ def test_what_is_read_directly_is_still_there():
     for module in (comparisons, dynamodb_responses, validators):
         assert inspect.getsource(module).count("ReservedKeywords.get_reserved_keywords()") == \
             inspect.getsource(module).count("in ReservedKeywords.get_reserved_keywords()") >= 1
+    # an archive's rule target, as moto makes it (its input template names the archive) and archives through it
+    assert '"InputTemplate": f\'{{"archive-arn": "{archive.arn}:{archive.uuid}", "event": <aws.events.event.json>, ' \
+        in inspect.getsource(EventsBackend.create_archive)
+    assert list(inspect.signature(Rule._send_to_events_archive).parameters) == ["self", "resource_id", "event"]
     # what the PutEvents patch builds once per entry, as moto built it per rule (its keys, in its order)
     put_events_source = inspect.getsource(EventsBackend.put_events)
     assert "copy.deepcopy(_BASE_EVENT_MESSAGE)" in put_events_source and "rule.send_to_targets(event_msg)" in put_events_source
@@ -278,6 +282,11 @@ def test_a_replay_takes_its_window_and_only_the_rules_it_names():
                 return sorted(got)
 
             assert drain("taken") == drain("other") == [("old", False), ("recent", False)]
+            from moto.events.models import events_backends
+
+            (archive,) = events_backends["123456789012"]["us-east-1"].archives.values()  # each event as it was put
+            assert [(event["detail"], event["source"], "ingestion-time" in event) for event in archive.events] == \
+                [({"which": "old"}, "s", True), ({"which": "recent"}, "s", True)]
             events.start_replay(ReplayName="r", EventSourceArn=archive_arn, EventStartTime=now - datetime.timedelta(hours=1),
                                 EventEndTime=now, Destination={"Arn": bus_arn, "FilterArns": [rules["taken"]]})
             assert drain("taken") == [("recent", True)] and drain("other") == []
