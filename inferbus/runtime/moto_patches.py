@@ -77,9 +77,6 @@ Cost:
   event is now built and matched once, and each rule it matches is handed its own copy, as before.
   An archive's target took the event through its input template (the event written out as JSON,
   then read back) only to name the archive; the event is archived as it was given, as before.
-- The interpreter wrote each Task state's result and output out as JSON to check them against the
-  256 KB quota; data whose shape bounds its JSON text below the quota (:func:`surely_within`) is
-  not written out, anything else is measured as before.
 - moto's Step Functions interpreter ran the work of each Task, Parallel and Map state on a thread of
   its own, to stop waiting at the state's timeout; a state with no timeout of its own (waiting
   99,999,999 s) runs on its execution's thread instead, with the same frame, result and errors.
@@ -800,68 +797,6 @@ def _patch_state_data_copies() -> None:
         _patch(importlib.import_module(name), "copy", JsonValueCopy)
 
 
-# The interpreter's modules that check a state's data against its 256 KB quota (each imported the check by name).
-SIZE_QUOTA_CHECKERS = tuple(_ASL + name for name in (
-    "component.state.state", "component.state.exec.state_task.service.state_task_service",
-    "component.state.exec.state_task.state_task_lambda"))
-
-
-def _patch_size_quota() -> None:
-    import importlib
-
-    from moto.stepfunctions.parser import quotas
-
-    exactly_within = quotas.is_within_size_quota
-
-    def is_within_size_quota(value: Any) -> bool:
-        # moto writes a state's data out as JSON to measure it, twice per Task state (its result, then its output),
-        # beside the copies its history events keep: about 2-3 % of serve's CPU in a burst, an embedding's floats
-        # at a time. Data surely under the quota is judged from its shape; only what may not be is written out.
-        return surely_within(value, quotas.MAX_STATE_SIZE_UTF8_BYTES) or exactly_within(value)
-
-    for module in [quotas, *(importlib.import_module(name) for name in SIZE_QUOTA_CHECKERS)]:
-        _patch(module, "is_within_size_quota", is_within_size_quota)
-
-
-# The longest JSON text of each scalar type (a float's repr is at most 24 characters: -2.2250738585072014e-308).
-_SCALAR_JSON_BOUND = {float: 24, bool: 5, type(None): 4}
-_INT_JSON_BOUND = 10 ** 19  # below it in magnitude, an int's text is at most 20 characters
-
-
-def surely_within(value: Any, limit: int) -> bool:
-    """True if ``value`` written as JSON (``json.dumps`` defaults: ASCII only, ``", "`` and ``": "``) is surely
-    shorter than ``limit`` bytes, judged from its shape without writing it; False if it may not be (or is not JSON).
-
-    Each string counts 6 bytes a character (``\\u0000``), 12 if it is not all ASCII (a surrogate pair), each
-    number its longest text: an upper bound, so True is always right and False means "write it out to know".
-    """
-    size, pending = 0, [value]
-    while pending:
-        item = pending.pop()
-        kind = type(item)
-        if kind is str:
-            size += 2 + (6 if item.isascii() else 12) * len(item)
-        elif kind in _SCALAR_JSON_BOUND:
-            size += _SCALAR_JSON_BOUND[kind]
-        elif kind is int and -_INT_JSON_BOUND < item < _INT_JSON_BOUND:
-            size += 20
-        elif kind is dict:
-            size += 2 + 4 * len(item)  # braces, then ", " and ": " per entry
-            for key, nested in item.items():
-                if type(key) is not str:
-                    return False  # written as a string of its own: rare, left to the encoder
-                size += 2 + (6 if key.isascii() else 12) * len(key)
-                pending.append(nested)
-        elif kind is list or kind is tuple:
-            size += 2 + 2 * len(item)
-            pending.extend(item)
-        else:
-            return False  # a huge int, a datetime, anything moto's encoder turns into text
-        if size >= limit:
-            return False
-    return True
-
-
 class SnapshotPerRevision:
     """What moto's Step Functions module sees as ``copy``: one deep copy per state machine revision.
 
@@ -1123,7 +1058,6 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_stepfunctions()
     _patch_state_data_copies()
     _patch_state_threads()
-    _patch_size_quota()
     _patch_dynamodb()
     _patch_condition_expressions()
     _patch_jsonpath()

@@ -5,7 +5,6 @@ These fail when moto changes under it: its version, or the signature of anything
 
 from __future__ import annotations
 
-import datetime
 import inspect
 import json
 import threading
@@ -13,8 +12,6 @@ import threading
 import boto3
 import moto
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from moto import backends as moto_backends
 from moto.core import responses as moto_responses
 from moto.core.common_models import BaseModel
@@ -33,12 +30,6 @@ from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguagePa
 from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
-from moto.stepfunctions.parser import quotas
-from moto.stepfunctions.parser.asl.component.state import state as state_module
-from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_lambda as state_task_lambda_module
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-    state_task_service as state_task_service_module,
-)
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 from inferbus.runtime import moto_patches
@@ -75,8 +66,6 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (result_path, "parse", ["string"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
     (ConditionExpressionParser, "_lex_condition_expression", ["self"]),
-    *[(module, "is_within_size_quota", ["value"]) for module in (quotas, state_module, state_task_service_module,
-                                                                  state_task_lambda_module)],
     (BaseModel, "__new__", ["cls", "args", "kwargs"]),
 ]
 
@@ -677,36 +666,3 @@ def test_a_state_without_a_timeout_runs_on_the_execution_s_thread_with_moto_s_re
     assert described["status"] == "SUCCEEDED"
     assert json.loads(described["output"]) == {"given": True, "both": [1, 1],
                                                 "error": {"Error": "Boom", "Cause": "on purpose"}}
-
-
-JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.text(alphabet="\U0001f600\x00\"")
-JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                                       max_size=6),
-                           max_leaves=40)
-
-
-@settings(max_examples=300, deadline=None)
-@given(value=JSON_VALUES, limit=st.integers(min_value=1, max_value=400))
-def test_the_size_quota_check_answers_as_moto_s_for_any_json(value, limit):
-    """Judged from its shape or written out, a value is within the quota exactly when moto says it is."""
-    moto_patches.install()
-    try:
-        patched = state_module.is_within_size_quota
-        original = quotas.MAX_STATE_SIZE_UTF8_BYTES
-        quotas.MAX_STATE_SIZE_UTF8_BYTES = limit  # both read it at each call
-        try:
-            measured = len((value if isinstance(value, str) else quotas.to_json_str(value)).encode("utf-8"))
-            assert patched(value) == (measured < limit)
-            if moto_patches.surely_within(value, limit):
-                assert measured < limit
-        finally:
-            quotas.MAX_STATE_SIZE_UTF8_BYTES = original
-    finally:
-        moto_patches.uninstall()
-
-
-def test_an_embedding_is_judged_within_the_quota_without_being_written_out():
-    state = {"embedding": {"vector": [0.1 * i - 17.3 for i in range(384)], "model": "minilm"}, "text": "é" * 500}
-    assert moto_patches.surely_within(state, quotas.MAX_STATE_SIZE_UTF8_BYTES)
-    assert not moto_patches.surely_within({"text": "x" * 50_000}, quotas.MAX_STATE_SIZE_UTF8_BYTES)  # written out, then
-    assert not moto_patches.surely_within({"at": datetime.datetime(2026, 1, 1)}, 10 ** 6)  # not plain JSON: written out
