@@ -50,9 +50,10 @@ Cost:
   of deleted messages, so that a second delete succeeds: about 0.35 KB per message).
 - moto's server listed its package's folders (a ``listdir`` and an ``isdir`` per service) to route
   each HTTP request (about a sixth of a PutEvents' time in ``inferbus serve``); the list is made once.
-- A parsed pattern, a JSONPath expression, a state machine's parsed ASL and Step Functions'
-  AWS clients are made once (moto re-parsed them, and built a boto3 client, for every event,
-  every execution and every task).
+- A parsed pattern, a JSONPath expression, a DynamoDB condition expression's tokens, a state
+  machine's parsed ASL and Step Functions' AWS clients are made once (moto re-parsed them, and
+  built a boto3 client, for every event, every request, every execution and every task); DynamoDB's
+  reserved words are a set (moto scanned a list of 573 for each attribute name).
 - DynamoDB ``TransactWriteItems`` backed up a table (to roll back a cancelled transaction)
   with a deep copy once per item of the request, keeping the last: a claim of 100 records
   copied the whole idempotency table 100 times, and a run's time and memory grew with the
@@ -71,6 +72,14 @@ Cost:
   copied float by float through deepcopy's memo). That data is JSON (dicts, lists, strings,
   numbers): :func:`copy_json` copies it the same way at a fraction of the cost and hands
   anything else to ``copy.deepcopy``.
+- ``PutEvents`` built each entry's event once per rule on the bus, matched or not (a parse of its
+  ``Detail``, a deep copy and two clock reads for each of the 13 rules of the kit's template); the
+  event is now built and matched once, and each rule it matches is handed its own copy, as before.
+  An archive's target took the event through its input template (the event written out as JSON,
+  then read back) only to name the archive; the event is archived as it was given, as before.
+- moto's Step Functions interpreter ran the work of each Task, Parallel and Map state on a thread of
+  its own, to stop waiting at the state's timeout; a state with no timeout of its own (waiting
+  99,999,999 s) runs on its execution's thread instead, with the same frame, result and errors.
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.
@@ -85,10 +94,12 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import re
 import sys
 import threading
 import time
 import uuid
+import warnings
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -454,9 +465,11 @@ def _policy_refusals(handler: Any, entries: list[dict[str, Any]]) -> list[dict[s
 
 def _patch_events() -> None:
     from moto.core.exceptions import JsonRESTError
-    from moto.events.exceptions import InvalidEventPatternException
-    from moto.events.models import EventPattern, Rule
+    from moto.core.utils import unix_time
+    from moto.events.exceptions import InvalidEventPatternException, ValidationException
+    from moto.events.models import EventPattern, EventsBackend, Rule
     from moto.events.responses import EventsHandler
+    from moto.moto_api._internal import mock_random
 
     def put_events_as_aws(self: Any) -> str:
         entries = self._get_param("Entries")
@@ -483,19 +496,24 @@ def _patch_events() -> None:
         return load(cls, raw_pattern)
 
     def matches_event(self: Any, event: dict[str, Any]) -> bool:
-        raw = self._raw_pattern
-        return not raw or compile_pattern_text(raw).matches(as_matched(event))
+        return _pattern_matches(self, as_matched(event))
 
     send_to_targets = Rule.send_to_targets
 
     def send_to_targets_as_aws(self: Any, original_event: dict[str, Any], transform_input: bool = True) -> None:
         if self.state == "DISABLED" or not self.event_pattern.matches_event(original_event):
             return
+        deliver_matched(self, original_event, transform_input)
+
+    def deliver_matched(self: Any, original_event: dict[str, Any], transform_input: bool) -> None:
         MATCHED_EVENTS[self.arn] += 1
         delivered = as_matched(original_event)
         plain, transformed = [], []
         for target in self.targets:
             if HOOKS.deliver is not None and HOOKS.deliver(self.arn, target, delivered):
+                continue
+            if transform_input and (archive := _archived_by(target)) is not None:
+                self._send_to_events_archive(archive, original_event)
                 continue
             if ":sqs:" in target["Arn"] and "InputTransformer" not in target:
                 plain.append(target)  # delivered whole, as AWS does (moto's default template drops account)
@@ -520,11 +538,71 @@ def _patch_events() -> None:
             raise InvalidEventPatternException(reason=str(error)) from None
         return json.dumps({"Result": compiled.matches(json.loads(self._get_param("Event") or "{}"))})
 
+    def put_events_parsed_once(self: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # moto's put_events, but moto built each entry's event once per rule on the bus, matched or not (13 rules in
+        # the kit's template: 13 parses of its Detail, 13 deep copies, 26 clock reads per entry). Here the event is
+        # built and matched once, and each rule it matches is handed a copy of its own made as moto made it.
+        if len(events) > 10:
+            raise ValidationException("1 validation error detected: Value '[PutEventsRequestEntry]' at 'entries' "
+                                      "failed to satisfy constraint: Member must have length less than or equal to 10")
+        entries: list[dict[str, Any]] = []
+        for event in events:
+            missing = next((name for name in ("Source", "DetailType", "Detail") if not event.get(name)), None)
+            if missing is not None:
+                entries.append({"ErrorCode": "InvalidArgument",
+                                "ErrorMessage": f"Parameter {missing} is not valid. Reason: {missing} is a required argument."})
+                continue
+            try:
+                detail = json.loads(event["Detail"])
+            except ValueError:
+                entries.append({"ErrorCode": "MalformedDetail", "ErrorMessage": "Detail is malformed."})
+                continue
+            if not isinstance(detail, dict):
+                warnings.warn(f"EventDetail should be of type dict - types such as {type(detail)} are ignored by AWS",
+                              stacklevel=2)
+            event_id = str(mock_random.uuid4())
+            entries.append({"EventId": event_id})
+            event_bus = self.describe_event_bus(self._normalize_event_bus_arn(event.get("EventBusName")))
+            built = {"version": "0", "id": event_id, "detail-type": event["DetailType"], "source": event["Source"],
+                     "account": self.account_id, "time": event.get("Time", unix_time()), "region": self.region_name,
+                     "resources": event.get("Resources", []), "detail": detail, "ingestion-time": unix_time()}
+            matched = as_matched(built)
+            for rule in list(event_bus.rules.values()):
+                if rule.state != "DISABLED" and _pattern_matches(rule.event_pattern, matched):
+                    deliver_matched(rule, {**built, "detail": json.loads(event["Detail"])}, True)
+        return entries
+
     _patch(EventsHandler, "put_events", put_events_as_aws)
+    _patch(EventsBackend, "put_events", put_events_parsed_once)
     _patch(EventPattern, "load", classmethod(validated_load))
     _patch(EventPattern, "matches_event", matches_event)
     _patch(Rule, "send_to_targets", send_to_targets_as_aws)
     _patch(EventsHandler, "test_event_pattern", test_event_pattern)
+
+
+# The input template of the target moto gives an archive's rule: it names the archive (ARN:uuid).
+ARCHIVE_TEMPLATE = re.compile(r'\{"archive-arn": "(?P<arn>[^"]+)", "event": <aws\.events\.event\.json>, ')
+
+
+def _archived_by(target: dict[str, Any]) -> str | None:
+    """The archive (``name:uuid``) a rule target of moto's archives to, or None for any other target.
+
+    moto fills that target's input template with the whole event as JSON and parses the result back, for
+    every event archived, only to read the archive's ARN out of it: the event archived is the one given.
+    """
+    from moto.utilities.arns import parse_arn
+
+    found = ARCHIVE_TEMPLATE.match((target.get("InputTransformer") or {}).get("InputTemplate") or "")
+    arn = parse_arn(target["Arn"])
+    if found is None or arn.service != "events" or arn.resource_type:
+        return None
+    return parse_arn(found["arn"]).resource_id
+
+
+def _pattern_matches(pattern: Any, matched: dict[str, Any]) -> bool:
+    """Whether a rule's ``EventPattern`` matches an event as AWS matches it (:func:`as_matched`)."""
+    raw = pattern._raw_pattern
+    return not raw or compile_pattern_text(raw).matches(matched)
 
 
 def _epoch(value: Any) -> float:
@@ -624,6 +702,53 @@ def _patch_stepfunctions() -> None:
     using = [sys.modules.get(services + name) for name in CLIENT_USING_SERVICES]
     for module in [boto_client, lambda_eval_utils, *[module for module in using if module is not None]]:
         _patch(module, "boto_client_for", cached_client_for)
+
+
+def _patch_state_threads() -> None:
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
+    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+
+    evaluate_with_timeout = ExecutionState._evaluate_with_timeout
+
+    def evaluate_on_this_thread(self: Any, env: Any) -> None:
+        # moto runs the work of every Task, Parallel and Map state on a thread of its own, so as to stop waiting for
+        # it once the state's timeout has passed: a thread started and a wake-up per state (about 4 per event in a
+        # burst). A state with no timeout of its own waits 99,999,999 s, that is to the end of its work whatever
+        # happens: it runs here instead, on the execution's thread, with the same frame, result and errors.
+        timeout = self.timeout
+        if type(timeout) is not TimeoutSeconds or timeout.timeout_seconds != TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS:
+            evaluate_with_timeout(self, env)
+            return
+        timeout.eval(env=env)
+        env.stack.pop()
+        frame = env.open_frame()
+        frame.states.reset(input_value=env.states.get_input())
+        frame.stack = copy_json(env.stack)
+        outputs: list[Any] = []
+        failure: Exception | None = None
+        try:
+            self._eval_execution(frame)
+            outputs.extend(frame.stack)
+        except Exception as error:  # raised once the frame is closed, as moto's thread hands it back
+            failure = error
+        frame.set_ended()
+        env.close_frame(frame)
+        if failure is not None:
+            raise failure
+        output = outputs.pop()
+        env.stack.append(output)
+        if not self._is_language_query_jsonpath():
+            env.states.set_result(output)
+        if self.assign_decl:
+            self.assign_decl.eval(env=env)
+        if self.result_selector:
+            self.result_selector.eval(env=env)
+        if self.result_path:
+            self.result_path.eval(env)
+        else:
+            env.states.reset(input_value=env.stack.pop())
+
+    _patch(ExecutionState, "_evaluate_with_timeout", evaluate_on_this_thread)
 
 
 # Values a JSON copy shares instead of copying: immutable, as deepcopy itself returns them.
@@ -831,6 +956,29 @@ def _patch_dynamodb() -> None:
     _patch(models.DynamoDBBackend, "transact_write_items", undo_logged)
 
 
+def _patch_condition_expressions() -> None:
+    from collections import deque
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
+
+    lex = ConditionExpressionParser._lex_condition_expression
+
+    @functools.lru_cache(maxsize=256)
+    def lexed(expression: str) -> tuple[Any, ...]:
+        return tuple(lex(ConditionExpressionParser(expression, None, None)))
+
+    def lexed_once(self: Any) -> Any:
+        # moto lexes a condition expression (compiling six regular expressions per token) at every parse, twice per
+        # conditional PutItem (once to validate, once to write) and once per item of a TransactWriteItems: about half
+        # of a parse's time. The tokens depend on the text alone and are immutable; each parse consumes its own deque.
+        return deque(lexed(self.condition_expression))
+
+    _patch(ConditionExpressionParser, "_lex_condition_expression", lexed_once)
+    # moto looks each attribute name up in a list of DynamoDB's 573 reserved words; every reader tests membership.
+    _patch(ReservedKeywords, "KEYWORDS", frozenset(ReservedKeywords._get_reserved_keywords()))  # the loader; no cache set
+
+
 UndoEntry = tuple[Any, Any, Any, Any]  # (table, hash key, range key or None, the item before, or None)
 
 
@@ -910,7 +1058,9 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_replays()
     _patch_stepfunctions()
     _patch_state_data_copies()
+    _patch_state_threads()
     _patch_dynamodb()
+    _patch_condition_expressions()
     _patch_jsonpath()
 
 

@@ -16,10 +16,14 @@ from moto import backends as moto_backends
 from moto.core import responses as moto_responses
 from moto.core.common_models import BaseModel
 from moto.core.responses import BaseResponse
+from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
 from moto.events.models import EventPattern, EventsBackend, Replay, Rule
 from moto.events.responses import EventsHandler
 from moto.sqs.models import Queue, SQSBackend
+from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
+from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import StateTaskService
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
@@ -43,6 +47,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
                                      "message_attribute_names"]),
     (SQSBackend, "purge_queue", ["self", "queue_name"]),
     (EventsHandler, "put_events", ["self"]),
+    (EventsBackend, "put_events", ["self", "events"]),
     (EventPattern, "load", ["raw_pattern"]),
     (EventPattern, "matches_event", ["self", "event"]),
     (Rule, "send_to_targets", ["self", "original_event", "transform_input"]),
@@ -50,6 +55,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (Replay, "replay_events", ["self", "archive"]),
     (BaseExecutionWorkerCommunication, "terminated", ["self"]),
     (StateTaskService, "_eval_execution", ["self", "env"]),
+    (ExecutionState, "_evaluate_with_timeout", ["self", "env"]),
 
     (StepFunctionsParserBackend, "start_execution", ["self", "state_machine_arn", "name", "execution_input", "trace_header"]),
     (lambda_eval_utils, "boto_client_for", ["region", "service", "state_credentials"]),
@@ -59,6 +65,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (json_path, "parse", ["path", "debug"]),
     (result_path, "parse", ["string"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
+    (ConditionExpressionParser, "_lex_condition_expression", ["self"]),
     (BaseModel, "__new__", ["cls", "args", "kwargs"]),
 ]
 
@@ -107,12 +114,32 @@ def test_what_is_read_directly_is_still_there():
     assert "RoleArn" in ExecutionData.__annotations__  # a task's execution's role, read from its context object
     # the transaction backs a table up with copy.deepcopy of the module's own `copy`
     assert dynamodb_models.copy.__name__ == "copy" and "copy.deepcopy" in inspect.getsource(DynamoDBBackend.transact_write_items)
+    # DynamoDB's reserved words: read only by membership tests (replaced by a set)
+    from moto.dynamodb import comparisons, responses as dynamodb_responses
+    from moto.dynamodb.parsing import validators
+
+    assert "KEYWORDS" in vars(ReservedKeywords) and len(ReservedKeywords._get_reserved_keywords()) == 573
+    for module in (comparisons, dynamodb_responses, validators):
+        assert inspect.getsource(module).count("ReservedKeywords.get_reserved_keywords()") == \
+            inspect.getsource(module).count("in ReservedKeywords.get_reserved_keywords()") >= 1
+    # an archive's rule target, as moto makes it (its input template names the archive) and archives through it
+    assert '"InputTemplate": f\'{{"archive-arn": "{archive.arn}:{archive.uuid}", "event": <aws.events.event.json>, ' \
+        in inspect.getsource(EventsBackend.create_archive)
+    assert list(inspect.signature(Rule._send_to_events_archive).parameters) == ["self", "resource_id", "event"]
+    # what the PutEvents patch builds once per entry, as moto built it per rule (its keys, in its order)
+    put_events_source = inspect.getsource(EventsBackend.put_events)
+    assert "copy.deepcopy(_BASE_EVENT_MESSAGE)" in put_events_source and "rule.send_to_targets(event_msg)" in put_events_source
+    assert 'event_msg["ingestion-time"] = unix_time()' in put_events_source
+    # a state without a timeout of its own runs on the execution's thread; moto's own waits the default on a thread
+    assert TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS == 99999999
+    assert "terminated_event.wait(timeout_seconds)" in inspect.getsource(ExecutionState._evaluate_with_timeout)
 
 
 def test_install_then_uninstall_restores_every_original():
     from moto.sqs.models import Message
 
-    replaced = [(owner, name) for owner, name, _ in PATCHED] + [(Queue, "attributes"), (Queue, "messages")]
+    replaced = [(owner, name) for owner, name, _ in PATCHED] + [(Queue, "attributes"), (Queue, "messages"),
+                                                                (ReservedKeywords, "KEYWORDS")]
     originals = [owner.__dict__.get(name, getattr(owner, name)) for owner, name in replaced]
     moto_patches.install()
     try:
@@ -143,6 +170,31 @@ def test_delivered_events_keep_their_account_and_disabled_rules_deliver_nothing(
         pipeline.events.disable_rule(Name=rule, EventBusName=pipeline.bus_name)
         pipeline.put_events([entry])
         assert pipeline.sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+
+
+FANNED = t.template(FirstQueue=t.queue(), SecondQueue=t.queue(), OtherQueue=t.queue(),
+                    FirstRule=t.rule("Work", [t.queue_target("FirstQueue")]),
+                    SecondRule=t.rule("Work", [t.queue_target("SecondQueue")]),
+                    OtherRule=t.rule("Other", [t.queue_target("OtherQueue")]))
+
+
+def test_an_event_is_built_once_and_each_rule_it_matches_gets_a_copy_of_its_own():
+    with runtime(FANNED, tap=False) as pipeline:
+        entry = {"EventBusName": pipeline.bus_name, "Source": "s", "DetailType": "Work", "Detail": '{"n": [1, 2]}',
+                 "Resources": ["arn:aws:s3:::r"]}
+        (answer,) = pipeline.events.put_events(Entries=[entry])["Entries"]
+        bodies = {}
+        for queue in ("FirstQueue", "SecondQueue", "OtherQueue"):
+            url = pipeline.deployment.queues[queue].url
+            bodies[queue] = [json.loads(m["Body"]) for m in pipeline.sqs.receive_message(QueueUrl=url).get("Messages", [])]
+        arns = {logical: pipeline.events.describe_rule(Name=name, EventBusName=pipeline.bus_name)["Arn"]
+                for logical, name in pipeline.deployment.rules.items()}
+        matched = {logical: moto_patches.matched_events(arn) for logical, arn in arns.items()}
+    (first,), (second,) = bodies["FirstQueue"], bodies["SecondQueue"]
+    assert first == second and bodies["OtherQueue"] == []
+    assert list(first) == ["version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"]
+    assert first["id"] == answer["EventId"] and first["detail"] == {"n": [1, 2]} and first["resources"] == ["arn:aws:s3:::r"]
+    assert matched == {"FirstRule": 1, "SecondRule": 1, "OtherRule": 0}
 
 
 def test_a_detail_that_is_json_but_not_an_object_is_malformed_as_aws_answers():
@@ -230,6 +282,11 @@ def test_a_replay_takes_its_window_and_only_the_rules_it_names():
                 return sorted(got)
 
             assert drain("taken") == drain("other") == [("old", False), ("recent", False)]
+            from moto.events.models import events_backends
+
+            (archive,) = events_backends["123456789012"]["us-east-1"].archives.values()  # each event as it was put
+            assert [(event["detail"], event["source"], "ingestion-time" in event) for event in archive.events] == \
+                [({"which": "old"}, "s", True), ({"which": "recent"}, "s", True)]
             events.start_replay(ReplayName="r", EventSourceArn=archive_arn, EventStartTime=now - datetime.timedelta(hours=1),
                                 EventEndTime=now, Destination={"Arn": bus_arn, "FilterArns": [rules["taken"]]})
             assert drain("taken") == [("recent", True)] and drain("other") == []
@@ -381,6 +438,26 @@ def patched_dynamodb():
             yield client
         finally:
             moto_patches.uninstall()
+
+
+def test_a_condition_expression_lexed_once_is_evaluated_with_each_request_s_own_values(patched_dynamodb):
+    client = patched_dynamodb
+    condition = "attribute_not_exists(id) OR (#n < :limit AND #n >= :floor)"
+    for limit, written in ((5, False), (50, True), (5, False)):  # item-7 holds n = 7, then 8
+        put = dict(TableName="t", Item={"id": {"S": "item-7"}, "n": {"N": "8"}}, ConditionExpression=condition,
+                   ExpressionAttributeNames={"#n": "n"},
+                   ExpressionAttributeValues={":limit": {"N": str(limit)}, ":floor": {"N": "0"}})
+        if written:
+            client.put_item(**put)
+        else:
+            with pytest.raises(client.exceptions.ConditionalCheckFailedException):
+                client.put_item(**put)
+    assert table_items(client)["item-7"]["n"] == {"N": "8"}
+    for _ in range(2):  # refused as moto refuses them, each time: a reserved word, a text that does not lex
+        with pytest.raises(client.exceptions.ClientError, match="reserved keyword"):
+            client.put_item(TableName="t", Item={"id": {"S": "x"}}, ConditionExpression="attribute_not_exists(name)")
+        with pytest.raises(ValueError, match="Cannot parse condition"):
+            client.put_item(TableName="t", Item={"id": {"S": "x"}}, ConditionExpression="id = $")
 
 
 def table_items(client) -> dict[str, dict]:
@@ -562,3 +639,30 @@ def test_an_execution_s_states_do_not_share_data_under_the_json_copy():
         described = pipeline.stepfunctions.describe_execution(executionArn=execution)
     assert json.loads(described["input"]) == given
     assert json.loads(described["output"]) == {"nested": {"kept": [1, 2], "added": "x", "again": "y"}}
+
+
+def test_a_state_without_a_timeout_runs_on_the_execution_s_thread_with_moto_s_results_and_errors(monkeypatch):
+    """A Parallel state with no timeout of its own starts no thread to wait on (its branches still have theirs);
+    its output, and a failure caught from it, are what moto's own evaluation gives."""
+    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
+
+    def no_thread(*args, **kwargs):
+        raise AssertionError("a state without a timeout was evaluated on a thread of its own")
+
+    monkeypatch.setattr(execute_state, "Thread", no_thread)
+    branch = {"StartAt": "One", "States": {"One": {"Type": "Pass", "Result": 1, "End": True}}}
+    failing = {"StartAt": "Boom", "States": {"Boom": {"Type": "Fail", "Error": "Boom", "Cause": "on purpose"}}}
+    definition = {"StartAt": "Both", "States": {
+        "Both": {"Type": "Parallel", "Branches": [branch, branch], "ResultPath": "$.both", "Next": "Failing"},
+        "Failing": {"Type": "Parallel", "Branches": [failing], "Catch": [
+            {"ErrorEquals": ["Boom"], "ResultPath": "$.error", "Next": "Done"}], "Next": "Done"},
+        "Done": {"Type": "Succeed"}}}
+    with runtime(t.template(), tap=False) as pipeline:
+        arn = pipeline.stepfunctions.create_state_machine(
+            name="inline", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        execution = pipeline.stepfunctions.start_execution(stateMachineArn=arn, input='{"given": true}')["executionArn"]
+        pipeline.drain()
+        described = pipeline.stepfunctions.describe_execution(executionArn=execution)
+    assert described["status"] == "SUCCEEDED"
+    assert json.loads(described["output"]) == {"given": True, "both": [1, 1],
+                                                "error": {"Error": "Boom", "Cause": "on purpose"}}
