@@ -18,10 +18,10 @@ the least and the median of fresh interpreters, handler and baseline interleaved
 - **cold init**: a fresh interpreter importing the handler (models loaded, clients made), tracing
   off and on, against a fresh interpreter that imports onnxruntime, opens the same models and
   makes the boto3 clients the function makes at init (both with the Lambda runtime's variables set, so
-  the kit's init behaves as in Lambda: inferbus_lambda.cold_start; the handlers run from a copy of their tree
-  with its bytecode compiled, as the bundler ships them and as the libraries have theirs); the kit's share is the difference of the
-  medians (wall and CPU time), PASS within 50 ms; then the handler's first invocation in the same
-  interpreter (init + first invoke);
+  the kit's init behaves as in Lambda: inferbus_lambda.cold_start; the handlers run from a copy of their
+  tree with its bytecode compiled, as the bundler ships them and as the libraries have theirs); the kit's
+  share is the difference of the medians (wall and CPU time), PASS within 50 ms; then the handler's first
+  invocation in the same interpreter (init + first invoke);
 - **the embed step** against bare ``session.run`` on the same token ids;
 - **asset sizes**: each function's unzipped asset in ``cdk.out`` (after ``npx cdk synth``).
 
