@@ -30,12 +30,12 @@ Traceback (most recent call last):
 inferbus_lambda.errors.ConfigurationError: x: the function's environment is incomplete or wrong ...
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..lazy import import_on_first_use
 from .base import FunctionEnvironment, StepEnvironment, variable
 
-if TYPE_CHECKING:  # for type checkers; at run time each module is imported on first use (:func:`__getattr__`)
+if TYPE_CHECKING:  # for type checkers; at run time each module is imported on first use
     from .bus import ExecutionFailuresEnvironment, IngestEnvironment, UnroutedEnvironment
     from .claims import AcceptEnvironment, ClaimsEnvironment, ConsumerEnvironment
 
@@ -48,13 +48,7 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A model of :mod:`.claims` or :mod:`.bus`, its module imported on first use (PEP 562)."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = import_on_first_use(__name__, _MODULE_OF, globals())  # a model of .claims or .bus, imported on first use
 
 
 __all__ = ["AcceptEnvironment", "ClaimsEnvironment", "ConsumerEnvironment", "ExecutionFailuresEnvironment",
