@@ -43,7 +43,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
 from .cold_start import release_collection
-from .environment import ConsumerEnvironment, FunctionEnvironment, StepEnvironment
+from .environment import FunctionEnvironment, StepEnvironment
 from .errors import ConfigurationError
 from .metric_names import (
     EVENT_LATENCY_MS,
@@ -56,6 +56,7 @@ from .metric_names import (
 
 if TYPE_CHECKING:
     from .contracts.core import CloudEvent, EventData
+    from .environment import ConsumerEnvironment
     from .manifest import ModelInfo
     from .publishing import PublishFailure
     from .rejections import Rejection
@@ -222,6 +223,7 @@ class ConsumerRuntime(FunctionRuntime):
         from .consumer import InferenceConsumer, expect_type
         from .rate_limit import token_bucket
         from .contracts.core import data_model
+        from .environment import ConsumerEnvironment
         from .sources import record_source
 
         environment = ConsumerEnvironment.from_environ(environ)

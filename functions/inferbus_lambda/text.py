@@ -52,8 +52,9 @@ class TextTokenizer:
     def load(cls, path: str | os.PathLike[str], *, max_tokens: int) -> TextTokenizer:
         from tokenizers import Tokenizer  # imported at init only
 
-        # Read by Python (not the Rust library), so the bundler sees the file opened (see load_session).
-        return cls(Tokenizer.from_str(resolve_model_path(path).read_text()), max_tokens=max_tokens)
+        # Read by Python (not the Rust library), so the bundler sees the file opened (see load_session);
+        # as bytes: decoding half a megabyte into a str first cost the init about 2 ms more.
+        return cls(Tokenizer.from_buffer(resolve_model_path(path).read_bytes()), max_tokens=max_tokens)
 
     @classmethod
     def from_info(cls, info: ModelInfo) -> TextTokenizer:

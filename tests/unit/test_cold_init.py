@@ -111,6 +111,14 @@ def test_a_workflow_task_does_not_import_the_consumers_machinery(name):
     assert not loaded.intersection(CONSUMER_MACHINERY), f"{name} imports {sorted(loaded & set(CONSUMER_MACHINERY))}"
 
 
+@pytest.mark.parametrize("name", [*TASKS, "ad-hoc step"])
+def test_a_workflow_task_makes_only_its_own_environment_model(name):
+    """The consumers', Accept's and the bus functions' environment models are not made by a step."""
+    loaded = set(probe(name)["modules"])
+    assert "inferbus_lambda.environment.base" in loaded
+    assert not loaded & {"inferbus_lambda.environment.claims", "inferbus_lambda.environment.bus"}
+
+
 @pytest.mark.skipif(ACCEPT_HANDLER not in {handler for handler, _ in FUNCTIONS_DECLARED.values()}, reason="no workflow")
 def test_the_accept_step_imports_the_claims_store_and_nothing_else_of_a_consumer():
     """It claims event ids, but runs no batch: the consumer, its record sources, publishing and rejections are not its."""

@@ -6,9 +6,9 @@ model's inputs and outputs); defining the class registers the type, so the consu
 workflows' first step, the CLI and the tests all validate with it.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..lazy import import_on_first_use
 from .core import (
     CAUSE_MAX_CHARS,
     EVENT_DATA_MODELS,
@@ -93,13 +93,7 @@ _DOMAIN_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A domain's name, its module imported on first use (PEP 562)."""
-    if name not in _DOMAIN_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_DOMAIN_OF[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = import_on_first_use(__name__, _DOMAIN_OF, globals())  # a domain's name, its module imported on first use
 
 
 __all__ = [
