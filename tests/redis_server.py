@@ -47,27 +47,34 @@ def redis_endpoint() -> Iterator[str]:
         kwargs = client.connection_pool.connection_kwargs
         yield f"{kwargs['host']}:{kwargs['port']}"
         return
-    server = shutil.which("redis-server") or shutil.which("valkey-server")
-    if server is None:
-        _missing("no redis-server on PATH")
-    port = free_port()
-    process = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.05)
-    else:
-        process.kill()
-        _missing(f"{server} did not start on port {port}")
+    process, port = start_server("--save", "")
     try:
         yield f"127.0.0.1:{port}"
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def start_server(*options: str) -> tuple[subprocess.Popen, int]:
+    """A redis-server on a free loopback port with ``options`` (``--save ""``), once it answers; or skip/fail."""
+    import redis
+
+    server = shutil.which("redis-server") or shutil.which("valkey-server")
+    if server is None:
+        _missing("no redis-server on PATH")
+    port = free_port()
+    process = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--appendonly", "no", *options],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            return process, port
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.05)
+    process.kill()
+    _missing(f"{server} did not start on port {port}")
+    raise AssertionError("unreachable")  # _missing skips or fails
 
 
 @pytest.fixture

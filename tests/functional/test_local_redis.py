@@ -7,7 +7,6 @@ skipped naming the command (CI, ``INFERBUS_REQUIRE_BROKERS=1``: fails instead)."
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,30 +17,16 @@ import redis
 from inferbus.cli_support import FAILED, run_command
 from inferbus.runtime.local_redis import prepare
 from inferbus.runtime.specs import UnsupportedTemplateError
-from tests.redis_server import _missing, free_port
+from tests.redis_server import free_port, start_server
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, redis.Redis, Path]]:
     """``(url, client, working folder)`` of a fresh redis-server that saves its snapshot in ``tmp_path/data``."""
-    binary = shutil.which("redis-server") or shutil.which("valkey-server")
-    if binary is None:
-        _missing("no redis-server on PATH")
     folder = tmp_path / "data"
     folder.mkdir()
-    port = free_port()
-    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-                                "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process, port = start_server("--dir", str(folder))
     client = redis.Redis(port=port)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.05)
-    else:
-        process.kill()
-        _missing(f"{binary} did not start on port {port}")
     try:
         yield f"redis://127.0.0.1:{port}", client, folder
     finally:
