@@ -108,8 +108,8 @@ class EmbeddedPipeline:
         tap's last ``retain`` events while nobody reads it. Bounded the same way, ``retain`` × 100
         of what is small: the events in the bus archive, each queue's receipt handles of deleted
         messages (kept so that a second delete succeeds) and each state machine target's names of
-        executions started (so that a duplicate starts nothing). Trimmed at most once a second. Default, keep everything (the demo, chaos and the tests read
-        it all back).
+        executions started (so that a duplicate starts nothing). Trimmed at most once a second.
+        Default, keep everything (the demo, chaos and the tests read it all back).
     retention_s
         How long the twin remembers what only serves to recognise an event that comes back, for a
         pipeline that runs without end: each claims function's claim lifetime is capped at it (its
@@ -117,9 +117,9 @@ class EmbeddedPipeline:
         an event can come back), so that the TTL sweep frees claims after it, and the bus archive
         keeps only the events of that window, so that a replay never resends an event whose claim
         has expired; the handles of deleted messages and the names of executions started are
-        forgotten after it too. A duplicate within the window is dropped as before; an event that comes back
-        later (a dead-letter redrive) is taken as new, as AWS takes one after the claim lifetime.
-        Nothing waiting in a queue is dropped. Default, the template's lifetimes.
+        forgotten after it too. A duplicate within the window is dropped as before; an event that
+        comes back later (a dead-letter redrive) is taken as new, as AWS takes one after the claim
+        lifetime. Nothing waiting in a queue is dropped. Default, the template's lifetimes.
 
     Attributes
     ----------
