@@ -21,6 +21,7 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
 from moto.events.models import EventPattern, EventsBackend, Replay, Rule
 from moto.events.responses import EventsHandler
+from moto.sqs import models as sqs_models
 from moto.sqs.models import Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
 from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
@@ -40,6 +41,7 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (BaseResponse, "call_action", ["self"]),
     (BaseResponse, "_dispatch", ["self", "request", "full_url", "headers"]),
     (SQSBackend, "is_message_valid_based_on_retention_period", ["self", "queue_name", "message"]),
+    (sqs_models, "generate_receipt_handle", []),
     (Queue, "add_message", ["self", "message"]),
     (SQSBackend, "change_message_visibility", ["self", "queue_name", "receipt_handle", "visibility_timeout"]),
     (Queue, "delete_message", ["self", "receipt_handle"]),
@@ -403,6 +405,23 @@ def test_deletes_answer_as_moto_does(patched_sqs):
     sqs.purge_queue(QueueUrl=purged)
     with pytest.raises(sqs.exceptions.ReceiptHandleIsInvalid):
         sqs.delete_message(QueueUrl=purged, ReceiptHandle=third["ReceiptHandle"])
+
+
+def test_receipt_handles_keep_moto_s_form_and_each_receive_gets_a_new_one(patched_sqs):
+    from moto.sqs.utils import generate_receipt_handle
+
+    sqs, _ = patched_sqs
+    url = fill(sqs, "work", 10)
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)["Messages"]
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    handles = [m["ReceiptHandle"] for m in first + again]
+    moto_s = generate_receipt_handle()
+    assert len(set(handles)) == 20
+    assert all(len(h) == len(moto_s) and h.isascii() and h.isalpha() and h.islower() for h in handles)
+    sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                    for i, m in enumerate(again)])
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (attributes["ApproximateNumberOfMessages"], attributes["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")
 
 
 def test_messages_are_not_kept_after_they_are_deleted(patched_sqs):
