@@ -40,7 +40,7 @@ import abc
 import hashlib
 from typing import Any
 
-from .queue_ops import SQS_BATCH_LIMIT, delete_messages, release_messages
+from .queue_ops import SQS_BATCH_LIMIT, lambda_message_attributes, release_messages
 from .resources import REGION
 from .specs import QueueInfo
 
@@ -135,11 +135,14 @@ class SqsChannel(LocalChannel):
         return receivable(self.queue.arn)  # looked at in-process: a request for nothing slows every other
 
     def receive(self, count: int) -> list[Message]:
-        return self.sqs.receive_message(QueueUrl=self.queue.url, MaxNumberOfMessages=min(count, SQS_BATCH_LIMIT),
-                                        AttributeNames=["All"], MessageAttributeNames=["All"]).get("Messages", [])
+        from .moto_patches import receive_in_process
+
+        return receive_in_process(self.queue.arn, min(count, SQS_BATCH_LIMIT))  # the poller is AWS's: no API request
 
     def ack(self, messages: list[Message]) -> None:
-        delete_messages(self.sqs, self.queue.url, messages)
+        from .moto_patches import delete_in_process
+
+        delete_in_process(self.queue.arn, [message["ReceiptHandle"] for message in messages])
 
     def release(self, messages: list[Message]) -> None:
         release_messages(self.sqs, self.queue.url, messages)
@@ -173,7 +176,7 @@ class SqsChannel(LocalChannel):
             "receiptHandle": message["ReceiptHandle"],
             "body": message["Body"],
             "attributes": message.get("Attributes", {}),
-            "messageAttributes": message.get("MessageAttributes", {}),
+            "messageAttributes": lambda_message_attributes(message.get("MessageAttributes", {})),
             "md5OfBody": message.get("MD5OfBody") or hashlib.md5(message["Body"].encode()).hexdigest(),  # noqa: S324
             "eventSource": "aws:sqs",
             "eventSourceARN": self.queue.arn,

@@ -1276,6 +1276,83 @@ def hidden_on_purpose(queue_arn: str, receipt_handles: list[str]) -> set[str]:
             if (message := index.by_handle.get(handle)) is not None and message.__dict__.get(HIDDEN_WITH) == handle}
 
 
+# What ReceiveMessage with AttributeNames=["All"] returns of a message, in moto's response's order.
+_RECEIVED_ATTRIBUTES = (("SenderId", "sender_id"), ("SentTimestamp", "sent_timestamp"),
+                        ("ApproximateReceiveCount", "approximate_receive_count"),
+                        ("ApproximateFirstReceiveTimestamp", "approximate_first_receive_timestamp"))
+_RECEIVED_IF_SET = (("MessageDeduplicationId", "deduplication_id"), ("MessageGroupId", "group_id"))
+
+
+def receive_in_process(queue_arn: str, count: int) -> list[dict[str, Any]]:
+    """``ReceiveMessage`` of up to ``count`` messages with every attribute and message attribute, without a request.
+
+    The same receive as the API's (moto's backend applies the queue's visibility timeout, its redrive
+    policy and FIFO's message groups), answered as botocore parses moto's response to
+    ``AttributeNames=["All"], MessageAttributeNames=["All"]``, under the lock every request holds. For
+    Lambda's poller of an event source, which is AWS's own and not a caller of the SQS API: its receives
+    went through botocore and moto's HTTP layer, a quarter of the server's CPU for events routed to a queue.
+
+    Raises
+    ------
+    botocore.exceptions.ClientError
+        ``AWS.SimpleQueueService.NonExistentQueue`` for a queue that no longer exists, as the API answers.
+    """
+    from moto.sqs.models import sqs_backends
+
+    _, _, _, region, account, name = queue_arn.split(":", 5)
+    backend = sqs_backends[account][region]
+    with REQUEST_LOCK:
+        queue = backend.queues.get(name)
+        if queue is None:
+            raise _no_such_queue("ReceiveMessage")
+        messages = backend.receive_message(name, count, 0, queue.visibility_timeout, ["All"])
+        return [_as_received(message) for message in messages]
+
+
+def _as_received(message: Any) -> dict[str, Any]:
+    received: dict[str, Any] = {"MessageId": message.id, "ReceiptHandle": message.receipt_handle,
+                                "MD5OfBody": message.body_md5, "Body": message.body}
+    if message.message_attributes:
+        received["MessageAttributes"] = message.message_attributes
+        received["MD5OfMessageAttributes"] = message.attribute_md5
+    attributes = {key: str(getattr(message, name)) for key, name in _RECEIVED_ATTRIBUTES}
+    attributes |= {key: value for key, name in _RECEIVED_IF_SET if (value := getattr(message, name)) is not None}
+    if trace := (message.system_attributes or {}).get("AWSTraceHeader", {}).get("StringValue"):
+        attributes["AWSTraceHeader"] = trace
+    if message.sequence_number is not None:
+        attributes["SequenceNumber"] = message.sequence_number
+    received["Attributes"] = attributes
+    return received
+
+
+def delete_in_process(queue_arn: str, receipt_handles: Iterable[str]) -> None:
+    """Delete received messages by their handles without a request, as ``DeleteMessageBatch`` does.
+
+    A handle that no longer deletes anything (its message moved to a dead-letter queue, or the queue
+    was purged) is left out, as that request's ``Failed`` entries are.
+    """
+    from moto.sqs.exceptions import ReceiptHandleIsInvalid
+    from moto.sqs.models import sqs_backends
+
+    _, _, _, region, account, name = queue_arn.split(":", 5)
+    backend = sqs_backends[account][region]
+    with REQUEST_LOCK:
+        if name not in backend.queues:
+            raise _no_such_queue("DeleteMessageBatch")
+        for handle in receipt_handles:
+            try:
+                backend.delete_message(name, handle)
+            except ReceiptHandleIsInvalid:
+                continue
+
+
+def _no_such_queue(operation: str) -> Exception:
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue", "Type": "Sender",
+                                  "Message": "The specified queue does not exist."}}, operation)
+
+
 def queue_depth(queue_arn: str) -> int:
     """Messages on a queue, visible or in flight (what ``ApproximateNumberOf...`` add up to), without a request."""
     queue = _queue(queue_arn)

@@ -27,7 +27,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .queue_ops import SQS_BATCH_LIMIT, delete_messages, release_messages
+from .queue_ops import SQS_BATCH_LIMIT, delete_messages, lambda_message_attributes, release_messages
 from .specs import PipeSpec, QueueInfo
 
 __all__ = ["LocalPipe", "PipeError", "check_pipe", "read_path"]
@@ -87,7 +87,7 @@ class LocalPipe:
         except ValueError:
             pass  # a body that is not JSON stays a string, as Pipes leaves it
         return {"messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"], "body": body,
-                "attributes": message.get("Attributes", {}), "messageAttributes": message.get("MessageAttributes", {}),
+                "attributes": message.get("Attributes", {}), "messageAttributes": lambda_message_attributes(message.get("MessageAttributes", {})),
                 "eventSource": "aws:sqs", "eventSourceARN": self.source.arn}
 
     def _parameter(self, event: dict[str, Any], value: str | None) -> str | None:

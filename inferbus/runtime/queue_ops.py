@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 SQS_BATCH_LIMIT = 10  # most messages per ReceiveMessage, DeleteMessageBatch or ChangeMessageVisibilityBatch
@@ -49,3 +50,20 @@ def release_messages(sqs: Any, queue_url: str, messages: list[dict[str, Any]]) -
             QueueUrl=queue_url,
             Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0} for i, m in enumerate(chunk)],
         )
+
+
+def lambda_message_attributes(attributes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A message's attributes as Lambda's (and Pipes') SQS records give them, from ``ReceiveMessage``'s.
+
+    >>> lambda_message_attributes({"reason": {"DataType": "String", "StringValue": "late"}})
+    {'reason': {'stringValue': 'late', 'stringListValues': [], 'binaryListValues': [], 'dataType': 'String'}}
+    """
+    records: dict[str, dict[str, Any]] = {}
+    for name, value in attributes.items():
+        record: dict[str, Any] = {}
+        if "StringValue" in value:
+            record["stringValue"] = value["StringValue"]
+        if "BinaryValue" in value:  # bytes once botocore has read it; base64 text in a record
+            record["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode("ascii")
+        records[name] = record | {"stringListValues": [], "binaryListValues": [], "dataType": value["DataType"]}
+    return records

@@ -685,3 +685,56 @@ def test_a_state_without_a_timeout_runs_on_the_execution_s_thread_with_moto_s_re
     assert described["status"] == "SUCCEEDED"
     assert json.loads(described["output"]) == {"given": True, "both": [1, 1],
                                                 "error": {"Error": "Boom", "Cause": "on purpose"}}
+
+
+ATTRIBUTES = {"reason": {"DataType": "String", "StringValue": "late"}, "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
+              "tries": {"DataType": "Number.int", "StringValue": "3"}}
+VARYING = ("SentTimestamp", "ApproximateFirstReceiveTimestamp", "SequenceNumber")  # per message or per receive
+
+
+def as_compared(message: dict) -> dict:
+    """A received message without what differs between two receives of equal messages (ids, handles, times)."""
+    attributes = {k: v for k, v in message["Attributes"].items() if k not in VARYING}
+    return {k: v for k, v in message.items() if k not in ("MessageId", "ReceiptHandle")} | {"Attributes": attributes}
+
+
+@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
+def test_a_receive_in_process_answers_as_the_api_does(patched_sqs, fifo):
+    sqs, _ = patched_sqs
+    suffix, extra = (".fifo", {"FifoQueue": "true"}) if fifo else ("", {})
+    urls = [sqs.create_queue(QueueName=f"{name}{suffix}", Attributes=extra)["QueueUrl"] for name in ("api", "direct")]
+    for url in urls:
+        for n in range(3):
+            sqs.send_message(QueueUrl=url, MessageBody=f"m{n}", MessageAttributes=ATTRIBUTES if n else {},
+                             MessageSystemAttributes={"AWSTraceHeader": {"DataType": "String", "StringValue": "Root=1-a"}},
+                             **({"MessageGroupId": "g", "MessageDeduplicationId": f"d{n}"} if fifo else {}))
+    by_api = sqs.receive_message(QueueUrl=urls[0], MaxNumberOfMessages=10, AttributeNames=["All"],
+                                 MessageAttributeNames=["All"])["Messages"]
+    direct = moto_patches.receive_in_process(f"arn:aws:sqs:us-east-1:123456789012:direct{suffix}", 10)
+    assert [as_compared(m) for m in direct] == [as_compared(m) for m in by_api]
+    assert len(direct) == 3 and set(direct[0]["Attributes"]) == set(by_api[0]["Attributes"])
+    # received means in flight, as for the API: a second receive finds nothing; the handles delete them
+    assert moto_patches.receive_in_process(f"arn:aws:sqs:us-east-1:123456789012:direct{suffix}", 10) == []
+    moto_patches.delete_in_process(f"arn:aws:sqs:us-east-1:123456789012:direct{suffix}",
+                                   [m["ReceiptHandle"] for m in direct] + ["stale-handle"])
+    counts = sqs.get_queue_attributes(QueueUrl=urls[1], AttributeNames=["All"])["Attributes"]
+    assert (counts["ApproximateNumberOfMessages"], counts["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")
+
+
+def test_a_receive_in_process_applies_the_queue_s_visibility_and_redrive(patched_sqs):
+    from botocore.exceptions import ClientError
+
+    sqs, _ = patched_sqs
+    dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    redrive = json.dumps({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:dlq", "maxReceiveCount": "2"})
+    url = sqs.create_queue(QueueName="work", Attributes={"RedrivePolicy": redrive, "VisibilityTimeout": "0"})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="poison")
+    arn = "arn:aws:sqs:us-east-1:123456789012:work"
+    counts = [moto_patches.receive_in_process(arn, 10)[0]["Attributes"]["ApproximateReceiveCount"] for _ in range(2)]
+    assert counts == ["1", "2"]  # visible again at once (the queue's timeout is 0), counted as the API counts
+    assert moto_patches.receive_in_process(arn, 10) == []  # the third receive moves it to the dead-letter queue
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=dlq)["Messages"]] == ["poison"]
+    sqs.delete_queue(QueueUrl=url)
+    for call in (lambda: moto_patches.receive_in_process(arn, 1), lambda: moto_patches.delete_in_process(arn, ["h"])):
+        with pytest.raises(ClientError, match="does not exist"):
+            call()

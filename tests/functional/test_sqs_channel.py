@@ -1,0 +1,49 @@
+"""The local poller's SQS channel: what it hands a function is a Lambda SQS event, message attributes included."""
+
+from __future__ import annotations
+
+import base64
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.data_classes import SQSEvent
+
+from inferbus.runtime import moto_patches
+from inferbus.runtime.channels import SqsChannel
+from inferbus.runtime.specs import QueueInfo
+
+ARN = "arn:aws:sqs:us-east-1:123456789012:work"
+
+
+@pytest.fixture
+def channel():
+    from moto import mock_aws
+
+    with mock_aws():
+        moto_patches.install()
+        try:
+            sqs = boto3.client("sqs", region_name="us-east-1")
+            url = sqs.create_queue(QueueName="work")["QueueUrl"]
+            yield SqsChannel(QueueInfo("Work", "work", url, ARN, 30, None, None), sqs), sqs
+        finally:
+            moto_patches.uninstall()
+
+
+def test_a_record_carries_its_message_attributes_as_lambda_gives_them(channel):
+    channel, sqs = channel
+    sqs.send_message(QueueUrl=channel.queue.url, MessageBody='{"n": 1}', MessageAttributes={
+        "reason": {"DataType": "String", "StringValue": "late"},
+        "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"}})
+    sqs.send_message(QueueUrl=channel.queue.url, MessageBody="plain")
+    assert channel.ready()
+    messages = channel.receive(10)
+    record, plain = SQSEvent(channel.lambda_event(messages)).records
+    assert record.message_attributes["reason"].string_value == "late"
+    assert record.message_attributes["reason"].data_type == "String"
+    assert base64.b64decode(record.message_attributes["blob"].binary_value) == b"\x00\xff"
+    assert record.raw_event["messageAttributes"]["reason"] == {"stringValue": "late", "stringListValues": [],
+                                                               "binaryListValues": [], "dataType": "String"}
+    assert plain.raw_event["messageAttributes"] == {} and plain.body == "plain"
+    assert record.attributes.approximate_receive_count == "1" and record.event_source_arn == ARN
+    channel.ack(messages)
+    assert channel.backlog() == 0 and not channel.ready()
