@@ -87,7 +87,8 @@ class LocalPipe:
         except ValueError:
             pass  # a body that is not JSON stays a string, as Pipes leaves it
         return {"messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"], "body": body,
-                "attributes": message.get("Attributes", {}), "messageAttributes": lambda_message_attributes(message.get("MessageAttributes", {})),
+                "attributes": message.get("Attributes", {}),
+                "messageAttributes": lambda_message_attributes(message.get("MessageAttributes", {})),
                 "eventSource": "aws:sqs", "eventSourceARN": self.source.arn}
 
     def _parameter(self, event: dict[str, Any], value: str | None) -> str | None:

@@ -421,7 +421,8 @@ def test_receipt_handles_keep_moto_s_form_and_each_receive_gets_a_new_one(patche
     sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
                                                     for i, m in enumerate(again)])
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-    assert (attributes["ApproximateNumberOfMessages"], attributes["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")
+    assert (attributes["ApproximateNumberOfMessages"],
+            attributes["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")
 
 
 def test_messages_are_not_kept_after_they_are_deleted(patched_sqs):
@@ -687,7 +688,8 @@ def test_a_state_without_a_timeout_runs_on_the_execution_s_thread_with_moto_s_re
                                                 "error": {"Error": "Boom", "Cause": "on purpose"}}
 
 
-ATTRIBUTES = {"reason": {"DataType": "String", "StringValue": "late"}, "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
+ATTRIBUTES = {"reason": {"DataType": "String", "StringValue": "late"},
+              "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
               "tries": {"DataType": "Number.int", "StringValue": "3"}}
 VARYING = ("SentTimestamp", "ApproximateFirstReceiveTimestamp", "SequenceNumber")  # per message or per receive
 
@@ -706,7 +708,8 @@ def test_a_receive_in_process_answers_as_the_api_does(patched_sqs, fifo):
     for url in urls:
         for n in range(3):
             sqs.send_message(QueueUrl=url, MessageBody=f"m{n}", MessageAttributes=ATTRIBUTES if n else {},
-                             MessageSystemAttributes={"AWSTraceHeader": {"DataType": "String", "StringValue": "Root=1-a"}},
+                             MessageSystemAttributes={"AWSTraceHeader": {"DataType": "String",
+                                                                         "StringValue": "Root=1-a"}},
                              **({"MessageGroupId": "g", "MessageDeduplicationId": f"d{n}"} if fifo else {}))
     by_api = sqs.receive_message(QueueUrl=urls[0], MaxNumberOfMessages=10, AttributeNames=["All"],
                                  MessageAttributeNames=["All"])["Messages"]
@@ -727,7 +730,8 @@ def test_a_receive_in_process_applies_the_queue_s_visibility_and_redrive(patched
     sqs, _ = patched_sqs
     dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
     redrive = json.dumps({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:dlq", "maxReceiveCount": "2"})
-    url = sqs.create_queue(QueueName="work", Attributes={"RedrivePolicy": redrive, "VisibilityTimeout": "0"})["QueueUrl"]
+    url = sqs.create_queue(QueueName="work",
+                           Attributes={"RedrivePolicy": redrive, "VisibilityTimeout": "0"})["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="poison")
     arn = "arn:aws:sqs:us-east-1:123456789012:work"
     counts = [moto_patches.receive_in_process(arn, 10)[0]["Attributes"]["ApproximateReceiveCount"] for _ in range(2)]

@@ -4,29 +4,21 @@ from __future__ import annotations
 
 import base64
 
-import boto3
 import pytest
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
 
-from inferbus.runtime import moto_patches
 from inferbus.runtime.channels import SqsChannel
 from inferbus.runtime.specs import QueueInfo
+from tests.functional.test_moto_patches import patched_sqs  # noqa: F401 (the fixture: a patched moto SQS)
 
 ARN = "arn:aws:sqs:us-east-1:123456789012:work"
 
 
 @pytest.fixture
-def channel():
-    from moto import mock_aws
-
-    with mock_aws():
-        moto_patches.install()
-        try:
-            sqs = boto3.client("sqs", region_name="us-east-1")
-            url = sqs.create_queue(QueueName="work")["QueueUrl"]
-            yield SqsChannel(QueueInfo("Work", "work", url, ARN, 30, None, None), sqs), sqs
-        finally:
-            moto_patches.uninstall()
+def channel(patched_sqs):
+    sqs, _ = patched_sqs
+    url = sqs.create_queue(QueueName="work")["QueueUrl"]
+    return SqsChannel(QueueInfo("Work", "work", url, ARN, 30, None, None), sqs), sqs
 
 
 def test_a_record_carries_its_message_attributes_as_lambda_gives_them(channel):
