@@ -1,8 +1,10 @@
-"""The local poller's SQS channel: what it hands a function is a Lambda SQS event, message attributes included."""
+"""The local poller's SQS channel and the local pipe: each hands on an SQS record as Lambda (or Pipes)
+gives it, message attributes included."""
 
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
@@ -39,3 +41,23 @@ def test_a_record_carries_its_message_attributes_as_lambda_gives_them(channel):
     assert record.attributes.approximate_receive_count == "1" and record.event_source_arn == ARN
     channel.ack(messages)
     assert channel.backlog() == 0 and not channel.ready()
+
+
+def test_a_pipe_s_source_record_carries_message_attributes_as_pipes_gives_them(patched_sqs):
+    from inferbus.runtime.pipes import LocalPipe
+    from inferbus.runtime.specs import PipeSpec
+
+    sqs, _ = patched_sqs
+    queues = {name: QueueInfo(name, name, sqs.create_queue(QueueName=name)["QueueUrl"],
+                              f"arn:aws:sqs:us-east-1:123456789012:{name}", 30, None, None)
+              for name in ("source", "target")}
+    pipe = LocalPipe(PipeSpec("Pipe", queues["source"].arn, queues["target"].arn, 10, None, None, None),
+                     queues["source"], queues["target"], sqs)
+    sqs.send_message(QueueUrl=queues["source"].url, MessageBody='{"n": 1}',
+                     MessageAttributes={"reason": {"DataType": "String", "StringValue": "late"}})
+    assert pipe.dispatch() == 1
+    (moved,) = sqs.receive_message(QueueUrl=queues["target"].url)["Messages"]
+    record = json.loads(moved["Body"])
+    assert record["body"] == {"n": 1} and record["eventSourceARN"] == queues["source"].arn
+    assert record["messageAttributes"] == {"reason": {"stringValue": "late", "stringListValues": [],
+                                                      "binaryListValues": [], "dataType": "String"}}
