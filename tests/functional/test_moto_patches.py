@@ -25,6 +25,7 @@ from moto.sqs import models as sqs_models
 from moto.sqs.models import Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
 from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import StateTaskService
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
@@ -68,6 +69,8 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (result_path, "parse", ["string"]),
     (DynamoDBBackend, "transact_write_items", ["self", "transact_items"]),
     (ConditionExpressionParser, "_lex_condition_expression", ["self"]),
+    (CommonStateField, "_get_state_entered_event_details", ["self", "env"]),
+    (CommonStateField, "_get_state_exited_event_details", ["self", "env"]),
     (BaseModel, "__new__", ["cls", "args", "kwargs"]),
 ]
 
@@ -135,6 +138,14 @@ def test_what_is_read_directly_is_still_there():
     # a state without a timeout of its own runs on the execution's thread; moto's own waits the default on a thread
     assert TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS == 99999999
     assert "terminated_event.wait(timeout_seconds)" in inspect.getsource(ExecutionState._evaluate_with_timeout)
+    # a state's history events write out its input as get_input() returns it: a deep copy of the states' input
+    from moto.stepfunctions.parser.asl.eval.states import States
+
+    for method in (CommonStateField._get_state_entered_event_details, CommonStateField._get_state_exited_event_details):
+        assert 'to_json_str(env.states.get_input(), separators=(",", ":"))' in inspect.getsource(method)
+    assert "self._extract(query, self._states_data[\"input\"])" in inspect.getsource(States.get_input)
+    assert "copy.deepcopy(result)" in inspect.getsource(States._extract)
+    assert "env.variable_store.reset_tracing()" in inspect.getsource(CommonStateField._get_state_exited_event_details)
 
 
 def test_install_then_uninstall_restores_every_original():
@@ -610,6 +621,8 @@ def test_the_interpreter_modules_whose_copies_are_replaced_still_copy_with_copy_
     {"embedding": [0.25 * i for i in range(384)], "meta": {"id": "e-1", "ok": True, "none": None, "n": 2**40}},
     [[1, [2, [3, {"deep": ["x"]}]]], "s", 1.5, False],
     "a string", 7, None,
+    {"pixels": list(range(2304)), "width": 48},  # a long flat list: copied in one pass
+    [0] * 40 + [{"nested": [1]}] + [[2, 3]],  # long, scalar first, containers last: copied item by item
 ])
 def test_a_json_copy_equals_deepcopy_and_shares_no_container(value):
     import copy
@@ -659,6 +672,34 @@ def test_an_execution_s_states_do_not_share_data_under_the_json_copy():
         described = pipeline.stepfunctions.describe_execution(executionArn=execution)
     assert json.loads(described["input"]) == given
     assert json.loads(described["output"]) == {"nested": {"kept": [1, 2], "added": "x", "again": "y"}}
+
+
+def test_a_state_s_history_events_carry_its_input_and_output_as_moto_writes_them():
+    """Entered and exited events write the state's data as compact JSON (now from the data, not a copy of it),
+    and an exited event carries the variables the state assigned."""
+    definition = {"StartAt": "Add", "States": {
+        "Add": {"Type": "Pass", "Result": "x", "ResultPath": "$.nested.added", "Assign": {"marker": "on"},
+                "Next": "Again"},
+        "Again": {"Type": "Pass", "Result": "é", "ResultPath": "$.nested.again", "End": True}}}
+    given = {"nested": {"kept": [1, 2]}}
+    after_add = {"nested": {"kept": [1, 2], "added": "x"}}
+    after_again = {"nested": {"kept": [1, 2], "added": "x", "again": "é"}}
+    with runtime(t.template(), tap=False) as pipeline:
+        arn = pipeline.stepfunctions.create_state_machine(name="history", definition=json.dumps(definition),
+                                                          roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        execution = pipeline.stepfunctions.start_execution(stateMachineArn=arn, input=json.dumps(given))["executionArn"]
+        pipeline.drain()
+        history = moto_patches.execution_history(execution)
+    compact = lambda value: json.dumps(value, separators=(",", ":"))  # noqa: E731 - moto's to_json_str, ASCII
+    details = [event.get("stateEnteredEventDetails") or event.get("stateExitedEventDetails") for event in history
+               if event["type"] in ("PassStateEntered", "PassStateExited")]
+    assert details == [
+        {"name": "Add", "input": compact(given), "inputDetails": {"truncated": False}},
+        {"name": "Add", "output": compact(after_add), "outputDetails": {"truncated": False},
+         "assignedVariables": {"marker": '"on"'}, "assignedVariablesDetails": {"truncated": False}},
+        {"name": "Again", "input": compact(after_add), "inputDetails": {"truncated": False}},
+        {"name": "Again", "output": compact(after_again), "outputDetails": {"truncated": False}},
+    ]
 
 
 def test_a_state_without_a_timeout_runs_on_the_execution_s_thread_with_moto_s_results_and_errors(monkeypatch):
