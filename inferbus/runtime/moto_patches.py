@@ -1250,11 +1250,17 @@ def running_executions() -> list[str]:
     return [e.exec_arn for e in _parser_executions() if e.exec_status is not None and e.exec_status.value == "RUNNING"]
 
 
-def _queue(queue_arn: str) -> Any:
+def _sqs_backend(queue_arn: str) -> tuple[Any, str]:
+    """The SQS backend that holds a queue, and the queue's name."""
     from moto.sqs.models import sqs_backends
 
     _, _, _, region, account, name = queue_arn.split(":", 5)
-    return sqs_backends[account][region].queues.get(name)
+    return sqs_backends[account][region], name
+
+
+def _queue(queue_arn: str) -> Any:
+    backend, name = _sqs_backend(queue_arn)
+    return backend.queues.get(name)
 
 
 def mark_managed(rule_arn: str, managed_by: str) -> None:
@@ -1312,7 +1318,7 @@ def hidden_on_purpose(queue_arn: str, receipt_handles: list[str]) -> set[str]:
             if (message := index.by_handle.get(handle)) is not None and message.__dict__.get(HIDDEN_WITH) == handle}
 
 
-# What ReceiveMessage with AttributeNames=["All"] returns of a message, in moto's response's order.
+# What ReceiveMessage with AttributeNames=["All"] returns of every message, and of one that has them.
 _RECEIVED_ATTRIBUTES = (("SenderId", "sender_id"), ("SentTimestamp", "sent_timestamp"),
                         ("ApproximateReceiveCount", "approximate_receive_count"),
                         ("ApproximateFirstReceiveTimestamp", "approximate_first_receive_timestamp"))
@@ -1333,11 +1339,8 @@ def receive_in_process(queue_arn: str, count: int) -> list[dict[str, Any]]:
     botocore.exceptions.ClientError
         ``AWS.SimpleQueueService.NonExistentQueue`` for a queue that no longer exists, as the API answers.
     """
-    from moto.sqs.models import sqs_backends
-
-    _, _, _, region, account, name = queue_arn.split(":", 5)
-    backend = sqs_backends[account][region]
-    with REQUEST_LOCK:
+    backend, name = _sqs_backend(queue_arn)
+    with SERVICE_LOCKS.get("sqs", REQUEST_LOCK):  # the lock an SQS request holds
         queue = backend.queues.get(name)
         if queue is None:
             raise _no_such_queue("ReceiveMessage")
@@ -1368,11 +1371,9 @@ def delete_in_process(queue_arn: str, receipt_handles: Iterable[str]) -> None:
     was purged) is left out, as that request's ``Failed`` entries are.
     """
     from moto.sqs.exceptions import ReceiptHandleIsInvalid
-    from moto.sqs.models import sqs_backends
 
-    _, _, _, region, account, name = queue_arn.split(":", 5)
-    backend = sqs_backends[account][region]
-    with REQUEST_LOCK:
+    backend, name = _sqs_backend(queue_arn)
+    with SERVICE_LOCKS.get("sqs", REQUEST_LOCK):
         if name not in backend.queues:
             raise _no_such_queue("DeleteMessageBatch")
         for handle in receipt_handles:
