@@ -41,8 +41,8 @@ def by_key(ids: list[str]) -> dict[str, list[str]]:
 
 
 def fifo_template(*, max_receive_count: int = 50, **environment) -> dict:
-    return t.template(Dlq=fifo_queue(), Work=fifo_queue("Dlq", max_receive_count=max_receive_count),
-                      Consumer=t.function("ordered", **environment),
+    return t.template(Dlq=fifo_queue(), Work=fifo_queue("Dlq", max_receive_count=max_receive_count), Claims=t.claims_table(),
+                      Consumer=t.function("ordered", IDEMPOTENCY_TABLE_NAME={"Ref": "Claims"}, **environment),
                       Mapping=t.event_source("Consumer", "Work", batch_size=10, max_concurrency=2))
 
 

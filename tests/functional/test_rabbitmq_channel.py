@@ -23,12 +23,6 @@ from tests.runtime_fixtures import templates as t
 rabbitmq_queue = rabbitmq_broker.rabbitmq_queue  # the fixture: a fresh queue on the running broker
 
 
-def claims_table() -> dict:
-    return {"Type": "AWS::DynamoDB::Table", "Properties": {
-        "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
-        "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}], "BillingMode": "PAY_PER_REQUEST"}}
-
-
 def rabbit_template(queue: str, *, max_receive_count: int, batch_size: int = 10) -> dict:
     """An Amazon MQ mapping as CDK writes one: the broker's ARN, one queue, the credential and the virtual host."""
     mapping = {"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
@@ -41,7 +35,7 @@ def rabbit_template(queue: str, *, max_receive_count: int, batch_size: int = 10)
                           # what the runtime's after-failure hook reads to find the function's claims
                           POWERTOOLS_SERVICE_NAME="rabbit", POWERTOOLS_METRICS_NAMESPACE="Test",
                           IDEMPOTENCY_TTL_SECONDS="600")
-    return t.template(Dlq=t.queue(), Invalid=t.queue(), Claims=claims_table(), Consumer=function, Mapping=mapping)
+    return t.template(Dlq=t.queue(), Invalid=t.queue(), Claims=t.claims_table(), Consumer=function, Mapping=mapping)
 
 
 def cloudevent(event_id: str, pixel: int = 1) -> dict:

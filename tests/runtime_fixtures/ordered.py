@@ -1,4 +1,5 @@
-"""The kit's inference consumer on an SQS (FIFO) batch, its claims and bus in memory.
+"""The kit's inference consumer on an SQS (FIFO) batch: its claims in the template's DynamoDB table (shared by
+the function's execution environments, so a duplicate is recognised in whichever it lands), its bus in memory.
 
 Every result it publishes is logged (``published``, with the result's ``subject``: its input's
 id) in the order PutEvents accepted it: the ledger a test reads to check the order of a group.
@@ -14,7 +15,7 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools import Logger
-from inferbus_lambda.claims import InMemoryClaimStore
+from inferbus_lambda.claims import DynamoDBClaimStore
 from inferbus_lambda.consumer import InferenceConsumer, expect_type
 from inferbus_lambda.contracts import ImageSubmitted, from_put_events_entry
 from inferbus_lambda.publishing import publish_events
@@ -43,7 +44,8 @@ runtime.consumer = InferenceConsumer(
                            max_receive_count=int(os.environ.get("MAX_RECEIVE_COUNT", "0")) or None,
                            sqs=lambda: boto3.client("sqs")), parse=expect_type("ImageSubmitted"),
     infer=lambda events: [ImageSubmitted(pixels=event.data.pixels) for event in events],
-    claims=InMemoryClaimStore(scope="ordered", expires_after_seconds=60),
+    claims=DynamoDBClaimStore(os.environ["IDEMPOTENCY_TABLE_NAME"], scope="ordered", expires_after_seconds=60,
+                              client=boto3.client("dynamodb")),
     publish=lambda entries: publish_events(runtime.events, entries, sleep=lambda _: None),
     result_source="inferbus.ordered", bus_name="bus", metrics=Metrics(), logger=Logger(service="ordered"))
 

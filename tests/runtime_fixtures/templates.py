@@ -25,6 +25,14 @@ def queue(dead_letter: str | None = None, *, max_receive_count: int = 2) -> dict
     return {"Type": "AWS::SQS::Queue", "Properties": props, "UpdateReplacePolicy": "Delete", "DeletionPolicy": "Delete"}
 
 
+def claims_table() -> dict[str, Any]:
+    """A claims table as the kit's consumers use it (``IDEMPOTENCY_TABLE_NAME``): shared by every
+    execution environment of a function, as in AWS, so a duplicate is recognised wherever it lands."""
+    return {"Type": "AWS::DynamoDB::Table", "Properties": {
+        "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}], "BillingMode": "PAY_PER_REQUEST"}}
+
+
 def role(service: str = "states.amazonaws.com") -> dict[str, Any]:
     return {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {
         "Statement": [{"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": service}}],
