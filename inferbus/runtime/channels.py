@@ -40,7 +40,7 @@ import abc
 import hashlib
 from typing import Any
 
-from .queue_ops import SQS_BATCH_LIMIT, delete_messages, lambda_message_attributes, release_messages
+from .queue_ops import SQS_BATCH_LIMIT, lambda_message_attributes, release_messages
 from .resources import REGION
 from .specs import QueueInfo
 
@@ -137,19 +137,11 @@ class SqsChannel(LocalChannel):
     def receive(self, count: int) -> list[Message]:
         from .moto_patches import receive_in_process
 
-        # A FIFO queue's poller still goes through the API: with the in-process receive, an ordering test
-        # (test_ordered_consumption, duplicates in place) failed 1 run in 8 beside a busy core; 0 in 12 this way.
-        if self.fifo:
-            return self.sqs.receive_message(QueueUrl=self.queue.url, MaxNumberOfMessages=min(count, SQS_BATCH_LIMIT),
-                                            AttributeNames=["All"], MessageAttributeNames=["All"]).get("Messages", [])
         return receive_in_process(self.queue.arn, min(count, SQS_BATCH_LIMIT))  # the poller is AWS's: no API request
 
     def ack(self, messages: list[Message]) -> None:
         from .moto_patches import delete_in_process
 
-        if self.fifo:
-            delete_messages(self.sqs, self.queue.url, messages)
-            return
         delete_in_process(self.queue.arn, [message["ReceiptHandle"] for message in messages])
 
     def release(self, messages: list[Message]) -> None:
