@@ -28,6 +28,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .moto_patches import start_execution_in_process
 from .provision import SIMPLE_PATH
 from .specs import BridgeSpec, UnsupportedTemplateError
 from .windows import RecentSet
@@ -102,8 +103,8 @@ class StateMachineBridge:
     ----------
     spec
         The bridge, as provisioned.
-    sqs, stepfunctions
-        boto3 clients inside the mock.
+    sqs
+        A boto3 SQS client inside the mock (for the dead-letter queue; executions start in process).
     dead_letter_url
         The URL of the target's DLQ, if it has one.
     remember
@@ -111,11 +112,10 @@ class StateMachineBridge:
         :meth:`forget_started_before`.
     """
 
-    def __init__(self, spec: BridgeSpec, sqs: Any, stepfunctions: Any, dead_letter_url: str | None,
+    def __init__(self, spec: BridgeSpec, sqs: Any, dead_letter_url: str | None,
                  remember: int | None = None) -> None:
         self.spec = spec
         self.sqs = sqs
-        self.stepfunctions = stepfunctions
         self.dead_letter_url = dead_letter_url
         self.counts = BridgeCounts()
         self._started = RecentSet(keep=remember or sys.maxsize)
@@ -170,9 +170,7 @@ class StateMachineBridge:
             self.counts.duplicates += 1
             return
         try:
-            self.stepfunctions.start_execution(
-                stateMachineArn=self.spec.state_machine_arn, name=name, input=self._input(event)
-            )
+            start_execution_in_process(self.spec.state_machine_arn, name, self._input(event))  # EventBridge is AWS's
         except ClientError as error:
             if error.response["Error"]["Code"] == "ExecutionAlreadyExists":
                 self.counts.duplicates += 1  # started before, by another route

@@ -271,7 +271,7 @@ class EmbeddedPipeline:
         assert self.deployment is not None
         dead_letter = self.deployment.queue_by_arn(spec.dead_letter_arn).url if spec.dead_letter_arn else None
         remember = self.retain * KEPT_PER_RETAINED if self.retain is not None else None
-        bridge = StateMachineBridge(spec, self.sqs, self.stepfunctions, dead_letter, remember)
+        bridge = StateMachineBridge(spec, self.sqs, dead_letter, remember)
         self.bridges.append(bridge)
         self._bridge_of[(spec.rule_arn, spec.target_id)] = bridge
         return bridge

@@ -11,7 +11,8 @@
 
 An execution ends on moto's worker thread; :meth:`StatusChanges.ended` only queues its ARN, and
 :meth:`StatusChanges.dispatch` (the runtime's dispatcher) reads it back through the API and tells
-it, outside any other request. Until then the execution must stay: a runtime that forgets finished
+it, outside any other request. An Express execution that succeeded is told to nobody: its status is
+looked up in process first, and only an end its log records is read back. Until then the execution must stay: a runtime that forgets finished
 executions (``retain``) forgets only those :meth:`StatusChanges.told` says it may.
 """
 
@@ -25,6 +26,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+from .moto_patches import execution_status
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 SOURCE = "aws.states"
@@ -91,8 +94,12 @@ class StatusChanges:
         self._told: set[str] = set()  # ended and told, still kept by moto
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _machine_of(execution_arn: str) -> str:
+        return execution_arn.replace(":execution:", ":stateMachine:", 1).rsplit(":", 1)[0]
+
     def _watches(self, execution_arn: str) -> bool:
-        machine = execution_arn.replace(":execution:", ":stateMachine:", 1).rsplit(":", 1)[0]
+        machine = self._machine_of(execution_arn)
         return machine in self.standard or machine in self.subscribers
 
     def ended(self, execution_arn: str) -> None:
@@ -130,6 +137,11 @@ class StatusChanges:
         return sent
 
     def _tell(self, execution_arn: str) -> int:
+        if self._machine_of(execution_arn) not in self.standard:
+            status, _ = execution_status(execution_arn)  # in process: AWS's own look, not a DescribeExecution
+            if status not in LOG_RECORDS and status != "UNKNOWN":  # an Express end its log records nothing of
+                self._told.add(execution_arn)
+                return 0
         try:
             described = self.stepfunctions.describe_execution(executionArn=execution_arn)
         except self.stepfunctions.exceptions.ExecutionDoesNotExist:

@@ -783,3 +783,32 @@ def test_a_receive_in_process_applies_the_queue_s_visibility_and_redrive(patched
     for call in (lambda: moto_patches.receive_in_process(arn, 1), lambda: moto_patches.delete_in_process(arn, ["h"])):
         with pytest.raises(ClientError, match="does not exist"):
             call()
+
+
+def test_a_start_in_process_answers_as_the_api_does():
+    """EventBridge's start of a state machine target (in process) gets the API's execution and the API's errors."""
+    from botocore.exceptions import ClientError
+
+    definition = json.dumps({"StartAt": "Keep", "States": {"Keep": {"Type": "Pass", "End": True}}})
+    with runtime(t.template(), tap=False) as pipeline:
+        sfn = pipeline.stepfunctions
+        arn = sfn.create_state_machine(name="started", definition=definition,
+                                       roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        started = moto_patches.start_execution_in_process(arn, "direct", '{"n": 1}')
+        by_api = sfn.start_execution(stateMachineArn=arn, name="api", input='{"n": 1}')["executionArn"]
+        assert started == by_api.replace(":api", ":direct")
+        pipeline.drain()
+        assert json.loads(sfn.describe_execution(executionArn=started)["output"]) == {"n": 1}
+
+        def error_of(call):
+            with pytest.raises(ClientError) as raised:
+                call()
+            return raised.value.response["Error"]["Code"], raised.value.response["Error"]["Message"]
+
+        gone = arn.replace(":started", ":gone")
+        for name, machine, given in (("direct", arn, '{"n": 2}'), ("x", gone, "{}"), ("y", arn, "{not json")):
+            code, message = error_of(lambda: sfn.start_execution(stateMachineArn=machine, input=given,
+                                                                 name=name.replace("direct", "api")))
+            assert error_of(lambda: moto_patches.start_execution_in_process(machine, name, given)) == \
+                (code or "InvalidExecutionInput", message.replace(":api'", ":direct'"))  # moto's API loses that code
+        assert error_of(lambda: moto_patches.start_execution_in_process("not-an-arn", "z", "{}"))[0] == "InvalidArn"
