@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from inferbus_lambda.contracts import from_put_events_entry
+
 from inferbus.runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -40,3 +42,19 @@ def metric(name: str, value: float) -> None:
         "service": os.environ.get("TAG", "test"),
         name: [value],
     }))
+
+
+class Metrics:
+    """A metrics sink that keeps nothing: the fixtures' tests read the ledger."""
+
+    def add_metric(self, **_: object) -> None:
+        """The test reads the ledger, not metrics."""
+
+
+class LedgerBus:
+    """PutEvents that accepts every entry and writes its result's subject in the ledger."""
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803 - boto3's name
+        for entry in Entries:
+            log("published", subject=from_put_events_entry(entry).subject)
+        return {"FailedEntryCount": 0, "Entries": [{"EventId": str(i)} for i, _ in enumerate(Entries)]}

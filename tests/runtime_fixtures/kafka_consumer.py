@@ -20,8 +20,7 @@ from inferbus_lambda.rejections import Rejection
 from inferbus_lambda.sources import KafkaRecordSource
 
 from tests import runtime_fixtures
-from tests.runtime_fixtures import log
-from tests.runtime_fixtures.ordered import LedgerBus, Metrics
+from tests.runtime_fixtures import LedgerBus, Metrics, log
 
 # Not re-imported with the handler at a cold start: one store for every environment, as the table is.
 CLAIMS = runtime_fixtures.__dict__.setdefault("KAFKA_CLAIMS", InMemoryClaimStore(scope="kafka", expires_after_seconds=60))

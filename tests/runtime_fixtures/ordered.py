@@ -17,25 +17,11 @@ import boto3
 from aws_lambda_powertools import Logger
 from inferbus_lambda.claims import DynamoDBClaimStore
 from inferbus_lambda.consumer import InferenceConsumer, expect_type
-from inferbus_lambda.contracts import ImageSubmitted, from_put_events_entry
+from inferbus_lambda.contracts import ImageSubmitted
 from inferbus_lambda.publishing import publish_events
 from inferbus_lambda.sources import SqsRecordSource
 
-from tests.runtime_fixtures import log
-
-
-class Metrics:
-    def add_metric(self, **_: object) -> None:
-        """The test reads the ledger, not metrics."""
-
-
-class LedgerBus:
-    """PutEvents that accepts every entry and writes its result's subject in the ledger."""
-
-    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803 - boto3's name
-        for entry in Entries:
-            log("published", subject=from_put_events_entry(entry).subject)
-        return {"FailedEntryCount": 0, "Entries": [{"EventId": str(i)} for i, _ in enumerate(Entries)]}
+from tests.runtime_fixtures import LedgerBus, Metrics, log
 
 
 runtime = SimpleNamespace(events=LedgerBus())  # fault injection wraps ``events``

@@ -19,8 +19,7 @@ from inferbus_lambda.publishing import publish_events
 from inferbus_lambda.rejections import send_rejections
 from inferbus_lambda.sources import AmazonMqRecordSource
 
-from tests.runtime_fixtures import log
-from tests.runtime_fixtures.ordered import Metrics
+from tests.runtime_fixtures import Metrics, log
 
 SERVICE = "inferbus.rabbit"
 
