@@ -496,16 +496,14 @@ class EmbeddedPipeline:
         changes = self.status_changes.dispatch() if self.status_changes is not None else 0
         return changes + sum(bridge.dispatch() for bridge in self.bridges) + sum(pipe.dispatch() for pipe in self.pipes)
 
-    def _unsettled(self) -> tuple[list[str], dict[str, int], int]:
-        """Running executions not parked on a token, source queues' backlog, and batches or bridged
-        events still being handed over."""
-        assert self._tracker is not None
+    def _queued(self) -> tuple[dict[str, int], int]:
+        """Source queues' backlog, and batches or bridged events still being handed over."""
         handing = (sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
                    + sum(pipe.waiting for pipe in self.pipes))
         handing += self.status_changes.waiting if self.status_changes is not None else 0
         backlog = {(source.queue.logical_id if isinstance(source.channel, SqsChannel) else source.spec.logical_id): n
                    for source in self.event_sources if (n := source.backlog())}
-        return self._tracker.unsettled(), backlog, handing
+        return backlog, handing
 
     def drain(self, *, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Run until nothing moves: every source queue and bridge empty, every batch done, every
@@ -530,10 +528,13 @@ class EmbeddedPipeline:
         try:
             while True:
                 seen = self.activity.generation
-                moving, backlog, handing = self._unsettled()
-                if not moving and not backlog and not handing:
-                    return
+                backlog, handing = self._queued()
+                # Running executions are looked at (every one's history) only once nothing else moves.
+                moving = self._tracker.unsettled() if not backlog and not handing else []
+                if not moving and not backlog and not handing and self.activity.generation == seen:
+                    return  # (and nothing moved while it looked: a step between two looks is not missed)
                 if time.monotonic() > deadline:
+                    moving = moving or self._tracker.unsettled()
                     raise RuntimeError(f"not quiescent after {timeout_s:g} s: executions still running {moving}, "
                                        f"messages left in {backlog}, {handing} batches or events being handed over")
                 if self.activity.wait(seen, IDLE_POLL_S):

@@ -30,7 +30,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .moto_patches import execution_history, running_executions
+from .moto_patches import execution_history, running_execution_events
 from .specs import StateMachineInfo
 
 PARK_SETTLE_S = 0.1
@@ -186,9 +186,8 @@ class ExecutionTracker:
         """Names of running executions that are not (yet, steadily) parked on a task token."""
         moving = []
         now = time.monotonic()
-        for arn in running_executions():
+        for arn, events in running_execution_events().items():
             name = arn.rsplit(":", 1)[-1]
-            events = self._history(arn)
             if not waiting_for_task_token(events):
                 self._quiet_since.pop(arn, None)
                 moving.append(name)

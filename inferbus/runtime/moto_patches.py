@@ -1146,6 +1146,29 @@ def _parser_executions() -> list[Any]:
     return found
 
 
+def running_execution_events() -> dict[str, list[dict[str, Any]]]:
+    """Every running execution's history events as moto keeps them, by ARN, in one pass and not copied: to read only.
+
+    For the wait for quiescence, which looks at every running execution whenever something moves: moto's own
+    read (``EventManager.get_event_history``) deep-copies the whole history, and looking an ARN up scans every
+    execution, so that wait cost the square of the executions running, on the caller's thread (a sixth of the
+    demo's main-thread samples). Events are appended, never changed, so a copy of the list under moto's lock
+    is a consistent view.
+    """
+    found: dict[str, list[dict[str, Any]]] = {}
+    for execution in _parser_executions():
+        if execution.exec_status is None or execution.exec_status.value != "RUNNING":
+            continue
+        worker = execution.exec_worker
+        manager = worker.env.event_manager if worker is not None and worker.env is not None else None
+        if manager is None:
+            found[execution.exec_arn] = []
+            continue
+        with manager._mutex:
+            found[execution.exec_arn] = list(manager._history_event_list)
+    return found
+
+
 def execution_history(arn: str) -> list[dict[str, Any]] | None:
     """An execution's history events, as boto3's ``get_execution_history`` gives them (None if unknown)."""
     for execution in _parser_executions():
@@ -1243,11 +1266,6 @@ def forget_old_events(keep: int, archived_after_s: float | None = None, deleted_
                     if deleted_before is not None:
                         queue.deleted_messages.forget_before(deleted_before)
     return forgotten
-
-
-def running_executions() -> list[str]:
-    """The ARNs of every execution still running."""
-    return [e.exec_arn for e in _parser_executions() if e.exec_status is not None and e.exec_status.value == "RUNNING"]
 
 
 def _sqs_backend(queue_arn: str) -> tuple[Any, str]:
