@@ -93,11 +93,13 @@ class LocalPipeline(EmbeddedPipeline):
                  retain: int | None = None, retention_s: float | None = None) -> None:
         from pipeline import load_pipeline
 
+        from .runtime.preload import preload_in_background
         from .template import synthesize
 
         self.settings = settings or InferbusSettings()
         self.declarations = pipeline or load_pipeline()
         if template is None:
+            preload_in_background()  # while Node synthesizes: the runtime's slowest imports
             template = synthesize(self.settings, overrides=overrides, pipeline=self.declarations)
         super().__init__(template, stack_name=self.settings.staged(self.settings.stack_name), host=HOST,
                          after_failure=self._expire_claims, tap=tap, retain=retain,
