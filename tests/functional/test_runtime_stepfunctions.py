@@ -231,3 +231,25 @@ def test_handler_output_is_captured_per_function_while_executions_run_on_threads
         assert consumer.metrics.keys() == {"Consumed"} and sum(consumer.metrics["Consumed"]) == 20
         assert all(e.status == "SUCCEEDED" for e in pipeline.executions())
     assert "from the main thread" in capsys.readouterr().out
+
+
+def test_the_uncopied_history_read_for_drain_is_the_api_s_history():
+    """drain reads running executions' histories from moto's list without its deep copy
+    (moto_patches.running_execution_events): the same events GetExecutionHistory gives, for the running ones only."""
+    from inferbus.runtime import moto_patches
+
+    with runtime(review_template(), tap=False) as pipeline:
+        entry = {"EventBusName": pipeline.bus_name, "Source": "runtime.test", "DetailType": "ReviewRequested",
+                 "Detail": json.dumps({"approved": True})}
+        pipeline.put_events([entry])
+        pipeline.drain(timeout_s=10)
+        (parked,) = pipeline.executions()
+        read = moto_patches.running_execution_events()
+        assert list(read) == [parked.arn]
+        by_api = pipeline.stepfunctions.get_execution_history(executionArn=parked.arn)["events"]
+        assert [(e["id"], e["type"], e.get("previousEventId")) for e in read[parked.arn]] == \
+            [(e["id"], e["type"], e.get("previousEventId")) for e in by_api]
+        (token,) = review_tokens(pipeline)
+        pipeline.stepfunctions.send_task_success(taskToken=token, output=json.dumps({"approved": True}))
+        pipeline.drain(timeout_s=10)
+        assert moto_patches.running_execution_events() == {}
