@@ -1159,8 +1159,7 @@ def running_execution_events() -> dict[str, list[dict[str, Any]]]:
     for execution in _parser_executions():
         if execution.exec_status is None or execution.exec_status.value != "RUNNING":
             continue
-        worker = execution.exec_worker
-        manager = worker.env.event_manager if worker is not None and worker.env is not None else None
+        manager = _event_manager(execution)
         if manager is None:
             found[execution.exec_arn] = []
             continue
@@ -1169,13 +1168,19 @@ def running_execution_events() -> dict[str, list[dict[str, Any]]]:
     return found
 
 
+def _event_manager(execution: Any) -> Any:
+    """Where moto keeps an execution's history (None before its worker has an environment)."""
+    worker = execution.exec_worker
+    env = worker.env if worker is not None else None
+    return env.event_manager if env is not None else None
+
+
 def execution_history(arn: str) -> list[dict[str, Any]] | None:
     """An execution's history events, as boto3's ``get_execution_history`` gives them (None if unknown)."""
     for execution in _parser_executions():
         if execution.exec_arn == arn:
-            worker = execution.exec_worker
-            env = worker.env if worker is not None else None
-            events = list(env.event_manager.get_event_history()) if env is not None else []
+            manager = _event_manager(execution)
+            events = list(manager.get_event_history()) if manager is not None else []
             return [event | {"timestamp": _timestamp(event["timestamp"])} for event in events]
     return None
 

@@ -12,8 +12,9 @@
 An execution ends on moto's worker thread; :meth:`StatusChanges.ended` only queues its ARN, and
 :meth:`StatusChanges.dispatch` (the runtime's dispatcher) reads it back through the API and tells
 it, outside any other request. An Express execution that succeeded is told to nobody: its status is
-looked up in process first, and only an end its log records is read back. Until then the execution must stay: a runtime that forgets finished
-executions (``retain``) forgets only those :meth:`StatusChanges.told` says it may.
+looked up in process first, and only an end its log records is read back. Until then the execution
+must stay: a runtime that forgets finished executions (``retain``) forgets only those
+:meth:`StatusChanges.told` says it may.
 """
 
 from __future__ import annotations
