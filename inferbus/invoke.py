@@ -72,8 +72,9 @@ def invoke_function(name: str, event: Any, *, template: dict[str, Any] | None = 
     """Provision the template on moto, invoke the function ``name`` once with ``event`` (as the Invoke API
     would), and return what it gave. ``template``: default, synthesize the app."""
     from .local import LocalPipeline
+    from .template_cache import TemplateCache
 
-    with LocalPipeline(template, tap=False) as pipeline:
+    with LocalPipeline(template, tap=False, template_cache=TemplateCache()) as pipeline:
         function = find_function(pipeline, name)
         response, invocation = function.invoke(event, trigger="invoke")
         logical_id = next(key for key, value in pipeline.functions.items() if value is function)

@@ -41,6 +41,7 @@ from .claims import expire_claims_of
 from .runtime import RUNTIME_EXITED, TIMED_OUT, EmbeddedPipeline, HostConfig, LocalFunction, StateMachineInfo
 from .runtime.event_source import LocalEventSource
 from .runtime.function_url import function_url_event
+from .template_cache import TemplateCache
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HOST = HostConfig(
@@ -86,26 +87,40 @@ class LocalPipeline(EmbeddedPipeline):
     retention_s
         Remember claims and archived events only this long (see :class:`EmbeddedPipeline`); default,
         the template's lifetimes.
+    template_cache
+        Without ``template``: keep the synthesized template there, and take it back while nothing it
+        comes from changed (:class:`~inferbus.template_cache.TemplateCache`); ``template_kept`` says which.
+        Default, synthesize every time.
     """
 
     def __init__(self, template: dict[str, Any] | None = None, *, settings: InferbusSettings | None = None,
                  overrides: dict[str, Any] | None = None, pipeline: Pipeline | None = None, tap: bool = True,
-                 retain: int | None = None, retention_s: float | None = None) -> None:
+                 retain: int | None = None, retention_s: float | None = None,
+                 template_cache: TemplateCache | None = None) -> None:
         from pipeline import load_pipeline
-
-        from .runtime.preload import preload_in_background
-        from .template import synthesize
 
         self.settings = settings or InferbusSettings()
         self.declarations = pipeline or load_pipeline()
+        self.template_kept = False
         if template is None:
-            preload_in_background()  # while Node synthesizes: the runtime's slowest imports
-            template = synthesize(self.settings, overrides=overrides, pipeline=self.declarations)
+            declared = {"settings": self.settings, "pipeline": self.declarations, "overrides": overrides}
+            if template_cache is None:
+                template = self._synthesize(declared)
+            else:
+                template, self.template_kept = template_cache.template(declared, lambda: self._synthesize(declared))
         super().__init__(template, stack_name=self.settings.staged(self.settings.stack_name), host=HOST,
                          after_failure=self._expire_claims, tap=tap, retain=retain,
                          retention_s=retention_s)
         self._dynamodb: Any = None
         self.seeded: dict[str, int] = {}  # state table -> items its seed wrote at start
+
+    @staticmethod
+    def _synthesize(declared: dict[str, Any]) -> dict[str, Any]:
+        from .runtime.preload import preload_in_background
+        from .template import synthesize
+
+        preload_in_background()  # while Node synthesizes: the runtime's slowest imports
+        return synthesize(declared["settings"], overrides=declared["overrides"], pipeline=declared["pipeline"])
 
     def _start(self) -> None:
         from .state_seed import seed_tables

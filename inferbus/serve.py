@@ -99,6 +99,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
 
     from .console import CONSOLE_PATH, ConsoleApp, ConsoleState
     from .local import LocalPipeline
+    from .template_cache import TemplateCache
     from .runtime.moto_patches import execution_status
     from .runtime.provision import register_stack
     from .twin_http import INGEST_PATH, TwinRoutes, twin_server
@@ -113,7 +114,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
 
     previous = signal.signal(signal.SIGTERM, on_terminate) if _main_thread() else None
     # The tap feeds the console's recent events; with ``retain`` it keeps a window when nobody reads it.
-    with LocalPipeline(template, retain=RETAINED, retention_s=retention_s) as pipeline:
+    with LocalPipeline(template, retain=RETAINED, retention_s=retention_s, template_cache=TemplateCache()) as pipeline:
         # By event source: a kafka or rabbitmq consumer's reads a broker, not an SQS queue.
         named = {pipeline.consumer(c.name).source: c.name for c in pipeline.declarations.consumers}
         named[pipeline.event_source(pipeline.outputs[f"{UNROUTED_CHECK_ID}{QUEUE_URL}"])] = UNROUTED_CHECK_NAME

@@ -331,6 +331,7 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
               template: dict[str, Any] | None, settings: InferbusSettings, rate: float | None = None) -> FlowReport:
     from inferbus.demo.inputs import inputs_of, sample_events
     from inferbus.local import LocalPipeline
+    from inferbus.template_cache import TemplateCache
 
     root = flow.root
     demo = inputs_of(root)
@@ -342,7 +343,8 @@ def _run_flow(declarations: Pipeline, flow: Flow, events: int, rates: FaultRates
     samples = sample_events(root, min(demo.limit, events), source=SOURCE)
     notify(f"{flow.name}: synthesize + provision", 0, 1)
     overrides = None if template is not None else chaos_overrides(flow, batch_size, rate)
-    with LocalPipeline(template, settings=settings, overrides=overrides, pipeline=declarations) as pipeline:
+    with LocalPipeline(template, settings=settings, overrides=overrides, pipeline=declarations,
+                       template_cache=TemplateCache()) as pipeline:
         notify(f"{flow.name}: synthesize + provision", 1, 1)
         feeds = ChannelFeeds(pipeline, pipeline.declarations)  # the root's inputs through its channel, if a broker's
         injectors = _inject(pipeline, flow, rates, seed)

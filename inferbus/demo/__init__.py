@@ -54,6 +54,7 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
         The declarations (default ``pipeline/``'s); their samples are ``pipeline/``'s ``DEMO``, by component name.
     """
     from ..local import LocalPipeline
+    from ..template_cache import TemplateCache
 
     started = time.perf_counter()
     window_start = datetime.now(UTC) - timedelta(seconds=1)
@@ -63,7 +64,9 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
     with declared(context, pipeline) as (settings, declarations):
         check_sizes(declarations, counts, duplicates)  # before minutes of work, not after
         notify("synthesize + provision", 0, 1)
-        with LocalPipeline(template, settings=settings, pipeline=declarations) as running:
+        with LocalPipeline(template, settings=settings, pipeline=declarations,
+                           template_cache=TemplateCache()) as running:
+            report.template_kept = running.template_kept
             report = _run(running, report, notify, counts, duplicates, replay, window_start)
     report.seconds = time.perf_counter() - started
     return report

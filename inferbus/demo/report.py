@@ -227,6 +227,7 @@ class DemoReport:
     replay: ReplayReport | None = None
     seconds: float = 0.0
     running_seconds: float = 0.0  # after synthesis and provisioning: sending, draining, reviewing, accounting
+    template_kept: bool = False  # the template of an earlier synth, nothing it comes from having changed
 
     @property
     def balanced(self) -> bool:
@@ -256,4 +257,5 @@ class DemoReport:
             "replay": None if self.replay is None else self.replay.as_dict(),
             "seconds": round(self.seconds, 2),
             "running_seconds": round(self.running_seconds, 2),
+            "template_kept": self.template_kept,
         }

@@ -159,14 +159,22 @@ def _chains_table(data: dict[str, Any]) -> Table:
     return table
 
 
+def _synthesis(data: dict[str, Any]) -> str:
+    """What ran before the events: the synth too, unless an earlier synth's template was taken back."""
+    return "" if data.get("template_kept") else "synthesis and "
+
+
 def print_summary(report: Any, console: Console | None = None) -> None:
     console = console or Console()
     data = report.as_dict()
     verdict = "[bold green]every event accounted for[/bold green]" if data["balanced"] else "[bold red]LEDGER DOES NOT BALANCE[/bold red]"
     console.print(f"[bold]inferbus embedded demo[/bold] — {verdict} in {data['seconds']} s, "
-                  f"{data['running_seconds']} s after synthesis and provisioning "
+                  f"{data['running_seconds']} s after {_synthesis(data)}provisioning "
                   f"({data['rejected_by_bus']} entries rejected by PutEvents; "
                   f"{len(data['invalid_results'])} published events break their contract)")
+    if data.get("template_kept"):
+        console.print("  [dim]template: the last synth's, nothing it comes from having changed "
+                      "(kept in .inferbus/templates; delete it to synthesize again)[/dim]")
     for problem in data["invalid_results"]:
         console.print(f"  [red]{problem}[/red]")
     console.print(_kinds_table(data))
