@@ -37,7 +37,7 @@ from typing import Any
 
 __all__ = ["KEPT_TEMPLATES", "TemplateCache", "synth_sources"]
 
-KEPT_TEMPLATES = 4  # a stage or two beside the default app; older ones are deleted
+KEPT_TEMPLATES = 8  # the app, a stage or two, chaos's template per flow (300 KB each here); older ones go
 SYNTH_LIBRARIES = ("aws-cdk-lib", "constructs", "jsii", "cdk-nag")
 SYNTH_VARIABLES = ("CDK_", "INFERBUS_", "AWS_REGION", "AWS_DEFAULT_REGION")
 CONTENT_HASHED_BYTES = 1 << 20  # larger files (models) by size and mtime: reading 30 MB per start would cost more
