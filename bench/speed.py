@@ -21,7 +21,9 @@ the least and the median of fresh interpreters, handler and baseline interleaved
   the kit's init behaves as in Lambda: inferbus_lambda.cold_start; the handlers run from a copy of their
   tree with its bytecode compiled, as the bundler ships them and as the libraries have theirs); the kit's
   share is the difference of the medians (wall and CPU time), PASS within 50 ms; then the handler's first
-  invocation in the same interpreter (init + first invoke);
+  invocation in the same interpreter (init + first invoke); and pydantic alone, in the same rounds (a fresh
+  interpreter importing it and making a first model: what the kit's pydantic contracts and settings cost
+  before any of the kit's own code), with the share less it;
 - **the embed step** against bare ``session.run`` on the same token ids;
 - **asset sizes**: each function's unzipped asset in ``cdk.out`` (after ``npx cdk synth``).
 
@@ -504,6 +506,17 @@ if services:
         boto3.client(service)
 print(json.dumps({"init_ms": (time.perf_counter() - started) * 1000, "init_cpu_ms": (time.process_time() - cpu) * 1000}))
 """
+COLD_PYDANTIC = """
+import json, time
+started, cpu = time.perf_counter(), time.process_time()
+from pydantic import BaseModel
+
+class First(BaseModel):
+    name: str
+
+First(name="first")
+print(json.dumps({"init_ms": (time.perf_counter() - started) * 1000, "init_cpu_ms": (time.process_time() - cpu) * 1000}))
+"""
 KIT_SHARE_GOAL_MS = 50.0  # issue 21: the kit's share of a cold init, for every function
 
 
@@ -576,9 +589,11 @@ def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, di
             return json.loads(answer.stdout.strip().splitlines()[-1])
 
         bare_args = [json.dumps(paths), json.dumps(tokenizers), json.dumps(init_clients[kind])]
-        runs: dict[str, list[dict[str, float]]] = {"bare": [], "off": [], "on": [], **({"against": []} if against else {})}
+        runs: dict[str, list[dict[str, float]]] = {"bare": [], "off": [], "on": [], "pydantic": [],
+                                                   **({"against": []} if against else {})}
         for _ in range(repeat):  # interleaved: a burst of load on the machine hits both sides alike
             runs["bare"].append(run(COLD_BARE, bare_args, off))
+            runs["pydantic"].append(run(COLD_PYDANTIC, [], off))
             runs["off"].append(run(COLD_HANDLER, [function.handler, *invoke], off))
             runs["on"].append(run(COLD_HANDLER, [function.handler], on))
             if against:
@@ -602,6 +617,7 @@ def measure_cold(functions: list[Function], repeat: int, inputs: Mapping[str, di
             f"{median['off', 'init_cpu_ms']:.0f}", f"{median['bare', 'init_cpu_ms']:.0f}", f"{share_cpu:.0f}",
             "PASS" if share_cpu <= KIT_SHARE_GOAL_MS else "FAIL",
             first, first_cpu, f"{median['on', 'init_ms']:.0f}",
+            f"{median['pydantic', 'init_ms']:.0f}", f"{share - median['pydantic', 'init_ms']:.0f}",
             " + ".join([*(["onnxruntime"] * bool(paths)), *(["tokenizers"] * bool(tokenizers)),
                         *init_clients[kind]]) or "nothing",
         ])
@@ -699,7 +715,8 @@ def main() -> None:
           f"(models loaded, clients made, tracing off) against its bare libraries; kit's share = median "
           f"difference, goal ≤ {KIT_SHARE_GOAL_MS:.0f} ms",
           ["function", "handler", "bare", "kit's share", "handler/bare", "goal", "handler CPU", "bare CPU",
-           "share CPU", "goal CPU", "init + 1st invoke", "same, CPU", "tracing on",
+           "share CPU", "goal CPU", "init + 1st invoke", "same, CPU", "tracing on", "pydantic alone",
+           "share less pydantic",
            *(["before: share CPU", "before: init + 1st, CPU"] if args.against else []),
            "bare = its models opened by + clients"], cold)
     if args.cold:
