@@ -20,6 +20,7 @@ Decision(transaction_id='txn-42', outcome='rejected', detail='')
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ from pydantic import ValidationError
 
 from inferbus.runtime.queue_ops import delete_messages, peek_messages, receive_all, release_messages
 
-__all__ = ["Decision", "PendingReview", "answer", "decide", "list_reviews"]
+__all__ = ["Decision", "PendingReview", "answer", "decide", "decide_each", "list_reviews"]
 
 REJECTED_ERROR = "ReviewRejected"  # the error name the workflow's catcher expects
 GONE_ERRORS = {"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"}
@@ -83,6 +84,34 @@ def decide(sqs: Any, stepfunctions: Any, queue_url: str, transaction_id: str, *,
     if not mine:
         return Decision(transaction_id, "not-found", "no such case on the queue (or another reviewer holds it)")
     return answer(sqs, stepfunctions, queue_url, mine[0], approve=approve, reviewer=reviewer, note=note)
+
+
+def decide_each(sqs: Any, stepfunctions: Any, queue_url: str, judge: Callable[[Any], tuple[bool, str | None] | None], *,
+                reviewer: str, progress: Callable[[int, int], None] | None = None) -> list[Decision]:
+    """Take every case on the queue once, oldest first, and answer each as ``judge(case)`` says.
+
+    ``judge`` gets a :class:`~inferbus_lambda.contracts.ReviewCase` and returns ``(approve, note)``, or
+    ``None`` to leave the case for someone else; ``progress(done, total)`` is called after each case.
+    One pass takes the whole queue, so ``n`` cases cost O(n) requests, where :func:`decide` per case takes
+    and puts back the whole queue each time. Cases left, and messages that are not review requests, are
+    made visible again at the end (also when an answer raises).
+    """
+    taken = sorted((_read(message) for message in receive_all(sqs, queue_url)),
+                   key=lambda r: (r.request is None, r.request.case.requested_at if r.request else 0))
+    left = {review.message["MessageId"]: review.message for review in taken}
+    decisions: list[Decision] = []
+    try:
+        for done, review in enumerate(taken, start=1):
+            verdict = judge(review.request.case) if review.request is not None else None
+            if verdict is not None:
+                del left[review.message["MessageId"]]  # answer() deletes it, or makes it visible again itself
+                decisions.append(answer(sqs, stepfunctions, queue_url, review.message, approve=verdict[0],
+                                        reviewer=reviewer, note=verdict[1]))
+            if progress is not None:
+                progress(done, len(taken))
+    finally:
+        release_messages(sqs, queue_url, list(left.values()))
+    return decisions
 
 
 def answer(sqs: Any, stepfunctions: Any, queue_url: str, message: dict[str, Any], *, approve: bool, reviewer: str,

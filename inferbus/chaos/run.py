@@ -440,21 +440,19 @@ def _producer_retries(flow: Flow, entries: list[dict[str, Any]], rate: float, se
 
 def _play_reviewers(pipeline: Any, flow: Flow, truth: dict[str, Any], report: FlowReport) -> None:
     from inferbus.demo.inputs import reviewer_of
-    from inferbus.reviews import decide, list_reviews
+    from inferbus.reviews import decide_each
 
     for stage in flow.stages:
         reviewer = reviewer_of(stage)
         if not (isinstance(stage, Workflow) and stage.review_queue and reviewer):
             continue
-        queue_url = pipeline.review_queue_url(stage.name)
-        for review in list_reviews(pipeline.sqs, queue_url):
-            if review.request is None:
-                continue
-            case = review.request.case
-            approve, note = reviewer(case, truth.get(case.transaction_id))
-            outcome = decide(pipeline.sqs, pipeline.stepfunctions, queue_url, case.transaction_id, approve=approve,
-                             reviewer="chaos-reviewer", note=note).outcome
-            report.reviews[outcome] = report.reviews.get(outcome, 0) + 1
+
+        def judge(case: Any, reviewer: Any = reviewer) -> tuple[bool, str | None]:
+            return reviewer(case, truth.get(case.transaction_id))
+
+        for decision in decide_each(pipeline.sqs, pipeline.stepfunctions, pipeline.review_queue_url(stage.name), judge,
+                                    reviewer="chaos-reviewer"):
+            report.reviews[decision.outcome] = report.reviews.get(decision.outcome, 0) + 1
 
 
 def _take_ledger(pipeline: Any, flow: Flow, sent: list[str], report: FlowReport, delivered: list[dict[str, Any]],

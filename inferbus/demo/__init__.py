@@ -75,7 +75,7 @@ def run_demo(counts: Mapping[str, int] | None = None, duplicates: Mapping[str, i
 def _run(pipeline: Any, report: DemoReport, notify: Progress, counts: Mapping[str, int] | None,
          duplicates: Mapping[str, int] | None, replay: bool, window_start: datetime) -> DemoReport:
     from ..channel_feeds import ChannelFeeds
-    from ..reviews import decide, list_reviews
+    from ..reviews import decide_each, list_reviews
     from .inputs import UNROUTED
 
     notify("synthesize + provision", 1, 1)
@@ -102,17 +102,18 @@ def _run(pipeline: Any, report: DemoReport, notify: Progress, counts: Mapping[st
     outcomes: Counter[str] = Counter()
     queues = [(w, pipeline.review_queue_url(w.name)) for w in pipeline.declarations.workflows if w.review_queue]
     for workflow, queue_url in queues:
-        pending = list_reviews(pipeline.sqs, queue_url)
-        outcomes["requested"] += len(pending)
-        for done, review in enumerate(pending, start=1):
-            reviewer = reviewer_of(workflow)
-            if review.request is None or reviewer is None:
-                continue
-            case = review.request.case
-            approve, note = reviewer(case, sent.truth.get(case.transaction_id))
-            outcomes[decide(pipeline.sqs, pipeline.stepfunctions, queue_url, case.transaction_id, approve=approve,
-                            reviewer="demo-reviewer", note=note).outcome] += 1
-            notify("review", done, len(pending))
+        reviewer = reviewer_of(workflow)
+        if reviewer is None:
+            outcomes["requested"] += len(list_reviews(pipeline.sqs, queue_url))
+            continue
+
+        def judge(case: Any, reviewer: Any = reviewer) -> tuple[bool, str | None]:
+            outcomes["requested"] += 1
+            return reviewer(case, sent.truth.get(case.transaction_id))
+
+        for decision in decide_each(pipeline.sqs, pipeline.stepfunctions, queue_url, judge, reviewer="demo-reviewer",
+                                    progress=lambda done, total: notify("review", done, total)):
+            outcomes[decision.outcome] += 1
     pipeline.drain()
     outcomes["still_pending"] = sum(len(list_reviews(pipeline.sqs, url)) for _, url in queues)
     report.reviews = dict(outcomes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ from inferbus_lambda.tagging import split_words
 
 from inferbus.chaos import FaultRates, inject_faults
 from inferbus.local import LocalPipeline
-from inferbus.reviews import decide, list_reviews
+from inferbus.reviews import decide, decide_each, list_reviews
 from pipeline._held_out import DIGITS as HOLDOUT
 from pipeline._held_out import MODELS
 from pipeline._held_out import SCENES as SCENE_HOLDOUT
@@ -311,6 +312,27 @@ def test_high_risk_rejected_by_a_person(pipeline):
     assert offers(events, "Returning") == [] and offers(events, "New") == []
     assert decide(pipeline.sqs, pipeline.stepfunctions, review_queue_url(pipeline), submitted.id, approve=True,
                   reviewer="bob").outcome == "not-found"
+
+
+def test_decide_each_answers_every_case_in_one_pass_and_puts_back_what_it_leaves(pipeline):
+    submitted = [transaction(HIGH_RISK) for _ in range(12)]  # more cases than one receive takes
+    send(pipeline, *submitted)
+    queue_url = review_queue_url(pipeline)
+    pipeline.sqs.send_message(QueueUrl=queue_url, MessageBody='{"not": "a review request"}')
+    left = submitted[0].id
+    calls = Counter()
+    pipeline.sqs.meta.events.register("before-call.sqs", lambda model, **_: calls.update([model.name]))
+    decisions = decide_each(pipeline.sqs, pipeline.stepfunctions, queue_url,
+                            lambda case: None if case.transaction_id == left else (True, "one pass"), reviewer="ana")
+    assert sorted(d.transaction_id for d in decisions) == sorted(t.id for t in submitted[1:])
+    assert {d.outcome for d in decisions} == {"approved"}
+    assert calls["ReceiveMessage"] <= 3  # 13 messages, 10 per receive, then an empty answer: not one pass per case
+    still = list_reviews(pipeline.sqs, queue_url)
+    assert sorted(str(r.transaction_id) for r in still) == sorted([left, "None"])  # visible again at once
+    pipeline.drain()
+    completed = published(pipeline, "ReviewCompleted")
+    assert sorted(e.data.input_id for e in completed) == sorted(t.id for t in submitted[1:])
+    assert {(e.data.decision, e.data.reviewer, e.data.note) for e in completed} == {("approved", "ana", "one pass")}
 
 
 def test_a_review_nobody_decides_times_out_into_review_failed(template):
