@@ -33,6 +33,7 @@ from inferbus.runtime.queue_ops import delete_messages, peek_messages, receive_a
 
 __all__ = ["Decision", "PendingReview", "answer", "decide", "decide_each", "list_reviews"]
 
+BATCH_HOLD_S = 300  # how long decide_each hides the cases it took while it answers them
 REJECTED_ERROR = "ReviewRejected"  # the error name the workflow's catcher expects
 GONE_ERRORS = {"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"}
 
@@ -96,7 +97,9 @@ def decide_each(sqs: Any, stepfunctions: Any, queue_url: str, judge: Callable[[A
     and puts back the whole queue each time. Cases left, and messages that are not review requests, are
     made visible again at the end (also when an answer raises).
     """
-    taken = sorted((_read(message) for message in receive_all(sqs, queue_url)),
+    # Hidden for 5 minutes, not receive_all's 30 s: a long queue's answers must not outlast the hold (what is
+    # left is put back at the end, so a crash is the only case that waits the 5 minutes out).
+    taken = sorted((_read(message) for message in receive_all(sqs, queue_url, visibility_timeout_s=BATCH_HOLD_S)),
                    key=lambda r: (r.request is None, r.request.case.requested_at if r.request else 0))
     left = {review.message["MessageId"]: review.message for review in taken}
     decisions: list[Decision] = []
