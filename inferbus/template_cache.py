@@ -40,6 +40,8 @@ __all__ = ["KEPT_TEMPLATES", "TemplateCache", "synth_sources"]
 KEPT_TEMPLATES = 8  # the app, a stage or two, chaos's template per flow (300 KB each here); older ones go
 SYNTH_LIBRARIES = ("aws-cdk-lib", "constructs", "jsii", "cdk-nag")
 SYNTH_VARIABLES = ("CDK_", "INFERBUS_", "AWS_REGION", "AWS_DEFAULT_REGION")
+# Set by the Makefile and by a synth itself, read by no synth: `make demo` and `inferbus demo` share a key.
+UNREAD_VARIABLES = frozenset({"CDK_DISABLE_CLI_TELEMETRY"})
 CONTENT_HASHED_BYTES = 1 << 20  # larger files (models) by size and mtime: reading 30 MB per start would cost more
 
 
@@ -123,7 +125,7 @@ class TemplateCache:
         for name in sorted(declared):
             yield f"declared {name} {declared[name]!r}"
         for name in sorted(environ):
-            if name.startswith(SYNTH_VARIABLES):
+            if name.startswith(SYNTH_VARIABLES) and name not in UNREAD_VARIABLES:
                 yield f"env {name}={environ[name]}"
         for path in self._source_files():
             stat = path.stat()

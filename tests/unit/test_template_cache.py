@@ -91,6 +91,7 @@ def test_what_the_synth_is_asked_for_and_its_variables_are_in_the_key(project: P
     assert cache.key({"overrides": None}, {**base, "CDK_DEFAULT_REGION": "us-east-1"}) != key
     assert cache.key({"overrides": None}, {**base, "INFERBUS_STAGE": "dev"}) != key
     assert cache.key({"overrides": None}, {**base, "HOME": "/home/someone"}) == key  # read by no synth
+    assert cache.key({"overrides": None}, {**base, "CDK_DISABLE_CLI_TELEMETRY": "true"}) == key  # the Makefile's
 
 
 def test_what_has_no_stable_repr_is_synthesized_every_time_and_never_kept(project: Path) -> None:
