@@ -49,7 +49,7 @@ class ServeError(RuntimeError):
 class LogLine:
     """One line of the log: a processed batch or a finished execution."""
 
-    kind: str  # "batch" or "execution"
+    kind: str  # "batch", "execution" or "delivery" (a rule's delivery of a client's event that failed)
     component: str
     detail: dict[str, Any]
 
@@ -101,6 +101,7 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
     from .local import LocalPipeline
     from .template_cache import TemplateCache
     from .runtime.moto_patches import execution_status
+    from .runtime.deliveries import DELIVERIES, DeliveryFailure
     from .runtime.provision import register_stack
     from .twin_http import INGEST_PATH, TwinRoutes, twin_server
 
@@ -133,8 +134,13 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
             lines.put(LogLine("execution", component, {"status": status, "ms": round(seconds * 1000, 1),
                                                         "name": arn.rsplit(":", 1)[-1]}))
 
+        def delivery_failed(failure: DeliveryFailure) -> None:
+            lines.put(LogLine("delivery", failure.rule_arn.rsplit("/", 1)[-1], {
+                "event": failure.event_id, "failed": failure.reason}))
+
         for source in pipeline.event_sources:
             source.on_invocation = batch_done
+        DELIVERIES.on_failure = delivery_failed
         pipeline.on_execution_end = execution_done
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request: noise beside ours
         url = f"http://{'localhost' if host == LOOPBACK else host}:{port}"
@@ -145,7 +151,8 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
         region = pipeline.session.region_name
         state = ConsoleState(pipeline)
         # In front of moto's app: the console (/_inferbus/), then the twin's own routes (ingest, 404s).
-        server = twin_server(lambda app: ConsoleApp(state, TwinRoutes(app, region=region, ingest=ingest), host=host,
+        server = twin_server(lambda app: ConsoleApp(state, TwinRoutes(app, region=region, ingest=ingest,
+                                                                           deliveries=DELIVERIES), host=host,
                                                     port=port), host=host, port=port)
         server.start()
         pipeline.start()
@@ -166,7 +173,8 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
             pass
         finally:
             server.stop()
-            pipeline.stop()
+            pipeline.stop()  # delivers what clients put before it stops
+            DELIVERIES.on_failure = None
             while not lines.empty():
                 print(lines.get().line(as_json), file=out, flush=True)
             _print(out, as_json, {"kind": "stopped"}, "inferbus serve: stopped")

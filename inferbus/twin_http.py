@@ -26,7 +26,10 @@ import json
 import re
 from http import HTTPStatus
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inferbus.runtime.deliveries import Deliveries
 
 INGEST_PATH = "/_inferbus/ingest/"
 MOTO_API_PATH = "/moto-api"
@@ -54,12 +57,16 @@ class TwinRoutes:
         The twin's region: what a signed ingest request must name.
     ingest
         Runs the ingest function for ``(path, headers, body)``; ``None``: no ingest endpoint.
+    deliveries
+        Where a client's ``PutEvents`` hands its rule deliveries, to be made after it answered
+        (:mod:`inferbus.runtime.deliveries`); ``None``: they are made inside the request.
     """
 
-    def __init__(self, app: Any, *, region: str, ingest: Ingest | None) -> None:
+    def __init__(self, app: Any, *, region: str, ingest: Ingest | None, deliveries: Deliveries | None = None) -> None:
         self.app = app
         self.region = region
         self.ingest = ingest
+        self.deliveries = deliveries
 
     @staticmethod
     def signed_for(environ: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -78,6 +85,12 @@ class TwinRoutes:
         return found["region"], found["service"]
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if self.deliveries is None:
+            return self._route(environ, start_response)
+        with self.deliveries.answering_client():
+            return self._route(environ, start_response)
+
+    def _route(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path.startswith(INGEST_PATH.rstrip("/")):
             return self._ingest(environ, start_response, path)

@@ -43,6 +43,7 @@ from . import moto_patches, resource_policy
 from .activity import Activity
 from .bridge import StateMachineBridge
 from .channels import LocalChannel, SqsChannel
+from .deliveries import DELIVERIES
 from .event_source import AfterFailure, LocalEventSource
 from .executions import ExecutionInfo, ExecutionTracker
 from .lambda_adapter import LambdaAdapter
@@ -452,6 +453,7 @@ class EmbeddedPipeline:
         assert self._adapter is not None
         self._adapter.install()  # again, should anything have replaced boto3's default session
         self._stopping.clear()
+        DELIVERIES.start()
         for source in self.event_sources:
             source.start()
         self._dispatcher = threading.Thread(target=self._dispatch_forever, name="bridges", daemon=True)
@@ -461,6 +463,7 @@ class EmbeddedPipeline:
         """Stop moving: pollers stop (running batches finish); executions already started go on."""
         if self._dispatcher is None:
             return
+        DELIVERIES.stop()  # first: what clients put is delivered before the pollers stop
         self._stopping.set()
         self.activity.changed()
         self._dispatcher.join()
@@ -501,6 +504,7 @@ class EmbeddedPipeline:
         handing = (sum(bridge.waiting for bridge in self.bridges) + sum(source.busy for source in self.event_sources)
                    + sum(pipe.waiting for pipe in self.pipes))
         handing += self.status_changes.waiting if self.status_changes is not None else 0
+        handing += DELIVERIES.pending
         backlog = {(source.queue.logical_id if isinstance(source.channel, SqsChannel) else source.spec.logical_id): n
                    for source in self.event_sources if (n := source.backlog())}
         return backlog, handing

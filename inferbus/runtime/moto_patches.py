@@ -114,6 +114,7 @@ from typing import Any
 from event_patterns import PatternError, compile_pattern_text
 
 from . import aws_limits, resource_policy
+from .deliveries import DELIVERIES, DeliveryFailure
 from .windows import RecentSet
 
 MOTO_VERSION = "5.2.5"
@@ -183,7 +184,7 @@ def _patch_requests() -> None:
     def locked_call_action(self: Any) -> Any:
         action = self._get_action()
         waits = action in WAITING_ACTIONS or (action == "ReceiveMessage" and _long_poll(self))
-        if waits:
+        if waits or (action == "PutEvents" and DELIVERIES.deferring()):  # it only reads; its deliveries come later
             return call_action(self)
         with SERVICE_LOCKS.get(getattr(self, "service_name", ""), REQUEST_LOCK):
             return call_action(self)
@@ -566,6 +567,7 @@ def _patch_events() -> None:
             raise ValidationException("1 validation error detected: Value '[PutEventsRequestEntry]' at 'entries' "
                                       "failed to satisfy constraint: Member must have length less than or equal to 10")
         entries: list[dict[str, Any]] = []
+        taken: list[tuple[Any, dict[str, Any], str]] = []  # (bus, event, its Detail text) to deliver
         for event in events:
             missing = next((name for name in ("Source", "DetailType", "Detail") if not event.get(name)), None)
             if missing is not None:
@@ -586,11 +588,33 @@ def _patch_events() -> None:
             built = {"version": "0", "id": event_id, "detail-type": event["DetailType"], "source": event["Source"],
                      "account": self.account_id, "time": event.get("Time", unix_time()), "region": self.region_name,
                      "resources": event.get("Resources", []), "detail": detail, "ingestion-time": unix_time()}
-            matched = as_matched(built)
-            for rule in list(event_bus.rules.values()):
-                if rule.state != "DISABLED" and _pattern_matches(rule.event_pattern, matched):
-                    deliver_matched(rule, {**built, "detail": json.loads(event["Detail"])}, True)
+            taken.append((event_bus, built, event["Detail"]))
+        if DELIVERIES.deferring():
+            if taken:
+                DELIVERIES.defer(functools.partial(deliver_later, taken), len(taken))
+        else:
+            for event_bus, built, detail in taken:
+                deliver_to_rules(event_bus, built, detail)
         return entries
+
+    def deliver_to_rules(event_bus: Any, built: dict[str, Any], detail: str,
+                         failures: list[DeliveryFailure] | None = None) -> None:
+        matched = as_matched(built)
+        for rule in list(event_bus.rules.values()):
+            if rule.state != "DISABLED" and _pattern_matches(rule.event_pattern, matched):
+                try:
+                    deliver_matched(rule, {**built, "detail": json.loads(detail)}, True)
+                except Exception as error:  # noqa: BLE001 - as EventBridge: one target's failure, the others still get it
+                    if failures is None:  # in the request: the caller hears of it, as before
+                        raise
+                    failures.append(DeliveryFailure(built["id"], rule.arn, f"{type(error).__name__}: {error}"))
+
+    def deliver_later(taken: list[tuple[Any, dict[str, Any], str]]) -> list[DeliveryFailure]:
+        failures: list[DeliveryFailure] = []
+        with REQUEST_LOCK:  # the lock the request would have held (the fan-out touches SQS and Step Functions)
+            for event_bus, built, detail in taken:
+                deliver_to_rules(event_bus, built, detail, failures)
+        return failures
 
     _patch(EventsHandler, "put_events", put_events_as_aws)
     _patch(EventsBackend, "put_events", put_events_parsed_once)
