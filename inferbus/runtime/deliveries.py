@@ -35,6 +35,7 @@ from dataclasses import dataclass
 LOGGER = logging.getLogger(__name__)
 DEFAULT_LIMIT = 10_000  # events taken and not yet delivered; a PutEvents past it waits (memory stays bounded)
 STOP_WAIT_S = 60.0  # how long stop() lets the thread deliver what is left
+KEPT_FAILURES = 100  # the last failures kept for reading: what an operator reads, not a log of every one
 
 
 @dataclass(frozen=True)
@@ -93,11 +94,18 @@ class Deliveries:
         return self._thread is not None
 
     def defer(self, deliver: Callable[[], list[DeliveryFailure]], events: int) -> None:
-        """Queue ``deliver`` (it delivers ``events`` events and returns what failed); wait for room past the limit."""
+        """Queue ``deliver`` (it delivers ``events`` events and returns what failed); wait for room past the limit.
+
+        Stopped meanwhile (the thread has taken its last batch): ``deliver`` runs here, so nothing is left behind.
+        """
         with self._room:
             self._room.wait_for(lambda: self._pending == 0 or self._pending + events <= self.limit)
-            self._pending += events
-        self._queue.put((deliver, events))
+            queued = self._thread is not None
+            if queued:  # under the same lock as stop()'s last item: nothing is queued behind it
+                self._pending += events
+                self._queue.put((deliver, events))
+        if not queued:
+            self._tell(deliver())
 
     def start(self) -> None:
         if self._thread is not None:
@@ -107,10 +115,11 @@ class Deliveries:
 
     def stop(self) -> None:
         """Deliver what was taken, then stop the thread (later PutEvents deliver in the request again)."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        self._queue.put(None)
+        with self._room:
+            thread, self._thread = self._thread, None
+            if thread is None:
+                return
+            self._queue.put(None)
         thread.join(timeout=STOP_WAIT_S)
         if thread.is_alive():
             LOGGER.error("%d events taken were still being delivered after %g s", self._pending, STOP_WAIT_S)
@@ -123,14 +132,17 @@ class Deliveries:
             except Exception as error:  # noqa: BLE001 - the thread must go on: every later event depends on it
                 LOGGER.exception("a batch of %d events could not be delivered", events)
                 failed = [DeliveryFailure("?", "?", f"{type(error).__name__}: {error}")]
-            for failure in failed:
-                self.failures.append(failure)
-                del self.failures[:-100]  # the last 100: what an operator reads, not a log of every one
-                if self.on_failure is not None:
-                    self.on_failure(failure)
+            self._tell(failed)
             with self._room:
                 self._pending -= events
                 self._room.notify_all()
+
+    def _tell(self, failed: list[DeliveryFailure]) -> None:
+        for failure in failed:
+            self.failures.append(failure)
+            del self.failures[:-KEPT_FAILURES]
+            if self.on_failure is not None:
+                self.on_failure(failure)
 
 
 DELIVERIES = Deliveries()  # the twin's one bus front: moto is patched for one pipeline at a time

@@ -198,3 +198,13 @@ def test_a_put_past_the_limit_waits_for_room():
 def test_a_limit_below_one_is_refused():
     with pytest.raises(ValueError, match="limit must be at least 1"):
         Deliveries(limit=0)
+
+
+def test_a_put_that_finds_the_thread_stopped_delivers_in_the_request():
+    """stop() and a PutEvents may cross: what the request took is delivered, not queued behind the thread's end."""
+    deliveries = Deliveries(limit=10)
+    deliveries.start()
+    deliveries.stop()
+    done = []
+    deliveries.defer(lambda: done.append("delivered") or [], 3)
+    assert done == ["delivered"] and deliveries.pending == 0
