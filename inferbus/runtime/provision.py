@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 import uuid
+import warnings
 from typing import Any
 
 from inferbus.model.asl import substitute
@@ -115,8 +116,10 @@ def register_stack(session: Any, stack_name: str, outputs: dict[str, str]) -> st
     """
     template = {"Resources": {"Provisioned": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
                 "Outputs": {key: {"Value": value} for key, value in sorted(outputs.items())}}
-    return session.client("cloudformation", region_name=REGION).create_stack(
-        StackName=stack_name, TemplateBody=json.dumps(template))["StackId"]
+    with warnings.catch_warnings():  # moto warns that it creates nothing for the handle: that is the point of it
+        warnings.filterwarnings("ignore", message=".*WaitConditionHandle.*not supported", category=UserWarning)
+        return session.client("cloudformation", region_name=REGION).create_stack(
+            StackName=stack_name, TemplateBody=json.dumps(template))["StackId"]
 
 
 def _resolve_outputs(outputs: dict[str, Any], deployment: Deployment) -> None:

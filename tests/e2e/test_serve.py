@@ -59,6 +59,7 @@ def served(template, tmp_path_factory):
     process.wait(timeout=30)
     reader.join(timeout=30)
     assert process.returncode == 0, err
+    assert "Warning" not in err, err  # nothing but its own lines: a library's warning is noise to its user
     assert list(output.queue)[-1]["kind"] == "stopped"
 
 
