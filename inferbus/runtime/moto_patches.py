@@ -98,6 +98,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import math
 import os
 import re
 import sys
@@ -144,6 +145,8 @@ class Hooks:
 
 
 HOOKS = Hooks()
+# The rule pattern a delivery on this thread has matched already (its own event, as as_matched shows it).
+ALREADY_MATCHED = threading.local()
 # Events each rule matched since install, by rule ARN: the twin of CloudWatch's MatchedEvents metric.
 MATCHED_EVENTS: Counter[str] = Counter()
 
@@ -155,8 +158,18 @@ def _notify(kind: str, arn: str) -> None:
 
 def _iso_time(value: Any) -> Any:
     if isinstance(value, (int, float)):
+        if value >= 0:
+            # The second fromtimestamp would show (it rounds to the microsecond, half to even, first), written
+            # once per second: the conversion was a tenth of the fan-out's time in a burst.
+            fraction, whole = math.modf(value)
+            return _iso_second(int(whole) + (round(fraction * 1e6) >= 1_000_000))
         return datetime.datetime.fromtimestamp(value, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _iso_second(second: int) -> str:
+    return datetime.datetime.fromtimestamp(second, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def as_matched(event: dict[str, Any]) -> dict[str, Any]:
@@ -517,6 +530,8 @@ def _patch_events() -> None:
         return load(cls, raw_pattern)
 
     def matches_event(self: Any, event: dict[str, Any]) -> bool:
+        if getattr(ALREADY_MATCHED, "pattern", None) is self:
+            return True  # moto's send_to_targets asks again about the event deliver_matched was called for
         return _pattern_matches(self, as_matched(event))
 
     send_to_targets = Rule.send_to_targets
@@ -540,7 +555,8 @@ def _patch_events() -> None:
                 plain.append(target)  # delivered whole, as AWS does (moto's default template drops account)
             else:
                 transformed.append(target)
-        all_targets = self.targets
+        all_targets, matched_before = self.targets, getattr(ALREADY_MATCHED, "pattern", None)
+        ALREADY_MATCHED.pattern = self.event_pattern
         try:
             if plain:  # moto turns the raw time into ISO itself on the way to SQS
                 self.targets = plain
@@ -551,6 +567,7 @@ def _patch_events() -> None:
                 send_to_targets(self, original_event, transform_input)
         finally:
             self.targets = all_targets
+            ALREADY_MATCHED.pattern = matched_before  # a delivery may put to a bus, whose rules deliver in it
 
     def test_event_pattern(self: Any) -> Any:
         try:

@@ -812,3 +812,22 @@ def test_a_start_in_process_answers_as_the_api_does():
             assert error_of(lambda: moto_patches.start_execution_in_process(machine, name, given)) == \
                 (code or "InvalidExecutionInput", message.replace(":api'", ":direct'"))  # moto's API loses that code
         assert error_of(lambda: moto_patches.start_execution_in_process("not-an-arn", "z", "{}"))[0] == "InvalidArn"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_events_iso_time_is_the_second_fromtimestamp_shows(seed):
+    """as_matched writes a time once per second; the second is fromtimestamp's, whose microsecond rounding
+    (half to even) can carry into the next second."""
+    import datetime
+    import random
+
+    generator = random.Random(seed)
+    values = [0, 1, 1_765_000_000, 1_765_000_000.0, 1_765_000_000.9999994, 1_765_000_000.9999995,
+              1_765_000_000.9999996, 1_765_000_001.4999995, 1_765_000_001.0000005, -1.5, -0.0000004]
+    values += [generator.uniform(0, 4e9) for _ in range(2000)]
+    values += [float(generator.randrange(1_700_000_000, 1_800_000_000)) + generator.choice([0.9999995, 0.9999994, 0.5e-6])
+               for _ in range(500)]
+    for value in values:
+        expected = datetime.datetime.fromtimestamp(value, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert moto_patches._iso_time(value) == expected, value
+    assert moto_patches._iso_time("2026-12-07T10:00:00Z") == "2026-12-07T10:00:00Z"  # an ISO time put as given
