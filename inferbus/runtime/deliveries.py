@@ -19,7 +19,7 @@ Example
 >>> deliveries.deferring()      # not on a thread answering a client, and not started
 False
 >>> with deliveries.answering_client():
-...     deliveries.deferring()  # started() is still needed
+...     deliveries.deferring()  # and start() is still needed
 False
 """
 
@@ -88,10 +88,6 @@ class Deliveries:
     def pending(self) -> int:
         """Events taken whose deliveries are not done yet."""
         return self._pending
-
-    @property
-    def started(self) -> bool:
-        return self._thread is not None
 
     def defer(self, deliver: Callable[[], list[DeliveryFailure]], events: int) -> None:
         """Queue ``deliver`` (it delivers ``events`` events and returns what failed); wait for room past the limit.

@@ -157,19 +157,21 @@ def _notify(kind: str, arn: str) -> None:
 
 
 def _iso_time(value: Any) -> Any:
-    if isinstance(value, (int, float)):
-        if value >= 0:
-            # The second fromtimestamp would show (it rounds to the microsecond, half to even, first), written
-            # once per second: the conversion was a tenth of the fan-out's time in a burst.
-            fraction, whole = math.modf(value)
-            return _iso_second(int(whole) + (round(fraction * 1e6) >= 1_000_000))
-        return datetime.datetime.fromtimestamp(value, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return value
+    if not isinstance(value, (int, float)):
+        return value
+    if value < 0:
+        return _iso(value)
+    # The second fromtimestamp would show (it rounds to the microsecond, half to even, first), written
+    # once per second: the conversion was a tenth of the fan-out's time in a burst.
+    fraction, whole = math.modf(value)
+    return _iso_second(int(whole) + (round(fraction * 1e6) >= 1_000_000))
 
 
-@functools.lru_cache(maxsize=256)
-def _iso_second(second: int) -> str:
-    return datetime.datetime.fromtimestamp(second, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _iso(moment: float) -> str:
+    return datetime.datetime.fromtimestamp(moment, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_iso_second = functools.lru_cache(maxsize=256)(_iso)  # a whole second's text: one per second of a burst
 
 
 def as_matched(event: dict[str, Any]) -> dict[str, Any]:
