@@ -88,8 +88,9 @@ class LocalEventSource:
         self._workers: ThreadPoolExecutor | None = None
         self._stopping = threading.Event()
         self._in_flight = 0  # batches handed to workers and not finished
-        # failed records waiting for the invocations running when they failed to end, and when they failed
-        self._failed: list[tuple[frozenset[int], list[dict[str, Any]], int]] = []
+        # failed records waiting for the invocations running when they failed to end, when they failed, and the ids
+        # of those the function hid for a backoff (left hidden when the others are released)
+        self._failed: list[tuple[frozenset[int], list[dict[str, Any]], int, set[str]]] = []
         self.on_invocation: Callable[[LocalEventSource, Invocation], None] | None = None
 
     @property
@@ -247,8 +248,12 @@ class LocalEventSource:
             self.channel.release(kept)
         retry = [message for message in messages if self.channel.message_id(message) in failed]
         if retry:
+            # Read now, while the receipts are still this invocation's: by the time the record is released its backoff
+            # may have ended and the message been received again under a new receipt.
+            hidden = self.channel.hidden_by_function(retry)  # their backoff is the function's: not shortened
             with self._counts:
-                self._failed.append((self.function.running_ids(), retry, failed_at_ms))
+                self.backed_off += len(hidden)
+                self._failed.append((self.function.running_ids(), retry, failed_at_ms, hidden))
         self._release_due()
         return invocation
 
@@ -256,16 +261,14 @@ class LocalEventSource:
         """Make failed records visible again once the invocations running when they failed have ended."""
         running = self.function.running_ids()
         with self._counts:
-            due = [(messages, failed_at) for waiting_for, messages, failed_at in self._failed if not waiting_for & running]
+            due = [(messages, failed_at, hidden) for waiting_for, messages, failed_at, hidden in self._failed
+                   if not waiting_for & running]
             self._failed = [pending for pending in self._failed if pending[0] & running]
-        for messages, failed_at_ms in due:
+        for messages, failed_at_ms, hidden in due:
             if self.after_failure is not None:  # the time the visibility timeout stands for has passed for them
                 expired = self.after_failure(self.function, messages, failed_at_ms)
                 with self._counts:
                     self.expired_after_failures += expired
-            hidden = self.channel.hidden_by_function(messages)  # their backoff is the function's: not shortened
-            with self._counts:
-                self.backed_off += len(hidden)
             self.channel.release([message for message in messages if self.channel.message_id(message) not in hidden])
 
     def backlog(self) -> int:
