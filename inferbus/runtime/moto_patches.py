@@ -81,6 +81,13 @@ Cost:
   event is now built and matched once, and each rule it matches is handed its own copy, as before.
   An archive's target took the event through its input template (the event written out as JSON,
   then read back) only to name the archive; the event is archived as it was given, as before.
+- moto's clock (``unix_time``, and ``unix_time_millis`` through it) read the time as a ``datetime``
+  and subtracted the epoch from it, importing ``datetime.UTC`` on the way: 12.7 µs a read, and an
+  SQS receive reads it about three times per message. It now reads ``time.time_ns`` (0.3 µs) and
+  gives the same value: the time floored to the microsecond, as ``datetime.now`` does, in seconds.
+  A time passed in is converted by moto as before.
+- A received SQS message is copied shallowly (:class:`ShallowMessageCopy`): moto deep-copied each
+  one it handed out only to give the copy its own message attributes.
 - moto's Step Functions interpreter ran the work of each Task, Parallel and Map state on a thread of
   its own, to stop waiting at the state's timeout; a state with no timeout of its own (waiting
   99,999,999 s) runs on its execution's thread instead, with the same frame, result and errors.
@@ -287,10 +294,31 @@ def _patch_sqs() -> None:
             message.__dict__[HIDDEN_WITH] = receipt_handle  # hidden on purpose during this receipt (hidden_on_purpose)
 
     _patch(SQSBackend, "is_message_valid_based_on_retention_period", is_message_valid_based_on_retention_period)
+    _patch(sqs_models, "deepcopy", ShallowMessageCopy(sqs_models.Message))
     _patch(sqs_models, "generate_receipt_handle", receipt_handle)
     _patch(Queue, "add_message", add_message_and_notify)
     _patch(SQSBackend, "change_message_visibility", change_visibility_and_notify)
     _patch_sqs_depth(Queue, SQSBackend)
+
+
+class ShallowMessageCopy:
+    """What moto's SQS module calls as ``deepcopy``: a message handed out by a receive is copied shallowly.
+
+    moto deep-copies each message it hands out so as to give the copy only the message attributes asked
+    for, which it does by giving the copy a new dict: every other value of the copy is only read, as the
+    answer is written. The deep copy was 6-8 % of ``inferbus serve``'s CPU while a client drained a queue.
+    Anything else (the pending FIFO groups, a template's properties) is deep-copied as before.
+    """
+
+    def __init__(self, message_class: type) -> None:
+        self.message_class = message_class
+
+    def __call__(self, value: Any, memo: Any = None) -> Any:
+        import copy
+
+        if type(value) is self.message_class:
+            return copy.copy(value)
+        return copy.deepcopy(value, memo)
 
 
 # -- SQS at any depth: a send, a receive and a delete cost the same on a queue of 10 or 100,000 messages --
@@ -1130,6 +1158,35 @@ def _patch_jsonpath() -> None:
     _patch(result_path, "parse", functools.lru_cache(maxsize=1024)(result_path.parse))
 
 
+UNIX_EPOCH = datetime.datetime(1970, 1, 1)  # naive, as moto's utcfromtimestamp(0)
+
+
+def unix_time(dt: datetime.datetime | None = None) -> float:
+    """moto's ``unix_time``: seconds since the epoch of ``dt``, or of now, without building a ``datetime`` for now.
+
+    Now is the clock floored to the microsecond (what ``datetime.now`` gives), in moto's own arithmetic
+    (whole days, then seconds and microseconds), so the float is the one moto computed.
+    """
+    if dt:
+        delta = dt - UNIX_EPOCH
+        days, seconds, micro = delta.days, delta.seconds, delta.microseconds
+    else:
+        days, seconds = divmod(time.time_ns() // 1000, 86_400_000_000)
+        seconds, micro = divmod(seconds, 1_000_000)
+    return (days * 86_400) + (seconds + (micro / 1e6))
+
+
+def _patch_clock() -> None:
+    from moto.core import utils
+
+    original = utils.unix_time
+    # The modules that read the clock and are loaded by now (a module loaded later reads moto's, as correct),
+    # and moto's own module, where unix_time_millis reads it.
+    for name, module in list(sys.modules.items()):
+        if (name == "moto" or name.startswith("moto.")) and getattr(module, "unix_time", None) is original:
+            _patch(module, "unix_time", unix_time)
+
+
 def install(changed: Callable[[str, str], None] | None = None,
             deliver: Callable[[str, dict[str, Any], dict[str, Any]], bool] | None = None) -> None:
     """Apply every patch and plug in the runtime's hooks (call :func:`uninstall` after).
@@ -1159,6 +1216,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_dynamodb()
     _patch_condition_expressions()
     _patch_jsonpath()
+    _patch_clock()
 
 
 def uninstall() -> None:

@@ -146,6 +146,19 @@ def test_what_is_read_directly_is_still_there():
     assert "self._extract(query, self._states_data[\"input\"])" in inspect.getsource(States.get_input)
     assert "copy.deepcopy(result)" in inspect.getsource(States._extract)
     assert "env.variable_store.reset_tracing()" in inspect.getsource(CommonStateField._get_state_exited_event_details)
+    # a received message is copied only so that its copy gets a new dict of the attributes asked for
+    import copy
+
+    from moto.sqs.models import _filter_message_attributes
+
+    assert sqs_models.deepcopy is copy.deepcopy and "message_copy = deepcopy(message)" in inspect.getsource(SQSBackend.receive_message)
+    assert "message.message_attributes = filtered_message_attributes" in inspect.getsource(_filter_message_attributes)
+    # moto's clock, read by name in the modules that imported it
+    from moto.core import utils as moto_utils
+    from moto.events import models as events_models
+
+    assert sqs_models.unix_time is moto_utils.unix_time is events_models.unix_time
+    assert "unix_time(dt) * 1000.0" in inspect.getsource(moto_utils.unix_time_millis)
 
 
 def test_install_then_uninstall_restores_every_original():
@@ -391,6 +404,45 @@ def test_a_receive_and_its_deletes_read_what_they_return_not_the_queue(patched_s
     again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     assert [m["Body"] for m in received + again] == [f"m{i}" for i in range(10, 30)]
     assert reads.count <= 3 * 20
+
+
+def test_a_receive_hands_out_the_attributes_asked_for_and_the_queue_keeps_them_all(patched_sqs):
+    sqs, backend = patched_sqs
+    url = sqs.create_queue(QueueName="attributes")["QueueUrl"]
+    attributes = {name: {"DataType": "String", "StringValue": name * 2} for name in ("a", "b", "custom.c")}
+    sqs.send_message(QueueUrl=url, MessageBody="m", MessageAttributes=attributes)
+    (first,) = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["a", "custom.*"], VisibilityTimeout=0)["Messages"]
+    assert set(first["MessageAttributes"]) == {"a", "custom.c"}
+    (again,) = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"], AttributeNames=["All"])["Messages"]
+    assert again["MessageAttributes"] == attributes and again["Attributes"]["ApproximateReceiveCount"] == "2"
+    assert again["ReceiptHandle"] != first["ReceiptHandle"] and again["MD5OfBody"] == first["MD5OfBody"]
+    (message,) = backend.get_queue("attributes")._messages
+    assert set(message.message_attributes) == {"a", "b", "custom.c"}
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_clock_reads_as_moto_s_and_converts_a_given_time_as_moto_does(seed):
+    import datetime
+    import random
+
+    from moto.core import utils as moto_utils
+    from moto.events import models as events_models
+
+    moto_s = moto_utils.unix_time
+    generator = random.Random(seed)
+    given = [datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=generator.randrange(-10**15, 4 * 10**15))
+             for _ in range(20_000)] + [datetime.datetime(2026, 12, 7, 23, 59, 59, 999_999), datetime.datetime(1969, 12, 31)]
+    assert [moto_patches.unix_time(dt) for dt in given] == [moto_s(dt) for dt in given]
+    for _ in range(20_000):  # now: never before a read of moto's clock made before it, nor after one made after
+        before, ours, after = moto_s(), moto_patches.unix_time(), moto_s()
+        assert before <= ours <= after
+    moto_patches.install()
+    try:
+        assert sqs_models.unix_time is events_models.unix_time is moto_utils.unix_time is moto_patches.unix_time
+        assert moto_s() <= moto_utils.unix_time_millis() / 1000 <= moto_s()
+    finally:
+        moto_patches.uninstall()
+    assert sqs_models.unix_time is events_models.unix_time is moto_utils.unix_time is moto_s
 
 
 def test_deletes_answer_as_moto_does(patched_sqs):
