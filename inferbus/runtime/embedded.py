@@ -171,6 +171,7 @@ class EmbeddedPipeline:
         self.bridges: list[StateMachineBridge] = []
         self.pipes: list[LocalPipe] = []
         self.activity = Activity()
+        self._wakeups_of_queue: dict[str, list[Activity]] = {}  # an SQS queue's ARN: its pollers' wake-ups
         self._bridge_of: dict[tuple[str, str], StateMachineBridge] = {}
         self._tapped: list[dict[str, Any]] = []
         self._tapping = False
@@ -221,9 +222,15 @@ class EmbeddedPipeline:
             self.functions[logical_id] = LocalFunction(spec, self.host, retain=self.retain)
             self._cap_claim_lifetime(self.functions[logical_id])
         for source in self.deployment.event_sources:
-            self.event_sources.append(LocalEventSource(source, self._channel(source),
-                                                       self.functions[source.function_logical_id], self.after_failure,
-                                                       self.activity))
+            channel = self._channel(source)
+            # A poller of an SQS queue wakes when its queue changes, not at every change of every queue and
+            # execution (n pollers woken per message: the cost grew with the components declared). Other
+            # channels are not watched here: their pollers wake at every change, as before.
+            wakeup = Activity() if isinstance(channel, SqsChannel) else None
+            self.event_sources.append(LocalEventSource(source, channel, self.functions[source.function_logical_id],
+                                                       self.after_failure, self.activity, wakeup))
+            if wakeup is not None:
+                self._wakeups_of_queue.setdefault(source.queue_arn, []).append(wakeup)
         for bridge in self.deployment.bridges:
             self._add_bridge(bridge)
         machines = self.deployment.state_machines.values()
@@ -281,6 +288,9 @@ class EmbeddedPipeline:
         if kind == "execution" and self.status_changes is not None:
             self.status_changes.ended(arn)  # before the wake-up: the dispatcher must find it
         self.activity.changed()
+        if kind == "queue":
+            for wakeup in self._wakeups_of_queue.get(arn, ()):
+                wakeup.changed()
         if kind == "execution" and self.on_execution_end is not None:
             self.on_execution_end(arn)
         self._trim_if_due()

@@ -65,15 +65,22 @@ class LocalEventSource:
         ``after_failure(function, messages, failed_at_ms)``, called when records that failed (a
         whole invocation, or items of its batch) are about to be visible again; returns how many
         leases it expired (summed in :attr:`expired_after_failures`).
+    activity
+        Signalled when an invocation of this source ends (what a wait for quiescence watches).
+    wakeup
+        What the poller waits on for records: signalled when its channel may have one (by whoever
+        watches the channel), when an invocation of its own ends and when it stops. Default: ``activity``.
     """
 
     def __init__(self, spec: EventSourceSpec, channel: LocalChannel, function: LocalFunction,
-                 after_failure: AfterFailure | None = None, activity: Activity | None = None) -> None:
+                 after_failure: AfterFailure | None = None, activity: Activity | None = None,
+                 wakeup: Activity | None = None) -> None:
         self.spec = spec
         self.channel = channel
         self.function = function
         self.after_failure = after_failure
         self.activity = activity or Activity()
+        self.wakeup = wakeup or self.activity
         self._held: list[dict[str, Any]] = []
         self._first_held_at = 0.0
         self.deliveries = 0
@@ -166,7 +173,7 @@ class LocalEventSource:
         if self._poller is None:
             return
         self._stopping.set()
-        self.activity.changed()
+        self.wakeup.changed()
         self._poller.join()
         assert self._workers is not None
         self._workers.shutdown(wait=True)
@@ -198,14 +205,14 @@ class LocalEventSource:
     def _next_batch(self) -> list[dict[str, Any]] | None:
         """Wait for a batch: full, or its window passed (None when stopping)."""
         while not self._stopping.is_set():
-            seen = self.activity.generation
+            seen = self.wakeup.generation
             self._release_due()
             self._receive()
             if self._held and (len(self._held) >= self.spec.batch_size or not self._window_open()):
                 batch, self._held = self._held, []
                 return batch
             window_left = self.spec.max_batching_window_s - (time.monotonic() - self._first_held_at)
-            self.activity.wait(seen, window_left if self._held else IDLE_WAIT_S)
+            self.wakeup.wait(seen, window_left if self._held else IDLE_WAIT_S)
         return None
 
     def _work(self, batch: list[dict[str, Any]]) -> None:
@@ -217,6 +224,8 @@ class LocalEventSource:
             with self._counts:
                 self._in_flight -= 1
             self._slots.release()
+            if self.wakeup is not self.activity:
+                self.wakeup.changed()
             self.activity.changed()
 
     def _invoke(self, messages: list[dict[str, Any]]) -> Invocation:

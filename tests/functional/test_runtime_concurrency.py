@@ -94,3 +94,25 @@ def test_drain_returns_only_when_every_message_is_consumed(sends):
         pipeline.drain(timeout_s=10)
         consumed = [line for line in pipeline.functions["Consumer"].logs if line.get("message") == "consumed"]
         assert len(consumed) == sends and pipeline.event_sources[0].backlog() == 0
+
+
+def test_a_message_wakes_the_pollers_of_its_own_queue_only():
+    """A poller sleeps until its queue changes: with many mappings, a message is not a wake-up for each of them."""
+    names = [f"Work{n}" for n in range(5)]
+    resources = {"Consumer": t.function("consumer")}
+    for name in names:
+        resources[name] = t.queue()
+        resources[f"Mapping{name}"] = t.event_source("Consumer", name, batch_size=1)
+    with runtime(t.template(**resources), tap=False) as pipeline:
+        sources = {source.queue.logical_id: source for source in pipeline.event_sources}
+        assert set(sources) == set(names) and len({id(source.wakeup) for source in sources.values()}) == len(names)
+        pipeline.start()  # started here, so the drains leave the pollers running (a stop wakes each one)
+        pipeline.drain(timeout_s=10)
+        before = {name: source.wakeup.generation for name, source in sources.items()}
+        for i in range(20):
+            pipeline.sqs.send_message(QueueUrl=pipeline.deployment.queues["Work0"].url, MessageBody=json.dumps({"n": i}))
+        pipeline.drain(timeout_s=10)
+        assert len(pipeline.functions["Consumer"].invocations) == 20
+        woken = {name: source.wakeup.generation - before[name] for name, source in sources.items()}
+        assert woken["Work0"] >= 20  # each message, and each invocation's end
+        assert all(woken[name] == 0 for name in names[1:]), woken
