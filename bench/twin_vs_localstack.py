@@ -4,8 +4,12 @@ One boto3 client, per server and per run: 1,000 events in 100 PutEvents of 10 to
 of the client's own sends them to a queue of its own, then it drains that queue (receive 10, delete
 in a batch). Printed per run and server: events/s (events delivered over the time from the first put
 to the last message received), the PutEvents p50, the last delivery's lag after the last put
-returned, the server's CPU time (user + system) per event and its resident memory; then the ratio
-inferbus / LocalStack, and each server's last run against its first.
+returned (when the last event reached the client's queue, 0 if before the put answered: the latest ``SentTimestamp`` among the
+run's messages, which both servers stamp from this machine's clock as the message is enqueued), the
+drain (from the last put to the last message received: the client's 200 receive and delete requests
+after the puts, so mostly how fast a server answers SQS), the server's CPU time (user + system) per
+event and its resident memory; then the ratio inferbus / LocalStack, and each server's last run
+against its first.
 
 The runs go to the same servers one after the other, so a server that slows as its queues fill or
 its memory grows shows it run after run. On a shared machine the rates move with the others' load;
@@ -67,6 +71,7 @@ class RunFigures:
     events_per_s: float
     put_p50_ms: float
     last_delivery_lag_s: float
+    drain_s: float
     delivered: int
     rss_mb: float
     cpu_ms_per_event: float
@@ -212,23 +217,26 @@ class Client:
             put_ms.append((time.monotonic() - began) * 1000)
             if answer["FailedEntryCount"]:
                 raise RuntimeError(f"{self.server.name} refused entries: {answer['Entries']}")
-        last_put = time.monotonic()
-        delivered, last_received = 0, last_put
+        last_put, last_put_epoch_ms = time.monotonic(), time.time() * 1000
+        delivered, last_received, last_sent_ms = 0, last_put, 0
         while delivered < events and time.monotonic() - last_put < DRAIN_TIMEOUT_S:
-            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=BATCH,
-                                                WaitTimeSeconds=1).get("Messages", [])
+            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=BATCH, WaitTimeSeconds=1,
+                                                AttributeNames=["SentTimestamp"]).get("Messages", [])
             if messages:
                 last_received = time.monotonic()
                 delivered += len(messages)
+                last_sent_ms = max(last_sent_ms, *(int(m["Attributes"]["SentTimestamp"]) for m in messages))
                 self.sqs.delete_message_batch(QueueUrl=self.url, Entries=[
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
-        return RunFigures(delivered / (last_received - first), statistics.median(put_ms), last_received - last_put,
+        return RunFigures(delivered / (last_received - first), statistics.median(put_ms),
+                          max(last_sent_ms - last_put_epoch_ms, 0.0) / 1000, last_received - last_put,
                           delivered, rss_mb(self.server.pid), (cpu_s(self.server.pid) - cpu_before) * 1000 / events)
 
 
 def line(run: int, name: str, figures: RunFigures) -> str:
     return (f"{run:>3}  {name:10}  {figures.events_per_s:9.0f}  {figures.put_p50_ms:11.1f}  "
-            f"{figures.last_delivery_lag_s:10.2f}  {figures.delivered:9}  {figures.cpu_ms_per_event:10.2f}  "
+            f"{figures.last_delivery_lag_s * 1000:11.0f}  {figures.drain_s:7.2f}  {figures.delivered:9}  "
+            f"{figures.cpu_ms_per_event:10.2f}  "
             f"{figures.rss_mb:7.0f}")
 
 
@@ -252,7 +260,7 @@ def main() -> None:
         if isinstance(other, str):
             print(other)
         clients = [Client(server) for server in servers]
-        print("run  server      events/s  put p50 ms  last lag s  delivered  CPU ms/ev   RSS MB")
+        print("run  server      events/s  put p50 ms  last lag ms  drain s  delivered  CPU ms/ev   RSS MB")
         first: dict[str, RunFigures] = {}
         for run in range(1, args.runs + 1):
             figures = {}
@@ -265,12 +273,14 @@ def main() -> None:
                 ours, theirs = figures["inferbus"], figures["localstack"]
                 print(f"     ratio inferbus/localstack: events/s {ours.events_per_s / theirs.events_per_s:.2f}×, "
                       f"put p50 {ours.put_p50_ms / theirs.put_p50_ms:.2f}×, "
-                      f"last lag {ours.last_delivery_lag_s / max(theirs.last_delivery_lag_s, 1e-3):.2f}×", flush=True)
+                      f"last lag {(ours.last_delivery_lag_s - theirs.last_delivery_lag_s) * 1000:+.0f} ms, "
+                      f"drain {ours.drain_s / theirs.drain_s:.2f}×", flush=True)
         for name, was in first.items():
             now = figures[name]
             print(f"{name}: last run / first run: events/s {now.events_per_s / was.events_per_s:.2f}×, "
                   f"put p50 {now.put_p50_ms / was.put_p50_ms:.2f}×, last lag "
-                  f"{now.last_delivery_lag_s / max(was.last_delivery_lag_s, 1e-3):.2f}×, CPU per event "
+                  f"{(now.last_delivery_lag_s - was.last_delivery_lag_s) * 1000:+.0f} ms, drain "
+                  f"{now.drain_s / was.drain_s:.2f}×, CPU per event "
                   f"{now.cpu_ms_per_event / was.cpu_ms_per_event:.2f}×, RSS {now.rss_mb - was.rss_mb:+.0f} MB "
                   f"({(now.rss_mb - was.rss_mb) * 1024 / max(args.events * (args.runs - 1), 1):.2f} KB per event)")
         print(f"load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
