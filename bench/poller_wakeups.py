@@ -13,7 +13,8 @@ declared. A run with one mapping is the control: there the two should cost the s
 
 Usage::
 
-    .venv/bin/python bench/poller_wakeups.py [--mappings 1 20 60] [--baseline-ref REF | --baseline-root DIR]
+    .venv/bin/python bench/poller_wakeups.py [--mappings 1 20 60] [--repeats 3]
+        [--baseline-ref REF | --baseline-root DIR | --no-baseline]
 """
 
 from __future__ import annotations
@@ -24,10 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,40 +64,28 @@ def measured(root: Path, mappings: int) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@contextmanager
-def checkout(args: argparse.Namespace) -> Iterator[Path]:
-    if args.baseline_root is not None:
-        yield args.baseline_root
-        return
-    with tempfile.TemporaryDirectory() as scratch:
-        where = Path(scratch) / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), args.baseline_ref],
-                       check=True, capture_output=True)
-        try:
-            yield where
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)], capture_output=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mappings", type=int, nargs="+", default=[1, 20, 60], help="mapping counts (default 1 20 60)")
     parser.add_argument("--baseline-ref", default="main", help="git ref whose code path is the baseline (default main)")
     parser.add_argument("--baseline-root", type=Path, help="a checkout to run as the baseline instead of --baseline-ref")
+    parser.add_argument("--no-baseline", action="store_true", help="measure this checkout only")
     parser.add_argument("--repeats", type=int, default=3, help="runs per side and count, medians shown (default 3)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(one(args.one)))
         return
+    from serve_throughput import baseline_checkout  # not in a run of one side: it puts this checkout on sys.path
+
     print(f"{MESSAGES} messages to one queue of N, each queue mapped to one consumer (batches of {BATCH}); "
           f"{os.cpu_count()} CPUs")
     print("mappings  side            CPU s   wall s  invocations")
-    with checkout(args) as baseline:
+    with baseline_checkout(args) as baseline:
         for mappings in args.mappings:
-            runs: dict[str, list[dict[str, float]]] = {"this checkout": [], "baseline": []}
+            order = [("this checkout", ROOT)] + ([("baseline", baseline)] if baseline is not None else [])
+            runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in order}
             for repeat in range(args.repeats):
-                order = [("this checkout", ROOT), ("baseline", baseline)]
                 for name, root in order if repeat % 2 == 0 else reversed(order):
                     runs[name].append(measured(root, mappings))
             sides = {name: {key: statistics.median(run[key] for run in each) for key in each[0]}
@@ -107,6 +93,8 @@ def main() -> None:
             for name, figures in sides.items():
                 print(f"{mappings:8}  {name:13}  {figures['cpu_s']:6.2f}  {figures['wall_s']:7.2f}  "
                       f"{figures['invocations']:11.0f}", flush=True)
+            if baseline is None:
+                continue
             now, was = sides["this checkout"], sides["baseline"]
             print(f"          ratio this checkout / baseline: CPU {now['cpu_s'] / was['cpu_s']:.2f}×, "
                   f"wall {now['wall_s'] / was['wall_s']:.2f}×", flush=True)
