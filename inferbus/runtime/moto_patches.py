@@ -86,6 +86,9 @@ Cost:
   SQS receive reads it about three times per message. It now reads ``time.time_ns`` (0.3 µs) and
   gives the same value: the time floored to the microsecond, as ``datetime.now`` does, in seconds.
   A time passed in is converted by moto as before.
+- A response's member names: moto's serializer asked six alias providers which attribute of the
+  object answering holds each member, for every member of every answer (:class:`PossibleKeysOnce`
+  keeps each answer).
 - A received SQS message is copied shallowly (:class:`ShallowMessageCopy`): moto deep-copied each
   one it handed out only to give the copy its own message attributes.
 - moto's Step Functions interpreter ran the work of each Task, Parallel and Map state on a thread of
@@ -1176,6 +1179,49 @@ def unix_time(dt: datetime.datetime | None = None) -> float:
     return (days * 86_400) + (seconds + (micro / 1e6))
 
 
+def _patch_response_keys() -> None:
+    from moto.core.serialize import AttributePicker, XFormedAttributePicker
+
+    for picker in (AttributePicker, XFormedAttributePicker):
+        _patch(picker, "get_possible_keys", PossibleKeysOnce(picker.__dict__["get_possible_keys"]))
+
+
+class PossibleKeysOnce:
+    """moto's ``get_possible_keys`` of a response serializer's attribute picker, each answer kept.
+
+    To write each member of an answer, moto asks six alias providers which attribute names of the
+    object may hold it, building each provider and the name's snake_case form every time: a tenth of
+    a request's time in ``inferbus serve``, for an answer that depends only on the picker, the
+    object's class, the member's name and its shape (with the structure moto hangs it under). An
+    object with a ``Meta`` of its own, or a class that makes attributes up (``__getattr__``), is
+    asked every time as before.
+    """
+
+    LIMIT = 20_000  # distinct (picker, class, member, shape) seen: the models moto answers with are finite
+
+    def __init__(self, original: Callable[..., Any]) -> None:
+        self.original = original
+        self.kept: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+    def __get__(self, picker: Any, owner: type | None = None) -> Any:
+        return self if picker is None else functools.partial(self, picker)
+
+    def __call__(self, picker: Any, context: Any) -> Any:
+        obj, shape = context.obj, context.shape
+        kind = type(obj)
+        if hasattr(kind, "__getattr__") or "Meta" in getattr(obj, "__dict__", ()):
+            return self.original(picker, context)
+        key = (type(picker), tuple(picker.alias_providers), kind, obj.__class__, context.key, shape,
+               getattr(shape, "parent", None))
+        keys = self.kept.get(key)
+        if keys is None:
+            keys = tuple(self.original(picker, context))
+            if len(self.kept) >= self.LIMIT:
+                self.kept.clear()
+            self.kept[key] = keys
+        return keys
+
+
 def _patch_clock() -> None:
     from moto.core import utils
 
@@ -1217,6 +1263,7 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_condition_expressions()
     _patch_jsonpath()
     _patch_clock()
+    _patch_response_keys()
 
 
 def uninstall() -> None:

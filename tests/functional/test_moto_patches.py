@@ -16,6 +16,7 @@ from moto import backends as moto_backends
 from moto.core import responses as moto_responses
 from moto.core.common_models import BaseModel
 from moto.core.responses import BaseResponse
+from moto.core.serialize import AttributePicker, XFormedAttributePicker
 from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
@@ -72,6 +73,8 @@ PATCHED = [  # (owner, name, parameters): what install() replaces
     (CommonStateField, "_get_state_entered_event_details", ["self", "env"]),
     (CommonStateField, "_get_state_exited_event_details", ["self", "env"]),
     (BaseModel, "__new__", ["cls", "args", "kwargs"]),
+    (AttributePicker, "get_possible_keys", ["self", "context"]),
+    (XFormedAttributePicker, "get_possible_keys", ["self", "context"]),
 ]
 
 
@@ -883,3 +886,48 @@ def test_an_events_iso_time_is_the_second_fromtimestamp_shows(seed):
         expected = datetime.datetime.fromtimestamp(value, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         assert moto_patches._iso_time(value) == expected, value
     assert moto_patches._iso_time("2026-12-07T10:00:00Z") == "2026-12-07T10:00:00Z"  # an ISO time put as given
+
+
+def test_a_response_member_s_possible_names_are_moto_s_in_every_answer():
+    """Each kept answer of get_possible_keys is compared with moto's own, on the answers of four services."""
+    from moto import mock_aws
+
+    compared = []
+    with mock_aws():
+        moto_patches.install()
+        kept = {picker: picker.__dict__["get_possible_keys"] for picker in (AttributePicker, XFormedAttributePicker)}
+        try:
+            for picker, once in kept.items():
+                def checking(self, context, once=once):
+                    answer = once(self, context)
+                    assert list(answer) == list(once.original(self, context)), (context.key, type(context.obj))
+                    compared.append(answer)
+                    return answer
+
+                picker.get_possible_keys = checking
+            for _ in range(2):  # the second time from what was kept
+                sqs = boto3.client("sqs", region_name="us-east-1")
+                url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+                sqs.send_message(QueueUrl=url, MessageBody="m", MessageAttributes={"a": {"DataType": "String", "StringValue": "v"}})
+                (message,) = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"], AttributeNames=["All"])["Messages"]
+                assert message["Body"] == "m" and message["MessageAttributes"]["a"]["StringValue"] == "v"
+                assert sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]["VisibilityTimeout"] == "0"
+                events = boto3.client("events", region_name="us-east-1")
+                events.put_rule(Name="r", EventPattern=json.dumps({"source": ["s"]}))
+                assert [rule["Name"] for rule in events.list_rules()["Rules"]] == ["r"]
+                assert events.describe_rule(Name="r")["EventPattern"] == json.dumps({"source": ["s"]})
+                dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+                if not dynamodb.list_tables()["TableNames"]:
+                    dynamodb.create_table(TableName="t", KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                                          AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+                                          BillingMode="PAY_PER_REQUEST")
+                assert dynamodb.describe_table(TableName="t")["Table"]["KeySchema"][0]["AttributeName"] == "k"
+                iam = boto3.client("iam", region_name="us-east-1")
+                if not iam.list_roles()["Roles"]:
+                    iam.create_role(RoleName="role", AssumeRolePolicyDocument="{}")
+                assert iam.get_role(RoleName="role")["Role"]["RoleName"] == "role"
+        finally:
+            for picker, once in kept.items():
+                picker.get_possible_keys = once
+            moto_patches.uninstall()
+    assert len(compared) > 100
