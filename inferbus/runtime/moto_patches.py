@@ -92,6 +92,9 @@ Cost:
   keeps each answer).
 - A received SQS message is copied shallowly (:class:`ShallowMessageCopy`): moto deep-copied each
   one it handed out only to give the copy its own message attributes.
+- moto's Step Functions parser imported ``moto.batch``'s package for one enum, and with it ``moto.ec2``,
+  whose region table loads EC2's service model: 1.2 s of every start. The enum's module is loaded
+  alone (:func:`load_batch_utils_alone`).
 - moto's Step Functions interpreter ran the work of each Task, Parallel and Map state on a thread of
   its own, to stop waiting at the state's timeout; a state with no timeout of its own (waiting
   99,999,999 s) runs on its execution's thread instead, with the same frame, result and errors.
@@ -1231,6 +1234,43 @@ def _patch_clock() -> None:
             _patch(module, "unix_time", unix_time)
 
 
+# moto.batch's plain modules that its Step Functions parser imports; neither imports anything of moto.batch's package.
+BATCH_MODULES_ALONE = ("exceptions", "utils")
+
+
+def load_batch_utils_alone() -> None:
+    """Load ``moto.batch.utils`` (and the exceptions it imports) without running ``moto.batch``'s package.
+
+    moto's Step Functions parser imports ``moto.batch.utils`` for one enum (``JobStatus``, of its Batch
+    task). Importing it ran ``moto/batch/__init__``, which imports ``moto.batch.models`` and so ``moto.ec2``,
+    whose region table loads EC2's service model as it is imported: 1.2 s of every start of the twin, for
+    a service the kit never calls. The two modules are loaded from moto's own files under their own names,
+    so the parser finds them; a later ``import moto.batch`` (a template with Batch) runs the package as
+    before and reuses them. Idempotent; a no-op once ``moto.batch`` is imported.
+    """
+    import importlib.util
+
+    import moto
+
+    if "moto.batch" in sys.modules:
+        return
+    folder = os.path.join(os.path.dirname(moto.__file__), "batch")
+    for name in BATCH_MODULES_ALONE:
+        qualified = f"moto.batch.{name}"
+        if qualified in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(qualified, os.path.join(folder, f"{name}.py"))
+        if spec is None or spec.loader is None:
+            return  # moto moved them: importing the parser then runs the package, as moto does
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[qualified] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[qualified]
+            raise
+
+
 def install(changed: Callable[[str, str], None] | None = None,
             deliver: Callable[[str, dict[str, Any], dict[str, Any]], bool] | None = None) -> None:
     """Apply every patch and plug in the runtime's hooks (call :func:`uninstall` after).
@@ -1249,6 +1289,7 @@ def install(changed: Callable[[str, str], None] | None = None,
         raise RuntimeError("moto is already patched: one embedded pipeline at a time")
     HOOKS.changed, HOOKS.deliver = changed, deliver
     MATCHED_EVENTS.clear()
+    load_batch_utils_alone()
     _patch_requests()
     _patch_model_tracking()
     _patch_sqs()

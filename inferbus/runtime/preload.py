@@ -37,6 +37,9 @@ PRELOADED = (
 
 
 def _import_each(names: Sequence[str]) -> None:
+    from .moto_patches import load_batch_utils_alone
+
+    load_batch_utils_alone()  # else the Step Functions parser's import pulls in moto.ec2 (1.2 s)
     for name in names:
         try:
             importlib.import_module(name)

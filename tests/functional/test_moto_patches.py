@@ -931,3 +931,50 @@ def test_a_response_member_s_possible_names_are_moto_s_in_every_answer():
                 picker.get_possible_keys = once
             moto_patches.uninstall()
     assert len(compared) > 100
+
+
+BATCH_ALONE_PROBE = """
+import sys
+from inferbus.runtime import moto_patches
+moto_patches.load_batch_utils_alone()
+moto_patches.load_batch_utils_alone()  # twice: idempotent
+import moto.stepfunctions.parser.asl.parse.asl_parser
+parser_only = sorted(name for name in sys.modules if name.startswith(("moto.ec2", "moto.batch")))
+import moto.batch
+from moto.batch.utils import JobStatus
+from moto.batch.exceptions import ValidationError
+import moto.batch.models as batch_models
+print(parser_only, batch_models.JobStatus is JobStatus, batch_models.ValidationError is ValidationError)
+"""
+
+
+def test_the_stepfunctions_parser_loads_without_moto_batch_package_and_ec2():
+    """Its one import of ``moto.batch.utils`` ran moto.batch's package and so moto.ec2 (1.2 s of every start).
+
+    In a fresh interpreter (this one has moto.batch already): after :func:`load_batch_utils_alone` the parser
+    imports neither the package nor EC2, and a later ``import moto.batch`` runs and reuses the same modules.
+    """
+    import os
+    import subprocess
+    import sys
+
+    probe = subprocess.run([sys.executable, "-c", BATCH_ALONE_PROBE], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    assert probe.stdout.strip() == "['moto.batch.exceptions', 'moto.batch.utils'] True True"
+
+
+def test_moto_batch_modules_loaded_alone_import_nothing_of_their_package():
+    """The premise of :func:`load_batch_utils_alone`, in moto's source: each module's imports stay outside moto.batch's package."""
+    import ast
+    import os
+
+    folder = os.path.join(os.path.dirname(moto.__file__), "batch")
+    for name in moto_patches.BATCH_MODULES_ALONE:
+        with open(os.path.join(folder, f"{name}.py"), encoding="utf-8") as source:
+            tree = ast.parse(source.read())
+        relative = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level}
+        absolute = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level}
+        absolute |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert relative <= set(moto_patches.BATCH_MODULES_ALONE), (name, relative)
+        assert not {module for module in absolute if module.startswith("moto.batch")}, (name, absolute)
