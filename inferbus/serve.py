@@ -20,7 +20,6 @@ Example
 from __future__ import annotations
 
 import json
-import logging
 import queue
 import signal
 import socket
@@ -142,7 +141,6 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
             source.on_invocation = batch_done
         DELIVERIES.on_failure = delivery_failed
         pipeline.on_execution_end = execution_done
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request: noise beside ours
         url = f"http://{'localhost' if host == LOOPBACK else host}:{port}"
         ingest = _ingest_of(pipeline)
         if ingest is not None:
