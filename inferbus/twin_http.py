@@ -130,7 +130,10 @@ class TwinRoutes:
 SERVER_THREADS = 64
 # Open connections at once (each idle keep-alive connection counts); polled, so not bound by select()'s 1,024 descriptors.
 SERVER_CONNECTIONS = 1000
-STOP_WAIT_S = 5.0  # for the requests in flight at a stop, then for the server's thread
+# At a stop: how long the requests in flight may take to finish (an ordinary one takes milliseconds; a long poll is
+# cut short, its client told the connection closed), then how long the server's thread may take to return.
+REQUESTS_STOP_S = 1.0
+THREAD_STOP_S = 5.0
 
 
 class TwinServer:
@@ -164,12 +167,11 @@ class TwinServer:
         from waitress import wasyncore
 
         self._stopping = True
-        # Requests in flight finish first (a long poll may outlast the wait); then every socket is closed, and the
-        # loop, with nothing left to watch, returns.
-        self._server.task_dispatcher.shutdown(timeout=STOP_WAIT_S)
+        # Requests in flight finish first; then every socket is closed, and the loop, with nothing left to watch, returns.
+        self._server.task_dispatcher.shutdown(timeout=REQUESTS_STOP_S)
         wasyncore.close_all(self._server._map, ignore_all=True)
         if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT_S)
+            self._thread.join(timeout=THREAD_STOP_S)
 
     def _quiet_when_stopping(self, record: logging.LogRecord) -> bool:
         """A request still running at the stop fails on its closed socket: not news to whoever stopped the server."""

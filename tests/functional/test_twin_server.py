@@ -120,3 +120,27 @@ def test_stop_closes_the_port_and_every_connection(endpoint):
         kept.getresponse()
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def test_a_long_poll_in_flight_does_not_keep_a_stopping_server_up(endpoint):
+    """Ctrl-C on serve while a client long-polls: the server stops, and the client is told, not left waiting 20 s."""
+    port, server = endpoint
+    sqs = sqs_of(port, read_timeout=30)
+    url = sqs.create_queue(QueueName="stopped")["QueueUrl"]
+    outcome: list[str] = []
+
+    def poll() -> None:
+        try:
+            sqs.receive_message(QueueUrl=url, WaitTimeSeconds=20)
+            outcome.append("answered")
+        except Exception as error:  # noqa: BLE001 - which error botocore raises is not the point
+            outcome.append(type(error).__name__)
+
+    waiting = threading.Thread(target=poll)
+    waiting.start()
+    other = sqs_of(port)
+    assert other.list_queues()["QueueUrls"] == [url]  # the server is up, the poll is in flight
+    server.stop()
+    waiting.join(timeout=15)
+    assert not waiting.is_alive(), "the long poll outlived the server"
+    assert outcome and outcome != ["answered"], outcome
