@@ -1,6 +1,6 @@
 """``inferbus serve``: the embedded pipeline as a long-running local endpoint for any AWS client.
 
-moto's application (its ``server`` extra), served by waitress with keep-alive connections
+moto's application (its ``server`` extra), served with keep-alive connections
 (:class:`inferbus.twin_http.TwinServer`), answers HTTP requests on the port from the same
 in-process state the pipeline runs on: an event put with the AWS CLI, boto3 in another
 process or ``inferbus send`` is matched by the stack's rules, consumed by the in-process

@@ -144,3 +144,65 @@ def test_a_long_poll_in_flight_does_not_keep_a_stopping_server_up(endpoint):
     waiting.join(timeout=15)
     assert not waiting.is_alive(), "the long poll outlived the server"
     assert outcome and outcome != ["answered"], outcome
+
+
+def test_an_application_error_is_a_500_and_the_next_connection_is_served():
+    """A request the application fails on answers 500 (not a dropped connection); the server goes on."""
+    calls: list[str] = []
+
+    def failing_then_fine(environ, start_response):
+        calls.append(environ["PATH_INFO"])
+        if environ["PATH_INFO"] == "/fail":
+            raise RuntimeError("the application broke")
+        body = environ["wsgi.input"].read()
+        start_response("200 OK", [("Content-Length", str(len(body)))])
+        return [body]
+
+    from inferbus.twin_http import TwinServer
+
+    port = free_port()
+    server = TwinServer(failing_then_fine, host="127.0.0.1", port=port)
+    server.start()
+    try:
+        failed = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        failed.request("POST", "/fail", body=b"lost")
+        assert failed.getresponse().status == 500
+        failed.close()
+        echoed = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for body in (b"first", b"", b"x" * 70_000):  # an unread or long body leaves the connection in step
+            echoed.request("POST", "/echo", body=body)
+            answer = echoed.getresponse()
+            assert (answer.status, answer.read()) == (200, body)
+        echoed.request("POST", "/echo", body=iter([b"chunked ", b"body"]), encode_chunked=True)  # no length: framed by chunks
+        answer = echoed.getresponse()
+        assert (answer.status, answer.read()) == (200, b"chunked body")
+        echoed.request("POST", "/echo", body=b"after")
+        answer = echoed.getresponse()
+        assert (answer.status, answer.read()) == (200, b"after")
+        echoed.close()
+    finally:
+        server.stop()
+    assert calls == ["/fail"] + ["/echo"] * 5
+
+
+def test_a_body_the_application_leaves_unread_does_not_become_the_next_request():
+    def ignores_body(environ, start_response):
+        start_response("200 OK", [("Content-Length", "2")])
+        return [b"ok"]
+
+    from inferbus.twin_http import TwinServer
+
+    port = free_port()
+    server = TwinServer(ignores_body, host="127.0.0.1", port=port)
+    server.start()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        answers = []
+        for body in (b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n", b"y" * 100_000, b""):
+            connection.request("POST", "/", body=body)
+            response = connection.getresponse()
+            answers.append((response.status, response.read()))
+        connection.close()
+    finally:
+        server.stop()
+    assert answers == [(200, b"ok")] * 3
