@@ -134,9 +134,9 @@ def _keep_alive_handler() -> type:
     werkzeug's ``run_wsgi`` answers every request with ``Connection: close``, since after the answer it reads
     whatever the client sent next to discard an unread body, which on a kept connection would be the next
     request. Here the body is bounded by its ``Content-Length`` (or its chunked framing) and whatever the
-    application left unread is read to that bound, no further; so the connection stays in step and its thread
-    reads the next request. A request that cannot be framed so (no length, ``Connection: close``, HTTP/1.0)
-    or an answer without a ``Content-Length`` closes the connection after it, as before.
+    application left unread is read to that bound, no further (a request with neither has no body); so the
+    connection stays in step and its thread reads the next request. A request that asks to close (``Connection:
+    close``, HTTP/1.0), an answer without a ``Content-Length`` and an application error close it after the answer.
     """
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.wsgi import LimitedStream
