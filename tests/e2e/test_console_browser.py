@@ -24,7 +24,8 @@ from inferbus_lambda.rejections import DEAD_LETTER_ATTRIBUTES
 from inferbus.demo.inputs import sample_event, sample_events
 from inferbus.model.names import DEAD_LETTER_QUEUE_URL
 from tests.declared import DEMO, PIPELINE
-from tests.e2e.test_serve import client, free_port
+from tests.e2e.test_serve import client
+from tests.redis_server import free_port
 from tests.functional.test_console import envelope
 
 pytestmark = pytest.mark.slow

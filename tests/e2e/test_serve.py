@@ -23,17 +23,12 @@ from inferbus.model.settings import InferbusSettings
 from inferbus.model.names import INVALID_EVENTS_OUTPUT, QUEUE_URL, UNROUTED_CHECK_ID, UNROUTED_CHECK_NAME
 from tests.declared import DEMO, PIPELINE
 from tests.functional.test_twin_bus_policy import reserved_sources
+from tests.redis_server import free_port
 
 pytestmark = pytest.mark.slow
 CLIENT_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 CONSUMER = next(c for c in PIPELINE.consumers if c.name in DEMO)
 PIPELINE_STACK = InferbusSettings().staged(InferbusSettings().stack_name)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 
 import boto3
@@ -14,17 +13,12 @@ from botocore.config import Config
 from inferbus.runtime import moto_patches
 from inferbus.runtime.deliveries import DELIVERIES, Deliveries
 from inferbus.twin_http import TwinRoutes, twin_server
+from tests.redis_server import free_port
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": REGION}
 HANDED_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:handed"  # a target moto hands to the runtime's hook
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Hook:

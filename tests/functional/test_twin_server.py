@@ -14,15 +14,10 @@ from botocore.config import Config
 
 from inferbus.runtime import moto_patches
 from inferbus.twin_http import TwinRoutes, twin_server
+from tests.redis_server import free_port
 
 REGION = "us-east-1"
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": REGION}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
