@@ -174,3 +174,32 @@ def test_an_analysis_carries_boxes_classes_scores_and_the_scene_label():
     with pytest.raises(ValueError, match="as long as each other"):
         ImageAnalyzed(input_id="s-1", boxes=[], classes=[4], scores=[], scene="one", scene_confidence=0.9,
                       detector=model, scene_classifier=model)
+
+
+@pytest.mark.parametrize(("numbers", "refused"), [
+    ([0.5] * 40 + [float("nan")], "nan is not a JSON number"),
+    (list(range(30)) + [float("-inf"), 2.5], "-inf is not a JSON number"),
+    ([float("inf"), 1, float("nan")], "nan is not a JSON number"),  # the last is named, as the walk meets it first
+    ([[1, 2], [3.5, float("nan")]], "nan is not a JSON number"),  # a row of an image
+])
+def test_a_list_of_numbers_with_a_non_finite_float_is_refused(numbers, refused):
+    from inferbus_lambda.contracts import check_strict_json
+
+    with pytest.raises(InvalidEventError, match=refused):
+        check_strict_json({"detail": {"data": {"pixels": numbers}}}, "body")
+
+
+@pytest.mark.parametrize("numbers", [
+    list(range(2304)), [0.25 * i for i in range(384)], [True, 1, 2.5], [10**400, 3], [],
+])
+def test_a_list_of_finite_numbers_passes(numbers):
+    from inferbus_lambda.contracts import check_strict_json
+
+    check_strict_json({"detail": {"data": {"pixels": numbers}}}, "body")
+
+
+def test_a_lone_surrogate_beside_numbers_is_still_found():
+    from inferbus_lambda.contracts import check_strict_json
+
+    with pytest.raises(InvalidEventError, match="lone surrogate"):
+        check_strict_json({"pixels": [1, 2, 3], "labels": [1, "\ud800"]}, "body")
