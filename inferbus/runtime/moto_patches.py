@@ -1160,6 +1160,67 @@ def _patch_jsonpath() -> None:
 
     # A ResultPath built jsonpath_ng's parser (a yacc table) for every state it ran: 5 % of serve's CPU in a burst.
     _patch(result_path, "parse", functools.lru_cache(maxsize=1024)(result_path.parse))
+    _patch(result_path.ResultPath, "_eval_body", result_path_by_fields(result_path.ResultPath._eval_body))
+
+
+@functools.lru_cache(maxsize=1024)
+def field_chain(path: str) -> tuple[str, ...] | None:
+    """The field names of a ResultPath that names only fields (``$``, ``$.a``, ``$.a.b``), as jsonpath_ng
+    parses it; ``None`` for any other path (an index, a wildcard, a filter).
+
+    >>> field_chain("$.tokens.words"), field_chain("$"), field_chain("$.items[0]"), field_chain("$.*")
+    (('tokens', 'words'), (), None, None)
+    """
+    from jsonpath_ng import parse
+    from jsonpath_ng.jsonpath import Child, Fields, Root
+
+    names: list[str] = []
+    node = parse(path)
+    while type(node) is Child:
+        field = node.right
+        if type(field) is not Fields or len(field.fields) != 1 or field.fields[0] == "*":
+            return None
+        names.append(field.fields[0])
+        node = node.left
+    return tuple(reversed(names)) if type(node) is Root else None
+
+
+def result_path_by_fields(evaluate: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """moto's ``ResultPath`` evaluation, with the common case (a path of field names into objects) done directly.
+
+    jsonpath_ng's ``update_or_create`` sets the field, creating missing objects on the way, then walks the
+    whole state to take out its placeholders for lists it may have created, item by item (an image's pixels
+    at every Task). A path of fields creates no list, so the walk finds nothing: here the field is set
+    without it. Any other path, or one that meets a value other than an object on the way (jsonpath_ng
+    then leaves the input as it was), goes to moto's evaluation.
+    """
+
+    def by_fields(self: Any, env: Any) -> None:
+        names = field_chain(self.result_path_src) if self.result_path_src is not None else None
+        if names is None or not _objects_along(state_input(env), names):
+            evaluate(self, env)
+            return
+        state = env.states.get_input()  # moto's own copy of the input, which the output becomes
+        result = copy_json(env.stack.pop())
+        if not names:
+            env.stack.append(result)
+            return
+        target = state
+        for name in names[:-1]:
+            target = target.setdefault(name, {})
+        target[names[-1]] = result
+        env.stack.append(state)
+
+    return by_fields
+
+
+def _objects_along(state: Any, names: tuple[str, ...]) -> bool:
+    """Whether every value on the path's way to its last field is an object or missing (then made one)."""
+    for name in names[:-1] if names else ():
+        if type(state) is not dict:
+            return False
+        state = state.get(name, {})
+    return type(state) is dict or not names
 
 
 UNIX_EPOCH = datetime.datetime(1970, 1, 1)  # naive, as moto's utcfromtimestamp(0)

@@ -713,6 +713,68 @@ def test_what_is_not_plain_json_is_deep_copied_as_before():
     assert copied["at"] == stamp
 
 
+class _ResultPathEnv:
+    """What a ResultPath reads of an environment: the state's input (moto's ``States``) and the stack."""
+
+    def __init__(self, state_input: object, result: object) -> None:
+        import copy
+
+        self._states_data = {"input": state_input}
+        self.states = self
+        self.stack = [result]
+        self._copy = copy.deepcopy
+
+    def get_input(self) -> object:
+        return self._copy(self._states_data["input"])
+
+
+def _moto_result_path() -> object:
+    saved = [original for owner, name, original in moto_patches.HOOKS._saved
+             if owner is result_path.ResultPath and name == "_eval_body"]
+    return saved[0] if saved else result_path.ResultPath._eval_body
+
+
+@pytest.mark.parametrize(("path", "given", "result"), [
+    ("$", {"a": 1}, {"b": [1, 2]}),
+    ("$.added", {"a": 1}, "x"),
+    ("$.a", {"a": {"old": True}}, {"new": [0.5] * 40}),  # replaced, not merged
+    ("$.a.b.c", {"a": {"kept": 1}}, [1, {"d": 2}]),  # the missing objects on the way are made
+    ("$.pixels.b", {"pixels": list(range(50))}, 1),  # a list on the way: jsonpath_ng leaves the input as it was
+    ("$.text.b", {"text": "a string"}, 1),
+    ("$.items[0]", {"items": [{"x": 1}]}, 2),  # an index: moto's evaluation
+    ("$.a", [1, 2], 3),  # not an object
+    ("$.a.b", {"a": None}, 3),
+])
+def test_a_result_path_of_fields_gives_moto_s_output(path, given, result):
+    import copy
+
+    def outcome(evaluate: object, env: _ResultPathEnv) -> object:
+        try:
+            evaluate(result_path.ResultPath(path), env)  # type: ignore[operator]
+        except Exception as error:  # noqa: BLE001 - moto's own error for a path it cannot follow
+            return type(error)
+        return env.stack
+
+    expected = outcome(_moto_result_path(), _ResultPathEnv(copy.deepcopy(given), copy.deepcopy(result)))
+    env = _ResultPathEnv(copy.deepcopy(given), result)
+    assert outcome(moto_patches.result_path_by_fields(_moto_result_path()), env) == expected
+    if not isinstance(expected, list):
+        return
+    assert env._states_data["input"] == given  # the state's input is not written into
+    output = json.dumps(env.stack[0])
+    result_json = json.dumps(result)
+    if isinstance(result, (dict, list)) and result_json in output:
+        result[0 if isinstance(result, list) else next(iter(result))] = "changed"  # the output holds a copy
+        assert json.dumps(env.stack[0]) == output
+
+
+def test_only_a_path_of_single_fields_takes_the_direct_way():
+    assert moto_patches.field_chain("$.tokens.words") == ("tokens", "words")
+    assert moto_patches.field_chain("$") == ()
+    for path in ("$.items[0]", "$.*", "$.a.*", "$..a", "$['a','b']", "$.a[*].b"):
+        assert moto_patches.field_chain(path) is None, path
+
+
 def test_an_execution_s_states_do_not_share_data_under_the_json_copy():
     """A Pass state that writes into its input's dict (ResultPath) leaves the execution's input as it was."""
     definition = {"StartAt": "Add", "States": {
