@@ -146,13 +146,14 @@ def serve(*, port: int = DEFAULT_PORT, host: str = LOOPBACK, template: dict[str,
         ingest = _ingest_of(pipeline)
         if ingest is not None:
             pipeline.outputs[INGEST_URL_OUTPUT] = f"{url}{INGEST_PATH}"  # in AWS, the function URL
-        register_stack(pipeline.session, pipeline.stack_name, pipeline.outputs)  # describe-stacks, as in AWS
         region = pipeline.session.region_name
         state = ConsoleState(pipeline)
         # In front of moto's app: the console (/_inferbus/), then the twin's own routes (ingest, 404s).
+        # describe-stacks answers with the outputs, as in AWS: the stack is made at the first CloudFormation call.
+        stack = {"cloudformation": lambda: register_stack(pipeline.session, pipeline.stack_name, pipeline.outputs)}
         server = twin_server(lambda app: ConsoleApp(state, TwinRoutes(app, region=region, ingest=ingest,
-                                                                           deliveries=DELIVERIES), host=host,
-                                                    port=port), host=host, port=port)
+                                                                           deliveries=DELIVERIES, before_first=stack),
+                                                    host=host, port=port), host=host, port=port)
         server.start()
         pipeline.start()
         _print(out, as_json, {"kind": "ready", "endpoint": url, "console": url + CONSOLE_PATH,

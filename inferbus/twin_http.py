@@ -11,6 +11,9 @@ moto's server answers any request it can read as an AWS API call, and anything e
   like moto, takes any credentials (a documented local difference, as for every AWS API here).
 - A request that is no AWS API call (neither SigV4 in an ``Authorization`` header nor a presigned
   query) and not one of the twin's own paths gets ``404`` with what the endpoint does serve.
+- Work a service needs before its first call (``before_first``), done once, when that call arrives:
+  the stack's CloudFormation record, whose import of moto's CloudFormation (and with it EC2 and
+  Auto Scaling) cost every start 1.3 s, though most runs never ask for it.
 
 Example
 -------
@@ -61,13 +64,20 @@ class TwinRoutes:
     deliveries
         Where a client's ``PutEvents`` hands its rule deliveries, to be made after it answered
         (:mod:`inferbus.runtime.deliveries`); ``None``: they are made inside the request.
+    before_first
+        By service name as a request's signature names it (``cloudformation``): what to run once,
+        before the first request signed for that service is answered. Requests that arrive while
+        it runs wait for it.
     """
 
-    def __init__(self, app: Any, *, region: str, ingest: Ingest | None, deliveries: Deliveries | None = None) -> None:
+    def __init__(self, app: Any, *, region: str, ingest: Ingest | None, deliveries: Deliveries | None = None,
+                 before_first: Mapping[str, Callable[[], None]] | None = None) -> None:
         self.app = app
         self.region = region
         self.ingest = ingest
         self.deliveries = deliveries
+        self._before_first = dict(before_first or {})
+        self._before_first_lock = threading.Lock()
 
     @staticmethod
     def signed_for(environ: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -95,12 +105,26 @@ class TwinRoutes:
         path = environ.get("PATH_INFO", "")
         if path.startswith(INGEST_PATH.rstrip("/")):
             return self._ingest(environ, start_response, path)
-        if path.startswith(MOTO_API_PATH) or self.signed_for(environ) is not None:
+        if path.startswith(MOTO_API_PATH):
+            return self.app(environ, start_response)
+        signed = self.signed_for(environ)
+        if signed is not None:
+            if self._before_first:
+                self._prepare(signed[1])
             return self.app(environ, start_response)
         return _json(start_response, "404 Not Found", {
             "message": f"{environ.get('REQUEST_METHOD', '?')} {path}: nothing here. This endpoint answers AWS API calls "
                        f"signed with SigV4 (the AWS CLI, an SDK) and the ingest endpoint at {INGEST_PATH} "
                        "(POST a CloudEvent, signed for lambda); see `inferbus serve --help`"})
+
+    def _prepare(self, service: str) -> None:
+        if service not in self._before_first:
+            return
+        with self._before_first_lock:  # a request that comes while it runs waits for it
+            prepare = self._before_first.get(service)
+            if prepare is not None:
+                prepare()
+                del self._before_first[service]  # kept until done: if it failed, the next request tries again
 
     def _ingest(self, environ: dict[str, Any], start_response: StartResponse, path: str) -> Iterable[bytes]:
         if self.ingest is None:

@@ -201,3 +201,35 @@ def test_a_body_the_application_leaves_unread_does_not_become_the_next_request()
     finally:
         server.stop()
     assert answers == [(200, b"ok")] * 3
+
+
+def _signed_for(service: str) -> dict[str, str]:
+    return {"PATH_INFO": "/", "REQUEST_METHOD": "POST", "HTTP_AUTHORIZATION":
+            f"AWS4-HMAC-SHA256 Credential=AKID/20261207/{REGION}/{service}/aws4_request, SignedHeaders=host, Signature=x"}
+
+
+def test_what_a_service_needs_first_runs_once_before_its_first_request_and_the_others_wait():
+    import time
+
+    answered: list[str] = []
+    made: list[str] = []
+
+    def app(environ: dict, start_response: object) -> list[bytes]:
+        answered.append(environ["HTTP_AUTHORIZATION"].split("/")[3] + (" after the stack" if made else " before"))
+        return [b"{}"]
+
+    def make_stack() -> None:
+        time.sleep(0.3)  # a concurrent first call must wait for it, not pass it
+        made.append("stack")
+
+    routes = TwinRoutes(app, region=REGION, ingest=None, before_first={"cloudformation": make_stack})
+    routes(_signed_for("sqs"), lambda *_: None)
+    assert made == [] and answered == ["sqs before"]  # another service does not make it
+    calls = [threading.Thread(target=routes, args=(_signed_for("cloudformation"), lambda *_: None)) for _ in range(3)]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join(timeout=10)
+    routes(_signed_for("cloudformation"), lambda *_: None)
+    assert made == ["stack"]
+    assert answered[1:] == ["cloudformation after the stack"] * 4
