@@ -802,6 +802,7 @@ def _patch_stepfunctions() -> None:
 def _patch_state_threads() -> None:
     from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
     from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import StateTask
 
     evaluate_with_timeout = ExecutionState._evaluate_with_timeout
 
@@ -818,7 +819,9 @@ def _patch_state_threads() -> None:
         env.stack.pop()
         frame = env.open_frame()
         frame.states.reset(input_value=state_input(env))  # reset copies it: moto's get_input() copied it first too
-        frame.stack = copy_json(env.stack)
+        # A Task's work only reads the state's input (what its parameters select is copied), so its frame shares
+        # the items; a Parallel or Map state's gets its own copy, as moto made for every state.
+        frame.stack = list(env.stack) if isinstance(self, StateTask) else copy_json(env.stack)
         outputs: list[Any] = []
         failure: Exception | None = None
         try:

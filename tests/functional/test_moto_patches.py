@@ -846,6 +846,34 @@ def test_a_state_without_a_timeout_runs_on_the_execution_s_thread_with_moto_s_re
                                                 "error": {"Error": "Boom", "Cause": "on purpose"}}
 
 
+def test_a_task_retried_on_a_shared_input_sees_the_same_input_each_attempt_and_keeps_it():
+    """A Task's frame shares the state's input: its attempts each select from the input as it was given,
+    and the state's output after the last is that input with the error, as moto's own copy gave."""
+    given = {"queue": "https://sqs.us-east-1.amazonaws.com/123456789012/missing", "body": {"pixels": list(range(40))}}
+    definition = {"StartAt": "Send", "States": {
+        "Send": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sqs:sendMessage",
+                 "Parameters": {"QueueUrl.$": "$.queue", "MessageBody.$": "States.JsonToString($.body)"},
+                 "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "BackoffRate": 1,
+                            "MaxAttempts": 2}],
+                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Done"}], "End": True},
+        "Done": {"Type": "Succeed"}}}
+    with runtime(t.template(), tap=False) as pipeline:
+        arn = pipeline.stepfunctions.create_state_machine(
+            name="retried", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        execution = pipeline.stepfunctions.start_execution(stateMachineArn=arn, input=json.dumps(given))["executionArn"]
+        pipeline.drain()
+        described = pipeline.stepfunctions.describe_execution(executionArn=execution)
+        history = moto_patches.execution_history(execution)
+    scheduled = [json.loads(event["taskScheduledEventDetails"]["parameters"]) for event in history
+                 if event["type"] == "TaskScheduled"]
+    assert len(scheduled) == 3 and all(p == {"QueueUrl": given["queue"], "MessageBody": json.dumps(given["body"],
+                                                                                               separators=(",", ":"))}
+                                       for p in scheduled), scheduled
+    output = json.loads(described["output"])
+    assert described["status"] == "SUCCEEDED" and {k: v for k, v in output.items() if k != "error"} == given
+    assert set(output["error"]) == {"Error", "Cause"}
+
+
 ATTRIBUTES = {"reason": {"DataType": "String", "StringValue": "late"},
               "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
               "tries": {"DataType": "Number.int", "StringValue": "3"}}
