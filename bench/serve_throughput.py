@@ -18,6 +18,7 @@ Usage::
 
     .venv/bin/python bench/serve_throughput.py                          # 2,000 events, beside main
     .venv/bin/python bench/serve_throughput.py --events 500 --no-baseline
+    .venv/bin/python bench/serve_throughput.py --events 400 --components vision-fanout   # one flow's cost
     .venv/bin/python bench/serve_throughput.py --template cdk.out/x.template.json --baseline-root /path/to/checkout
 
 Loopback only; every wait is bounded (``--settle``).
@@ -50,6 +51,7 @@ from soak import (  # noqa: E402
     balanced,
     client,
     cpu_s,
+    demo_components,
     percentile,
     queues_left,
     served,
@@ -92,7 +94,8 @@ def burst(name: str, root: Path, args: argparse.Namespace, scratch: Path) -> Sid
         sinks = Sinks(endpoint, pipeline, outputs, ledger)
         sinks.start()
         traffic = Traffic(pipeline, outputs[EVENT_BUS_NAME_OUTPUT], ledger,
-                          {"valid": args.valid, "invalid": args.invalid, "foreign": args.foreign})
+                          {"valid": args.valid, "invalid": args.invalid, "foreign": args.foreign},
+                          components=args.components)
         batches = [[traffic.next() for _ in range(min(BATCH, args.events - start))]
                    for start in range(0, args.events, BATCH)]
         cpu_before = cpu_s(process.pid)
@@ -177,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--valid", type=int, default=1, help="share of valid events (default 1)")
     parser.add_argument("--invalid", type=int, default=0, help="share of invalid events (default 0)")
     parser.add_argument("--foreign", type=int, default=0, help="share of foreign events (default 0)")
+    parser.add_argument("--components", type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
+                        default=[], help="only these components' inputs, comma-separated (default: every component "
+                                         "with demo inputs, in turn); the flows they start still run")
     parser.add_argument("--settle", type=float, default=180.0, help="most seconds to wait for the ledgers after the last put")
     parser.add_argument("--template", type=Path, help="a synthesized template for both sides (default: synthesize the app)")
     parser.add_argument("--baseline-ref", default="main", help="git ref whose code path is the baseline (default main)")
@@ -184,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true", help="measure this checkout only")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
+    named = {component.name for component in demo_components(load_pipeline())}
+    if unknown := [name for name in args.components if name not in named]:
+        parser.error(f"no component with demo inputs is named {', '.join(unknown)}: choose from {', '.join(sorted(named))}")
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         if args.template is None:

@@ -53,7 +53,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -115,9 +115,13 @@ class Ledger:
 class Traffic:
     """The events put: valid, invalid and foreign, in a fixed cycle of the given shares."""
 
-    def __init__(self, pipeline: Pipeline, bus: str, ledger: Ledger, shares: dict[str, int]) -> None:
+    def __init__(self, pipeline: Pipeline, bus: str, ledger: Ledger, shares: dict[str, int],
+                 components: Collection[str] = ()) -> None:
         self.bus, self.ledger = bus, ledger
-        self.components = demo_components(pipeline)
+        self.components = [c for c in demo_components(pipeline) if not components or c.name in components]
+        if not self.components:
+            names = ", ".join(c.name for c in demo_components(pipeline))
+            raise SystemExit(f"no component with demo inputs is named {', '.join(components)}: choose from {names}")
         self.samples: dict[str, list[tuple[Any, Any]]] = {}
         for component in self.components:
             demo = inputs_of(component)

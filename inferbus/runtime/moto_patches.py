@@ -98,6 +98,11 @@ Cost:
 - moto's Step Functions interpreter ran the work of each Task, Parallel and Map state on a thread of
   its own, to stop waiting at the state's timeout; a state with no timeout of its own (waiting
   99,999,999 s) runs on its execution's thread instead, with the same frame, result and errors.
+  There a Task's frame shares the state's input rather than a deep copy of it (its work only
+  reads it); a Parallel or Map state's frame still gets its own copy.
+- A ``ResultPath`` of field names (``$.a.b``) is set directly (:func:`result_path_by_fields`):
+  jsonpath_ng walked the whole state after each update, value by value, for list placeholders
+  such a path never makes (0.47 ms per Task on a scene's pixels).
 
 Wake-ups: :data:`Hooks.changed` is called when a message may have become receivable on a
 queue and when an execution ends, so the runtime waits on events instead of polling.

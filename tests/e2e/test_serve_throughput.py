@@ -45,3 +45,11 @@ def test_a_burst_balances_every_ledger_and_drains_every_queue(burst):
 def test_every_demo_component_had_inputs_in_the_burst(burst):
     side, _ = burst
     assert DEMO and side["kinds"]["valid"] >= len(DEMO)  # the traffic goes round every declared demo component
+
+
+def test_an_unknown_component_is_refused_in_one_line_before_a_server_starts():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_throughput.py"), "--components", "vision-fanout,nope",
+                           "--no-baseline"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "no component with demo inputs is named nope: choose from" in done.stderr.splitlines()[-1]
+    assert all(name in done.stderr for name in DEMO)  # what it can be
