@@ -425,6 +425,21 @@ def _index(queue: Any) -> MessageIndex:
     return index
 
 
+def _release_visible_again(queue: Any) -> None:
+    """Take out of a FIFO queue's in-flight set every message that is visible again, before a receive.
+
+    moto's receive does it lazily, message by message, as it walks the queue in order, and skips a
+    message whose group still has one in flight. A group whose batch became visible again (failed
+    records sent back, or their visibility timeout passed) then still looks in flight at its first
+    messages, because its later ones are only released after them: the receive skipped 010 and 011
+    and handed out 012 first. Released together first, the group's oldest message goes first, as in
+    AWS. Same rule of visibility as moto's ``Message.visible``, with the clock read once.
+    """
+    now = time.time() * 1000.0
+    for message in [message for message in queue.pending_messages if now > message.visible_at]:
+        queue.pending_messages.discard(message)
+
+
 def _patch_sqs_depth(queue_class: Any, backend_class: Any) -> None:
     from moto.sqs.models import Message
 
@@ -445,8 +460,11 @@ def _patch_sqs_depth(queue_class: Any, backend_class: Any) -> None:
             _index(self).forget(message)
 
     def receive_message_indexed(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        queue = self.get_queue(queue_name)
+        if queue.fifo_queue and queue.pending_messages:
+            _release_visible_again(queue)
         received = receive_message(self, queue_name, *args, **kwargs)
-        index = _index(self.get_queue(queue_name))
+        index = _index(queue)
         for copy in received:  # moto returns copies: the handle is the original's
             original = index.by_id.get(copy.id)
             if original is not None:

@@ -340,6 +340,28 @@ def patched_sqs():
             moto_patches.uninstall()
 
 
+@pytest.mark.parametrize("returned", ["timed out", "sent back"])
+def test_a_fifo_group_whose_batch_is_visible_again_is_received_from_its_oldest_message(patched_sqs, returned):
+    """moto released a visible-again message from the in-flight set only as its receive reached it, and skipped
+    a message whose group still had one in flight: a batch back in the queue came out last message first."""
+    import time
+
+    sqs, _ = patched_sqs
+    url = sqs.create_queue(QueueName="ordered.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    for n in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{n}", MessageGroupId="g", MessageDeduplicationId=f"m{n}")
+    taken = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=1)["Messages"]
+    assert [m["Body"] for m in taken] == ["m0", "m1", "m2"]
+    if returned == "timed out":
+        time.sleep(1.1)
+    else:  # as a consumer's failed records are: visible again at once, all three in one request
+        sqs.change_message_visibility_batch(QueueUrl=url, Entries=[
+            {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0} for n, m in enumerate(taken)])
+        time.sleep(0.01)
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in again] == ["m0", "m1", "m2"]
+
+
 class Reads:
     """Counts, while active, how often moto tests a message's visibility or compares its receipt handles."""
 
