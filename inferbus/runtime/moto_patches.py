@@ -100,6 +100,10 @@ Cost:
   99,999,999 s) runs on its execution's thread instead, with the same frame, result and errors.
   There a Task's frame shares the state's input rather than a deep copy of it (its work only
   reads it); a Parallel or Map state's frame still gets its own copy.
+- A FIFO queue's messages that are visible again leave its in-flight set before a receive
+  (:func:`_release_visible_again`): moto released them one by one as its receive reached them and
+  skipped a message whose group still had one in flight, so a group's batch back in the queue came
+  out last message first.
 - A ``ResultPath`` of field names (``$.a.b``) is set directly (:func:`result_path_by_fields`):
   jsonpath_ng walked the whole state after each update, value by value, for list placeholders
   such a path never makes (0.47 ms per Task on a scene's pixels).
