@@ -109,8 +109,7 @@ class TwinRoutes:
             return self.app(environ, start_response)
         signed = self.signed_for(environ)
         if signed is not None:
-            if self._before_first:
-                self._prepare(signed[1])
+            self._prepare(signed[1])
             return self.app(environ, start_response)
         return _json(start_response, "404 Not Found", {
             "message": f"{environ.get('REQUEST_METHOD', '?')} {path}: nothing here. This endpoint answers AWS API calls "

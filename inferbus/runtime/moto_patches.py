@@ -1246,7 +1246,7 @@ def result_path_by_fields(evaluate: Callable[[Any, Any], None]) -> Callable[[Any
 
 def _objects_along(state: Any, names: tuple[str, ...]) -> bool:
     """Whether every value on the path's way to its last field is an object or missing (then made one)."""
-    for name in names[:-1] if names else ():
+    for name in names[:-1]:
         if type(state) is not dict:
             return False
         state = state.get(name, {})
