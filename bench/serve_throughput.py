@@ -50,8 +50,8 @@ from soak import (  # noqa: E402
     balance,
     balanced,
     client,
+    components_named,
     cpu_s,
-    demo_components,
     percentile,
     queues_left,
     served,
@@ -190,9 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true", help="measure this checkout only")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    named = {component.name for component in demo_components(load_pipeline())}
-    if unknown := [name for name in args.components if name not in named]:
-        parser.error(f"no component with demo inputs is named {', '.join(unknown)}: choose from {', '.join(sorted(named))}")
+    try:
+        components_named(load_pipeline(), args.components)  # before a server starts
+    except ValueError as unknown:
+        parser.error(str(unknown))
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         if args.template is None:

@@ -112,16 +112,28 @@ class Ledger:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def components_named(pipeline: Pipeline, names: Collection[str] = ()) -> list[Consumer | Workflow]:
+    """The components with demo inputs named ``names`` (all of them if none is named).
+
+    Raises
+    ------
+    ValueError
+        A name that is not one of them, with the names it can be.
+    """
+    components = demo_components(pipeline)
+    if unknown := [name for name in names if name not in {c.name for c in components}]:
+        raise ValueError(f"no component with demo inputs is named {', '.join(unknown)}: "
+                         f"choose from {', '.join(sorted(c.name for c in components))}")
+    return [c for c in components if not names or c.name in names]
+
+
 class Traffic:
     """The events put: valid, invalid and foreign, in a fixed cycle of the given shares."""
 
     def __init__(self, pipeline: Pipeline, bus: str, ledger: Ledger, shares: dict[str, int],
                  components: Collection[str] = ()) -> None:
         self.bus, self.ledger = bus, ledger
-        self.components = [c for c in demo_components(pipeline) if not components or c.name in components]
-        if not self.components:
-            names = ", ".join(c.name for c in demo_components(pipeline))
-            raise SystemExit(f"no component with demo inputs is named {', '.join(components)}: choose from {names}")
+        self.components = components_named(pipeline, components)
         self.samples: dict[str, list[tuple[Any, Any]]] = {}
         for component in self.components:
             demo = inputs_of(component)
