@@ -7,13 +7,14 @@ import http.client
 import json
 import socket
 import threading
+from contextlib import contextmanager
 
 import boto3
 import pytest
 from botocore.config import Config
 
 from inferbus.runtime import moto_patches
-from inferbus.twin_http import TwinRoutes, twin_server
+from inferbus.twin_http import TwinRoutes, TwinServer, twin_server
 from tests.redis_server import free_port
 
 REGION = "us-east-1"
@@ -35,6 +36,18 @@ def endpoint():
         finally:
             server.stop()
             moto_patches.uninstall()
+
+
+@contextmanager
+def serving(app):
+    """``app`` behind the twin's server on a loopback port; yields the port."""
+    port = free_port()
+    server = TwinServer(app, host="127.0.0.1", port=port)
+    server.start()
+    try:
+        yield port
+    finally:
+        server.stop()
 
 
 def sqs_of(port: int, **config: object):
@@ -153,12 +166,7 @@ def test_an_application_error_is_a_500_and_the_next_connection_is_served():
         start_response("200 OK", [("Content-Length", str(len(body)))])
         return [body]
 
-    from inferbus.twin_http import TwinServer
-
-    port = free_port()
-    server = TwinServer(failing_then_fine, host="127.0.0.1", port=port)
-    server.start()
-    try:
+    with serving(failing_then_fine) as port:
         failed = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         failed.request("POST", "/fail", body=b"lost")
         assert failed.getresponse().status == 500
@@ -175,8 +183,6 @@ def test_an_application_error_is_a_500_and_the_next_connection_is_served():
         answer = echoed.getresponse()
         assert (answer.status, answer.read()) == (200, b"after")
         echoed.close()
-    finally:
-        server.stop()
     assert calls == ["/fail"] + ["/echo"] * 5
 
 
@@ -185,12 +191,7 @@ def test_a_body_the_application_leaves_unread_does_not_become_the_next_request()
         start_response("200 OK", [("Content-Length", "2")])
         return [b"ok"]
 
-    from inferbus.twin_http import TwinServer
-
-    port = free_port()
-    server = TwinServer(ignores_body, host="127.0.0.1", port=port)
-    server.start()
-    try:
+    with serving(ignores_body) as port:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         answers = []
         for body in (b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n", b"y" * 100_000, b""):
@@ -198,8 +199,6 @@ def test_a_body_the_application_leaves_unread_does_not_become_the_next_request()
             response = connection.getresponse()
             answers.append((response.status, response.read()))
         connection.close()
-    finally:
-        server.stop()
     assert answers == [(200, b"ok")] * 3
 
 
