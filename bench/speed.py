@@ -358,6 +358,9 @@ def measure_consumers(functions: list[Function], aws: InstantAws, sizes: list[in
     for function in functions:
         if not isinstance(function.component, Consumer):
             continue
+        if inputs_of(function.component) is None:  # fed by another component's results: no samples of its own to send
+            print(f"{function.component.name}: not measured, it declares no demo inputs (DemoInputs) to send it")
+            continue
         handler = load_handler(function)
         naive = naive_recipe(handler, function)
         bare = bare_session_runs(handler)
