@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -210,6 +211,17 @@ def test_every_generated_functional_test_passes_as_written(project):
     finished = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *tests, timeout=900)
     assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-2000:]
     assert f"{2 * len(CONSUMERS) + 2 * len(WORKFLOWS)} passed" in finished.stdout
+
+
+def test_the_kits_fast_tier_passes_with_every_new_component_as_written(project):
+    """``make test-fast`` right after ``inferbus new``: the kit's own tests derived from the declarations
+    (cold init, contract imports, schemas, stacks) take in each new component as the scaffold wrote it."""
+    names = [*CONSUMERS, *WORKFLOWS]
+    finished = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+                   "tests/unit", "tests/constructs", "-k", " or ".join(names), timeout=900)
+    assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-2000:]
+    passed = re.search(r"(\d+) passed", finished.stdout)
+    assert passed and int(passed[1]) >= 4 * len(names), finished.stdout[-2000:]  # several tests per component ran
 
 
 def test_a_command_that_fails_writes_nothing(project):

@@ -171,11 +171,21 @@ def contract_domain_of(name: str) -> str:
     return f"inferbus_lambda.contracts.{contracts._DOMAIN_OF.get(name, 'core')}"
 
 
-def contract_names_imported(handler: str) -> set[str]:
-    """The names the handler's own module imports from ``inferbus_lambda.contracts``."""
+def contract_domains_imported(handler: str) -> set[str]:
+    """The contracts modules the handler's own module imports: the domain of each name it takes from the
+    package (``from inferbus_lambda.contracts import TextSubmitted``), and each module it names itself
+    (``from inferbus_lambda.contracts.orders import OrderChecked``, as a scaffolded step does: a component's
+    own contracts are not in the package's map, which is the kit's file)."""
     path = FUNCTIONS.joinpath(*handler.rpartition(".")[0].split(".")).with_suffix(".py")
-    return {alias.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
-            and node.module == "inferbus_lambda.contracts" for alias in node.names}
+    domains: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "inferbus_lambda.contracts":
+            domains |= {contract_domain_of(alias.name) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("inferbus_lambda.contracts."):
+            domains.add(str(node.module))
+        elif isinstance(node, ast.Import):
+            domains |= {alias.name for alias in node.names if alias.name.startswith("inferbus_lambda.contracts.")}
+    return domains
 
 
 @pytest.mark.parametrize("name", [*FUNCTIONS_DECLARED, "ad-hoc step"])
@@ -185,7 +195,7 @@ def test_a_function_imports_only_the_contract_domains_it_uses(name):
     from inferbus_lambda.contracts import data_model
 
     handler, environment = FUNCTIONS_DECLARED.get(name, ("ad-hoc step", None))
-    used = {contract_domain_of(imported) for imported in contract_names_imported(handler)} if environment else set()
+    used = contract_domains_imported(handler) if environment else set()
     if isinstance(environment, ConsumerEnvironment):
         used |= {data_model(environment.CONSUMES).__module__, data_model(environment.PRODUCES).__module__}
     loaded = {module for module in probe(name)["modules"] if module.startswith("inferbus_lambda.contracts.")}
