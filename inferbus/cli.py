@@ -551,6 +551,8 @@ def _invoke(args: argparse.Namespace) -> int:
     except InvokeError as error:
         raise CommandError(str(error)) from None
     invocation = invoked.invocation
+    if invoked.wrapped is not None:
+        print(f"inferbus invoke: note: --event {args.event} is {invoked.wrapped}", file=sys.stderr)
     for line in invocation.logs:  # the function's own log lines, as CloudWatch Logs would hold them
         print(json.dumps(line, default=str), file=sys.stderr)
     print(f"REPORT {invoked.name} ({invoked.logical_id}) RequestId: {invocation.request_id} "
@@ -900,7 +902,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(text-pipeline.Tokenize, risk-review.Accept), or a logical id or function name")
     invoke.add_argument("--event", "-e", required=True, metavar="FILE",
                         help="the event as its trigger sends it (an SQS batch for a consumer, the state's input for a "
-                        "step): a JSON file, - for stdin, or JSON inline")
+                        "step; for a queue's consumer one CloudEvent also does: it goes through the queue and arrives as "
+                        "a batch of one): a JSON file, - for stdin, or JSON inline")
     invoke.add_argument("--template", metavar="FILE", help="a synthesized template (cdk.out/Inferbus.template.json); "
                         "default: synthesize the app")
     invoke.add_argument("--compact", action="store_true", help="print the result on one line")

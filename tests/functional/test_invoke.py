@@ -9,9 +9,11 @@ from inferbus_lambda.contracts import to_put_events_entry
 
 from inferbus.cli import main
 from inferbus.demo.inputs import sample_event
+from inferbus.model.declarations import Channel
 from tests.declared import DEMO, PIPELINE
 
 CONSUMERS = [consumer for consumer in PIPELINE.consumers if consumer.name in DEMO]
+QUEUE_FED = [consumer for consumer in CONSUMERS if consumer.channel in (Channel.SQS, Channel.FIFO)]
 
 
 def sqs_batch(event) -> dict:
@@ -44,6 +46,35 @@ def test_a_consumer_takes_a_batch_of_one_held_out_sample(consumer, template_file
     published = [line["RecordsPublished"] for line in map(json.loads, err.splitlines()[:-1]) if "RecordsPublished" in line]
     assert published == [[1.0]], err  # its EMF metrics say it published the one result
     assert err.splitlines()[-1].startswith("REPORT ")
+
+
+def published_counts(err: str) -> list[list[float]]:
+    """What the function's EMF metric lines on stderr say it published, invocation by invocation."""
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    return [line["RecordsPublished"] for line in lines if "RecordsPublished" in line]
+
+
+@pytest.mark.parametrize("consumer", QUEUE_FED, ids=[c.name for c in QUEUE_FED])
+def test_a_queue_s_consumer_given_one_cloudevent_gets_it_through_its_queue_as_a_batch_of_one(
+        consumer, template_file, tmp_path, capsys):
+    event_file = tmp_path / "event.json"
+    event_file.write_text(sample_event(consumer, 0)[0].model_dump_json(exclude_none=True))
+    assert main(["invoke", consumer.name, "--event", str(event_file), "--template", template_file]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"batchItemFailures": []}
+    assert published_counts(err) == [[1.0]], err
+    (note,) = [line for line in err.splitlines() if line.startswith("inferbus invoke: note:")]
+    assert "a CloudEvent, not an SQS batch: sent to " in note and "batch of one record" in note
+
+
+@pytest.mark.skipif(not QUEUE_FED, reason="no consumer fed by a queue is declared")
+def test_an_eventbridge_event_as_a_rule_delivers_it_goes_through_the_queue_too(template_file, capsys):
+    consumer = QUEUE_FED[0]
+    delivered = json.loads(json.dumps(sqs_batch(sample_event(consumer, 1)[0])["Records"][0]["body"]))
+    assert main(["invoke", consumer.name, "--event", delivered, "--template", template_file]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"batchItemFailures": []} and published_counts(err) == [[1.0]]
+    assert "is an EventBridge event, not an SQS batch" in err
 
 
 def test_a_handler_error_is_answered_as_the_invoke_api_does(template_file, capsys):
