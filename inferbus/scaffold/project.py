@@ -232,8 +232,10 @@ class Writes:
         """Raise :class:`ScaffoldError` if any target exists already (the scaffold never overwrites)."""
         taken = [self.project.relative(path) for path in self.paths if path.exists()]
         if taken:
-            raise ScaffoldError(f"{', '.join(taken)} already exist{'s' if len(taken) == 1 else ''}: the scaffold never "
-                                "overwrites; remove them or choose another name")
+            one = len(taken) == 1
+            raise ScaffoldError(f"{', '.join(taken)} already exist{'s' if one else ''}, so the name is taken (the scaffold "
+                                f"never overwrites): choose another name, or remove {'it' if one else 'them'} if "
+                                f"{'it is a leftover' if one else 'they are leftovers'} of your own")
 
     def commit(self, component: str, contract_module: str, *, models: dict[str, Any] | None = None,
                datasets: dict[str, Any] | None = None) -> None:

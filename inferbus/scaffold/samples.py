@@ -255,7 +255,8 @@ def _checked(held_out: HeldOut, inputs: Sequence[GraphInput]) -> HeldOut:
         values = values.reshape(rows) if graph_input.scalar else values.reshape(rows, -1)
         if graph_input.width is not None and not graph_input.scalar and values.shape[1] != graph_input.width:
             raise ScaffoldError(f"--samples {path}: input {graph_input.name!r} takes {graph_input.width} values per "
-                                f"sample, the file has {values.shape[1]}")
+                                f"sample, the file has {values.shape[1]}; give samples of the model's own input (the "
+                                "rows it was evaluated on)")
         if graph_input.kind != "str":
             if values.dtype.kind not in "iufb":
                 raise ScaffoldError(f"--samples {path}: input {graph_input.name!r} takes numbers; the file holds "

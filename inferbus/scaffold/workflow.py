@@ -246,7 +246,7 @@ def contract_source(plan: WorkflowPlan) -> str:
         f'    """The {plan.name} workflow\'s answer for one ``{plan.event_type}`` event.',
         "",
         "    A PLACEHOLDER: ``fields`` names the input's fields; replace it with your answer's fields",
-        f"    (``functions/{plan.module}/process.py`` builds this; the ASL publishes it as is).",
+        f"    (``functions/{plan.module}/{plan.steps[-1]}.py`` builds this; the ASL publishes it as is).",
         '    """',
         "",
         f'    EVENT_TYPE: ClassVar[str] = "{plan.result_type}"',

@@ -25,6 +25,7 @@ from tests.declared import DEMO
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "scaffold_fixtures"
+CONTRACTS = Path("functions/inferbus_lambda/contracts")
 SKIPPED = shutil.ignore_patterns(".venv", "node_modules", ".git", "cdk.out", "__pycache__", ".pytest_cache",
                                  ".ruff_cache", ".inferbus", "*.egg-info")
 # Each command, and the files it must have written (besides the contract, handler/step, declaration and test).
@@ -99,6 +100,8 @@ def test_each_component_is_written_in_its_places(project):
     assert (project / "statemachines/sc_orders.asl.json").is_file()
     for step in ("validate", "score", "summarise"):
         assert (project / f"functions/sc_claims/{step}.py").is_file()
+    # The result's docstring names the step that builds it: the last one.
+    assert "functions/sc_claims/summarise.py`` builds this" in (project / CONTRACTS / "sc_claims.py").read_text()
 
 
 def test_a_new_workflows_file_holds_only_its_own_states_one_task_per_step(project):
