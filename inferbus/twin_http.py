@@ -25,6 +25,7 @@ Example
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -47,6 +48,57 @@ StartResponse = Callable[..., Any]
 def _json(start_response: StartResponse, status: str, body: Mapping[str, Any]) -> list[bytes]:
     payload = json.dumps(body).encode()
     start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+    return [payload]
+
+
+MOTO_MISSING_ACTION = re.compile(r"The (?P<action>\w+) action has not been implemented")
+
+
+@functools.cache
+def _operations_signed_as(signing_name: str) -> frozenset[str]:
+    """The operations of the AWS services whose requests are signed as ``signing_name`` (``states``: Step Functions)."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    found: set[str] = set()
+    for service in session.get_available_services():
+        model = session.get_service_model(service)
+        if model.signing_name == signing_name:
+            found |= set(model.operation_names)
+    return frozenset(found)
+
+
+def unimplemented_answer(environ: Mapping[str, Any], start_response: StartResponse, signing_name: str,
+                         reason: str) -> list[bytes]:
+    """An AWS-shaped error for a call moto does not answer, instead of a 500 and a traceback.
+
+    An operation the service has is ``501 NotImplemented`` (not retried by the SDKs: the caller hears at once
+    that the twin lacks it); one it has not is ``400 UnknownOperationException``, as AWS answers it. The body
+    is in the request's protocol: JSON for ``application/x-amz-json-*``, else the query protocol's XML.
+    """
+    from inferbus.runtime.moto_patches import MOTO_VERSION
+
+    found = MOTO_MISSING_ACTION.search(reason)
+    operation = "".join(part.capitalize() for part in found["action"].split("_")) if found else "this operation"
+    if found and operation in _operations_signed_as(signing_name):
+        status, code = "501 Not Implemented", "NotImplemented"
+        message = (f"{operation} ({signing_name}) is not implemented by the local twin (moto {MOTO_VERSION} lacks "
+                   "it); it works in AWS. See README.md, 'A local endpoint for any AWS client', for what the twin answers")
+    else:
+        status, code = "400 Bad Request", "UnknownOperationException"
+        message = f"{operation} is not an operation of {signing_name}"
+    if environ.get("CONTENT_TYPE", "").startswith("application/x-amz-json"):
+        payload = json.dumps({"__type": code, "message": message}).encode()
+        content_type = environ["CONTENT_TYPE"]
+    else:
+        from xml.sax.saxutils import escape
+
+        payload = (f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{escape(message)}"
+                   "</Message></Error><RequestId>00000000-0000-0000-0000-000000000000</RequestId>"
+                   "</ErrorResponse>").encode()
+        content_type = "text/xml"
+    start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(payload))),
+                            ("X-Amzn-ErrorType", code)])
     return [payload]
 
 
@@ -110,7 +162,10 @@ class TwinRoutes:
         signed = self.signed_for(environ)
         if signed is not None:
             self._prepare(signed[1])
-            return self.app(environ, start_response)
+            try:
+                return self.app(environ, start_response)
+            except NotImplementedError as missing:
+                return unimplemented_answer(environ, start_response, signed[1], str(missing))
         return _json(start_response, "404 Not Found", {
             "message": f"{environ.get('REQUEST_METHOD', '?')} {path}: nothing here. This endpoint answers AWS API calls "
                        f"signed with SigV4 (the AWS CLI, an SDK) and the ingest endpoint at {INGEST_PATH} "

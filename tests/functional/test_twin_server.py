@@ -232,3 +232,41 @@ def test_what_a_service_needs_first_runs_once_before_its_first_request_and_the_o
     routes(_signed_for("cloudformation"), lambda *_: None)
     assert made == ["stack"]
     assert answered[1:] == ["cloudformation after the stack"] * 4
+
+
+def test_an_operation_moto_lacks_is_a_501_naming_it_at_once_not_a_500_retried(endpoint, capsys):
+    """SQS's ListMessageMoveTasks (JSON protocol) and CloudFormation's ListGeneratedTemplates (query protocol, XML):
+    operations AWS has and moto does not answer. A client hears which one in its own protocol, without retries."""
+    import time
+
+    from botocore.exceptions import ClientError
+
+    port, _ = endpoint
+    session = boto3.session.Session(**CREDENTIALS)
+    calls = [(sqs_of(port), "list_message_move_tasks", {"SourceArn": f"arn:aws:sqs:{REGION}:123456789012:q"},
+              "ListMessageMoveTasks"),
+             (session.client("cloudformation", endpoint_url=f"http://127.0.0.1:{port}"), "list_generated_templates", {},
+              "ListGeneratedTemplates")]
+    for client, operation, parameters, named in calls:
+        started = time.monotonic()
+        with pytest.raises(ClientError) as raised:
+            getattr(client, operation)(**parameters)
+        error = raised.value.response
+        assert (error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Code"]) == (501, "NotImplemented")
+        assert f"{named} ({client.meta.service_model.signing_name}) is not implemented by the local twin" in \
+            error["Error"]["Message"]
+        assert error["ResponseMetadata"]["RetryAttempts"] == 0 and time.monotonic() - started < 5
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_an_operation_the_service_does_not_have_is_unknown_as_aws_answers_it():
+    def app(environ: dict, start_response: object) -> list[bytes]:
+        raise NotImplementedError("The frobnicate action has not been implemented")
+
+    answered: list[tuple[str, list]] = []
+    routes = TwinRoutes(app, region=REGION, ingest=None)
+    body = routes({**_signed_for("events"), "CONTENT_TYPE": "application/x-amz-json-1.1"},
+                  lambda status, headers: answered.append((status, headers)))
+    assert answered[0][0] == "400 Bad Request" and ("X-Amzn-ErrorType", "UnknownOperationException") in answered[0][1]
+    assert json.loads(b"".join(body)) == {"__type": "UnknownOperationException",
+                                          "message": "Frobnicate is not an operation of events"}
