@@ -30,6 +30,9 @@ Faithfulness:
 - **DynamoDB TTL**: items whose TTL attribute has passed are deleted (:func:`expire_items`, which
   the runtime calls every few seconds; moto records the TTL setting and never applies it).
 - **An execution started without a name** is named with a UUID, as AWS does (moto names each ``None``).
+- **Step Functions errors** carry their code (``InvalidExecutionInput``: moto's parser answered an empty
+  one), and ``SendTaskSuccess`` refuses an output that is not JSON (``InvalidOutput``), leaving the
+  task waiting as AWS does (moto passed it on, and the execution failed reading it).
 - **Atomic requests**: moto was written for one caller at a time; handlers now call it from
   many threads, so every request is processed under a lock, as each AWS call is atomic (a
   conditional write is checked and written at once): one for DynamoDB, whose state nothing
@@ -811,6 +814,29 @@ def _patch_stepfunctions() -> None:
         return start_execution(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
 
     _patch(StepFunctionsParserBackend, "start_execution", start_execution_named)
+
+    from moto.core.exceptions import AWSError
+    from moto.stepfunctions.parser import api as parser_api
+
+    # The parser's errors name their code in ``code`` (as LocalStack's do); moto's error type reads ``TYPE``, so a
+    # client got ``"__type": null``: an InvalidExecutionInput with an empty error code.
+    for error in list(vars(parser_api).values()):
+        if (isinstance(error, type) and issubclass(error, AWSError) and error.TYPE is None
+                and isinstance(error.__dict__.get("code"), str)):
+            _patch(error, "TYPE", error.__dict__["code"])
+
+    send_task_success = StepFunctionsParserBackend.send_task_success
+
+    def send_task_success_checked(self: Any, task_token: str, outcome: str) -> Any:
+        # AWS refuses an output that is not JSON (InvalidOutput) and the task goes on waiting; moto handed it to the
+        # execution, which then failed in the state reading it.
+        try:
+            json.loads(outcome)
+        except (TypeError, ValueError) as error:
+            raise parser_api.InvalidOutput(f"Invalid Output: '{error}'") from None
+        return send_task_success(self, task_token, outcome)
+
+    _patch(StepFunctionsParserBackend, "send_task_success", send_task_success_checked)
     from moto.stepfunctions.parser import models as parser_models
 
     # moto deep-copies the state machine at every StartExecution as the execution's snapshot of its

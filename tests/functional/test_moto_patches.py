@@ -896,6 +896,39 @@ def test_a_task_retried_on_a_shared_input_sees_the_same_input_each_attempt_and_k
     assert set(output["error"]) == {"Error", "Cause"}
 
 
+def test_a_task_token_s_output_that_is_not_json_is_refused_and_the_task_goes_on_waiting():
+    """As AWS: ``SendTaskSuccess`` with an output that is not JSON is ``InvalidOutput`` and changes nothing (moto
+    passed it on and the execution failed); a start with an input that is not JSON says its error code."""
+    import time
+
+    from botocore.exceptions import ClientError
+
+    definition = {"StartAt": "Wait", "States": {"Wait": {
+        "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "End": True,
+        "Parameters": {"QueueUrl.$": "$.queue", "MessageBody": {"token.$": "$$.Task.Token"}}}}}
+    with runtime(t.template(), tap=False) as pipeline:
+        sfn, sqs = pipeline.stepfunctions, pipeline.sqs
+        queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
+        arn = sfn.create_state_machine(name="waits", definition=json.dumps(definition),
+                                       roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        with pytest.raises(ClientError) as refused_start:
+            sfn.start_execution(stateMachineArn=arn, input="not json")
+        assert refused_start.value.response["Error"]["Code"] == "InvalidExecutionInput"
+        execution = sfn.start_execution(stateMachineArn=arn, input=json.dumps({"queue": queue}))["executionArn"]
+        (message,) = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=10)["Messages"]
+        token = json.loads(message["Body"])["token"]
+        with pytest.raises(ClientError) as refused:
+            sfn.send_task_success(taskToken=token, output="not json")
+        assert refused.value.response["Error"]["Code"] == "InvalidOutput"
+        assert sfn.describe_execution(executionArn=execution)["status"] == "RUNNING"
+        sfn.send_task_success(taskToken=token, output=json.dumps({"approved": True}))
+        deadline = time.monotonic() + 10
+        while (described := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert described["status"] == "SUCCEEDED" and json.loads(described["output"]) == {"approved": True}
+
+
 ATTRIBUTES = {"reason": {"DataType": "String", "StringValue": "late"},
               "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
               "tries": {"DataType": "Number.int", "StringValue": "3"}}
