@@ -24,7 +24,8 @@ JSON type (a number for ``Source``, ``Resources`` that is not a list of strings)
   revision of the API reference gives 1 MB, which a deployed bus may then take;
 - ``Detail`` a JSON object (moto: ``[]``, ``42``, ``null`` accepted), nested at most 1,000 levels
   ("PutEvents will only process nested JSON up to 1000 levels deep"), its integers within
-  -2^63..2^63-1 (the page's "JSON number (integer)" constraint): otherwise that entry fails with
+  -2^63..2^63-1 (the page's "JSON number (integer)" constraint), and no ``NaN`` or ``Infinity``
+  (not JSON, though Python's parser takes them): otherwise that entry fails with
   ``MalformedDetail``, the others go on;
 - ``Source``, ``DetailType``, ``Detail`` present (moto's own ``InvalidArgument`` per entry);
 - the bus's resource policy (:mod:`.resource_policy`): the ``Deny`` statements on
@@ -153,7 +154,7 @@ def check_put_events_request(entries: Any) -> None:
 
 
 class _OutOfRange(Exception):
-    """An integer a Detail may not hold (raised from the parser's hook)."""
+    """What a Detail may not hold: an integer past 64 bits, or ``NaN``/``Infinity`` (raised from the parser's hooks)."""
 
 
 def _int64(digits: str) -> int:
@@ -162,6 +163,10 @@ def _int64(digits: str) -> int:
         if len(digits.lstrip("-")) > 19 or not low <= int(digits) <= high:
             raise _OutOfRange(digits)
     return 0  # the value is not kept
+
+
+def _not_json(constant: str) -> float:
+    raise _OutOfRange(constant)  # Python's parser takes NaN and Infinity; JSON (and AWS's parser) does not
 
 
 def detail_refusal(entry: Mapping[str, Any]) -> dict[str, str] | None:
@@ -175,7 +180,8 @@ def detail_refusal(entry: Mapping[str, Any]) -> dict[str, str] | None:
     if nests_deeper(detail, MAX_DETAIL_DEPTH):
         return dict(MALFORMED_DETAIL)
     try:
-        parsed = json.loads(detail, parse_int=_int64)  # a parse in C: cheaper than scanning the text for digits
+        # A parse in C: cheaper than scanning the text for digits or for NaN.
+        parsed = json.loads(detail, parse_int=_int64, parse_constant=_not_json)
     except (_OutOfRange, RecursionError):
         return dict(MALFORMED_DETAIL)
     except ValueError:

@@ -94,6 +94,7 @@ def nested(depth: int) -> str:
     (json.dumps({"n": -(2**63)}), False), (json.dumps({"n": -(2**63) - 1}), True),
     (json.dumps({"n": [1, {"m": 10**30}]}), True), (json.dumps({"digits": "9" * 40}), False),
     ("[]", True), ("42", True), ("null", True),
+    ('{"n": NaN}', True), ('{"n": [1, -Infinity]}', True), ('{"n": Infinity}', True), ('{"text": "NaN"}', False),
 ])
 def test_a_detail_aws_cannot_take_fails_its_entry_and_the_others_go_on(detail, refused):
     with runtime(WATCHED, tap=False) as pipeline:

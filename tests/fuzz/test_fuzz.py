@@ -242,7 +242,7 @@ def check_bus(bodies: list[str], event_type: str, bus: tuple[dict[str, CompiledP
     rules, check = bus
     for body in bodies:
         try:
-            event = json.loads(body)  # as EventBridge parsed it; NaN and repeated keys pass there
+            event = json.loads(body)  # repeated keys pass, as in EventBridge; NaN too: a channel other than PutEvents may carry it
         except (ValueError, RecursionError):
             continue  # not JSON: PutEvents would have refused it (MalformedDetail)
         if not isinstance(event.get("detail"), dict):
