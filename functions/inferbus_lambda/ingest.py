@@ -155,10 +155,16 @@ def validate(envelope: Mapping[str, Any], *, reserved_sources: Collection[str]) 
         400 with every violated field named, or 403 for a source inferbus's producers reserve
         (compared without case).
     """
+    # Who may send comes before what was sent: a reserved source is a 403 whatever its data holds.
+    _refuse_reserved(envelope.get("source"), reserved_sources)
     try:
         event = parse_event(envelope)
     except InvalidEventError as error:
         raise IngestRefusal(400, InvalidEventError.__name__, str(error)) from None
-    if event.source.casefold() in {source.casefold() for source in reserved_sources}:
-        raise IngestRefusal(403, "ReservedSource", f"source {event.source!r} is reserved to an inferbus producer; use your own")
+    _refuse_reserved(event.source, reserved_sources)
     return event
+
+
+def _refuse_reserved(source: Any, reserved_sources: Collection[str]) -> None:
+    if isinstance(source, str) and source.casefold() in {reserved.casefold() for reserved in reserved_sources}:
+        raise IngestRefusal(403, "ReservedSource", f"source {source!r} is reserved to an inferbus producer; use your own")

@@ -46,6 +46,9 @@ def answers(template):
                                           STRUCTURED),
         "a reserved source, title case": (json.dumps(cloudevent("in-10", source=RESULT_SOURCES[TEXT.name].title())),
                                           STRUCTURED),
+        # Who may send before what was sent: a 403 whatever the data holds.
+        "a reserved source, data breaking its contract": (
+            json.dumps({**cloudevent("in-20", source=RESULT_SOURCES[TEXT.name].upper()), "data": {}}), STRUCTURED),
         "not UTF-8": (json.dumps(cloudevent("in-11")).encode().replace(b"parcel", b"p\xe4rcel"), STRUCTURED),
         "not UTF-8, binary": (b'{"text": "caf\xe9"}', binary("in-12")),
         "a lone surrogate": (json.dumps(cloudevent("in-13", text="LONE")).replace("LONE", "\\ud800"), STRUCTURED),
@@ -77,6 +80,7 @@ def answers(template):
     ("neither mode", 415, "UnsupportedContentType"), ("batched mode", 415, "UnsupportedContentType"),
     ("a reserved source", 403, "ReservedSource"),
     ("a reserved source, upper case", 403, "ReservedSource"), ("a reserved source, title case", 403, "ReservedSource"),
+    ("a reserved source, data breaking its contract", 403, "ReservedSource"),
     ("not UTF-8", 400, "InvalidEventError"), ("not UTF-8, binary", 400, "InvalidEventError"),
     ("a lone surrogate", 400, "InvalidEventError"), ("empty", 400, "InvalidEventError"),
     ("empty, binary", 400, "InvalidEventError"), ("a JSON array", 400, "InvalidEventError"),
