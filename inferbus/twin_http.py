@@ -54,18 +54,31 @@ def _json(start_response: StartResponse, status: str, body: Mapping[str, Any]) -
 MOTO_MISSING_ACTION = re.compile(r"The (?P<action>\w+) action has not been implemented")
 
 
+# Signing names that are not the botocore service's name, for the services a twin's client calls.
+SERVICE_SIGNED_AS = {"states": "stepfunctions", "monitoring": "cloudwatch", "email": "ses", "execute-api": "apigateway"}
+
+
 @functools.cache
 def _operations_signed_as(signing_name: str) -> frozenset[str]:
-    """The operations of the AWS services whose requests are signed as ``signing_name`` (``states``: Step Functions)."""
+    """The operations of the AWS service whose requests are signed as ``signing_name`` (``states``: Step Functions).
+
+    Its model is the one named so, or named by :data:`SERVICE_SIGNED_AS`; only for another name are all of
+    botocore's models read (seconds).
+    """
     import botocore.session
+    from botocore.exceptions import UnknownServiceError
 
     session = botocore.session.get_session()
-    found: set[str] = set()
-    for service in session.get_available_services():
-        model = session.get_service_model(service)
-        if model.signing_name == signing_name:
-            found |= set(model.operation_names)
-    return frozenset(found)
+    for service in (SERVICE_SIGNED_AS.get(signing_name), signing_name):
+        try:
+            model = session.get_service_model(service) if service else None
+        except UnknownServiceError:
+            continue
+        if model is not None and model.signing_name == signing_name:
+            return frozenset(model.operation_names)
+    return frozenset(operation for service in session.get_available_services()
+                     if (model := session.get_service_model(service)).signing_name == signing_name
+                     for operation in model.operation_names)
 
 
 def unimplemented_answer(environ: Mapping[str, Any], start_response: StartResponse, signing_name: str,
