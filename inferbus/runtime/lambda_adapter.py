@@ -11,7 +11,9 @@ Lambda backend. If moto changes how its interpreter builds clients, this module 
 only it) must change: ``tests/functional/test_runtime_lambda_adapter.py`` tells.
 
 Any client of the default session is covered, so a handler that calls ``Invoke`` on
-another function of the template runs it in-process too. Invoking a function the
+another function of the template runs it in-process too. An ``Invoke`` that reaches moto
+instead (a real client of ``inferbus serve`` over HTTP, or a client of another session) is
+answered the same way through :data:`~.moto_patches.Hooks.invoke`. Invoking a function the
 template does not declare falls through to moto (``ResourceNotFoundException``).
 
 The response is what Lambda returns: ``StatusCode`` 200 and the handler's JSON result,
@@ -83,16 +85,43 @@ class LambdaAdapter:
         self._session: Any = None
 
     def install(self) -> None:
-        """Register on the current default session (made if there is none); again if it was replaced."""
+        """Register on the current default session (made if there is none); again if it was replaced. Answer the
+        ``Invoke`` requests that reach moto too."""
+        from . import moto_patches
+
         if boto3.DEFAULT_SESSION is None:
             boto3.setup_default_session()
-        if self._session is boto3.DEFAULT_SESSION:
-            return
-        self.uninstall()
-        self._session = boto3.DEFAULT_SESSION
-        self._session.events.register(EVENT_NAME, self._before_call, unique_id=UNIQUE_ID)
+        if self._session is not boto3.DEFAULT_SESSION:
+            self.uninstall()
+            self._session = boto3.DEFAULT_SESSION
+            self._session.events.register(EVENT_NAME, self._before_call, unique_id=UNIQUE_ID)
+        moto_patches.HOOKS.invoke = self._invoke_reaching_moto
+
+    def _invoke_reaching_moto(self, function_name: str, invocation_type: str,
+                              body: bytes) -> tuple[int, dict[str, str], bytes] | None:
+        function = self._by_name.get(function_name_of(f"/functions/{function_name}/invocations"))
+        if function is None:
+            return None
+        headers = {"Content-Type": "application/json", "X-Amz-Executed-Version": "$LATEST"}
+        if invocation_type == "DryRun":
+            return 204, headers, b""
+        try:
+            response, invocation = function.invoke(json.loads(body or b"{}"), trigger="invoke")
+        except ThrottledError as throttled:
+            return 429, {"x-amzn-ErrorType": "TooManyRequestsException"}, json.dumps(
+                {"message": str(throttled), "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded"}).encode()
+        if invocation_type == "Event":
+            return 202, headers, b""
+        answer = lambda_response(response, invocation)
+        if "FunctionError" in answer:
+            headers["X-Amz-Function-Error"] = answer["FunctionError"]
+        return 200, headers, answer["Payload"].read()
 
     def uninstall(self) -> None:
+        from . import moto_patches
+
+        if moto_patches.HOOKS.invoke == self._invoke_reaching_moto:
+            moto_patches.HOOKS.invoke = None
         if self._session is not None:
             self._session.events.unregister(EVENT_NAME, unique_id=UNIQUE_ID)
             self._session = None

@@ -24,6 +24,8 @@ Faithfulness:
 - **State machine targets** (moto raises ``NotImplementedError``) and the runtime's own
   local-only targets are handed to :data:`Hooks.deliver` in-process.
 - ``TestEventPattern`` answers (moto's is a stub).
+- A Lambda ``Invoke`` that reaches moto runs the template's function in-process (:data:`Hooks.invoke`):
+  moto keeps no code for them, so a real client of ``inferbus serve`` got ``ResourceNotFoundException``.
 - **Replays** take only the archived events whose time is in the window, and only to the rules in
   ``Destination.FilterArns`` when it is given (moto replays every archived event to every rule).
 
@@ -149,8 +151,9 @@ REQUEST_LOCK = threading.RLock()
 # DynamoDB's state is touched only by DynamoDB requests (no other service writes it in-process), so its
 # requests queue on a lock of their own: a claim does not wait behind a PutEvents fanning out to queues.
 SERVICE_LOCKS = {"dynamodb": threading.RLock()}
-# Actions that wait on other callers inside the request: never under REQUEST_LOCK.
-WAITING_ACTIONS = {"StartSyncExecution"}
+# Actions that wait on other callers inside the request: never under REQUEST_LOCK (an Invoke runs a handler,
+# whose own requests take the lock in turn).
+WAITING_ACTIONS = {"StartSyncExecution", "Invoke"}
 DROPPED_FROM_EVENTS = ("ingestion-time",)
 # Step Functions service integrations that make their AWS clients with moto's boto_client_for.
 CLIENT_USING_SERVICES = ("aws_sdk", "batch", "dynamodb", "ecs", "events", "glue", "sfn", "sns", "sqs", "unsupported")  # moto's bookkeeping, not part of an EventBridge event
@@ -163,10 +166,15 @@ class Hooks:
     ``changed(kind, arn)``: ``kind`` is ``"queue"`` (a message may be receivable) or
     ``"execution"`` (one ended). ``deliver(rule_arn, target, event)`` takes a rule target moto
     cannot deliver to and returns True if it did; ``event`` is as EventBridge delivers it.
+    ``invoke(function, invocation_type, body)`` answers a Lambda ``Invoke`` that reached moto
+    (the in-process functions, :mod:`.lambda_adapter`), or returns None for moto to answer.
     """
 
     changed: Callable[[str, str], None] | None = None
     deliver: Callable[[str, dict[str, Any], dict[str, Any]], bool] | None = None
+    # (function name or ARN, invocation type, body) -> (status, headers, body) of a Lambda Invoke that reached moto
+    # (a real client of ``inferbus serve``, or a session other than boto3's default); None: moto answers it.
+    invoke: Callable[[str, str, bytes], tuple[int, dict[str, str], bytes] | None] | None = None
     _saved: list[tuple[Any, str, Any]] = field(default_factory=list)
 
 
@@ -1420,6 +1428,28 @@ def install(changed: Callable[[str, str], None] | None = None,
     _patch_jsonpath()
     _patch_clock()
     _patch_response_keys()
+    _patch_lambda_invoke()
+
+
+def _patch_lambda_invoke() -> None:
+    from moto.awslambda.responses import LambdaResponse
+
+    invoke = LambdaResponse.invoke
+
+    def invoke_local(self: Any) -> Any:
+        # moto keeps no code of the template's functions (they run in-process): an Invoke that reaches moto (a
+        # real client of the twin's endpoint, or another session's client) runs them as the adapter does.
+        answered = None
+        if HOOKS.invoke is not None:
+            function = self.path.rsplit("/", 2)[-2]
+            answered = HOOKS.invoke(function, self.headers.get("X-Amz-Invocation-Type") or "RequestResponse",
+                                    self.body if isinstance(self.body, bytes) else (self.body or "").encode())
+        if answered is None:
+            return invoke(self)
+        status, headers, body = answered
+        return status, {**headers, "status": str(status)}, body  # moto's server takes the status from this header
+
+    _patch(LambdaResponse, "invoke", invoke_local)
 
 
 def uninstall() -> None:
@@ -1430,7 +1460,7 @@ def uninstall() -> None:
             delattr(owner, name)
         else:
             setattr(owner, name, original)
-    HOOKS.changed = HOOKS.deliver = None
+    HOOKS.changed = HOOKS.deliver = HOOKS.invoke = None
 
 
 def installed() -> bool:

@@ -213,6 +213,24 @@ def test_describe_stacks_answers_with_the_stack_s_outputs_as_the_operations_guid
     assert ready["outputs"]["IngestUrl"] == ready["endpoint"] + "/_inferbus/ingest/"
 
 
+def test_a_real_client_invokes_a_function_of_the_template_as_lambda_answers(served):
+    """``aws lambda invoke`` against the twin: the function runs in-process with the template's environment; an
+    unhandled error is ``X-Amz-Function-Error`` and its payload, as Lambda answers; an Event invocation is a 202."""
+    from inferbus.model.names import FUNCTION_NAME
+
+    ready, _, _ = served
+    lambda_ = client("lambda", ready["endpoint"])
+    name = ready["outputs"][CONSUMER.output_key(FUNCTION_NAME)]
+    answered = lambda_.invoke(FunctionName=name, Payload=json.dumps({"Records": []}).encode())
+    assert answered["StatusCode"] == 200 and "FunctionError" not in answered
+    assert json.loads(answered["Payload"].read()) == {"batchItemFailures": []}
+    failed = lambda_.invoke(FunctionName=name, Payload=b'{"Records": "not a list"}')
+    assert failed["FunctionError"] == "Unhandled" and json.loads(failed["Payload"].read())["errorType"]
+    assert lambda_.invoke(FunctionName=name, InvocationType="Event", Payload=b'{"Records": []}')["StatusCode"] == 202
+    with pytest.raises(lambda_.exceptions.ResourceNotFoundException):
+        lambda_.invoke(FunctionName="not-a-function-of-the-template", Payload=b"{}")
+
+
 def test_the_ingest_endpoint_takes_a_signed_cloudevent_and_refuses_an_unsigned_one(served):
     ready, _, _ = served
     url = ready["outputs"]["IngestUrl"] + "events"
