@@ -241,7 +241,7 @@ def _list_failure_queues(args: argparse.Namespace) -> int:
         print_json([{"consumer": q.consumer, "channel": q.channel.value, "dead_letter_queue": q.url, "messages": q.messages,
                      "goes_back_to": q.goes_back_to} for q in queues])
         return 0
-    print_records(Console(), f"{len(queues)} consumer failure queues in {stack_name}",
+    print_records(Console(), f"{len(queues)} failure queues in {stack_name}",
                   [(q.url, [("consumer", q.consumer), ("channel", q.channel.value), ("messages", str(q.messages)),
                             ("goes back to", q.goes_back_to)]) for q in queues])
     return 0
@@ -259,7 +259,8 @@ def _redrive(args: argparse.Namespace) -> int:
     sqs = aws_client(args, "sqs")
     try:
         dlq_url, target = resolve_target(sqs, args.queue, _declared_consumers(args.stage), source_url=args.source_url,
-                                         broker_url=args.broker_url, bootstrap_servers=args.bootstrap_servers)
+                                         broker_url=args.broker_url, bootstrap_servers=args.bootstrap_servers,
+                                         lambda_client=lambda: aws_client(args, "lambda"))
     except RedriveError as error:
         raise CommandError(str(error)) from None
     source_url = target.describe()
@@ -790,8 +791,9 @@ def build_parser() -> argparse.ArgumentParser:
     redrive = command("redrive", "show why DLQ messages failed, and move them back to their queue", talks_to_aws=True)
     redrive.add_argument("queue", nargs="?",
                          help="the dead-letter queue, by URL or name (stack outputs ...DeadLetterQueueUrl)")
-    redrive.add_argument("--list", action="store_true", help="list every declared consumer's failure queue, whatever its "
-                         "channel (from the stack's outputs), with its depth and where a redrive sends it")
+    redrive.add_argument("--list", action="store_true", help="list every failure queue of the stack (each declared "
+                         "consumer's, whatever its channel, then the kit's own checks' and workflow failure nets'), with "
+                         "its depth and where a redrive sends it")
     redrive.add_argument("--stack", help="with --list: the stack (default: the settings' stack name, Inferbus)")
     redrive.add_argument("--source-url", help="the queue to move them back to (default: the one whose redrive policy "
                                               "names this DLQ)")

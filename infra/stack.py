@@ -81,7 +81,7 @@ from .constructs.rabbitmq_consumer import RabbitMqConsumer
 from .constructs.results_archive import ResultsArchive
 from .constructs.schema_registry import EventSchemaRegistry
 from .constructs.secure_queue import add_rule_with_dead_letter_queue, build_queue
-from .constructs.workflow_monitoring import WorkflowMonitoring
+from .constructs.workflow_monitoring import FAILURE_NET_ALARMS, WorkflowMonitoring
 from .nag import (
     acknowledge_invalid_events_queue,
     acknowledge_on_failure_queue,
@@ -541,6 +541,16 @@ class InferbusStack(Stack):
             )
             function, role = net.function, net.role
             self._queue_consumer_outputs(net)  # <id>QueueUrl, <id>DeadLetterQueueUrl, <id>FunctionName
+            dead_letters = net.dead_letter_queue
+        # The net is the last place a failure is reported: what it cannot report waits in its DLQ, and says so.
+        dead_letters_alarm, errors_alarm = FAILURE_NET_ALARMS
+        add_alarm(scope, f"{construct_id}{dead_letters_alarm}",
+                  dead_letters.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"), 1,
+                  f"{declaration.name}: ends of executions its failure net could not report wait in its DLQ",
+                  self.alarm_topic)
+        add_alarm(scope, f"{construct_id}{errors_alarm}", function.metric_errors(period=PERIOD, statistic="Sum"), 1,
+                  f"{declaration.name}: invocations of its failure net failed (they are retried, then kept in its DLQ)",
+                  self.alarm_topic)
         self.bus.grant_put_events_to(function)
         self.invalid_events.grant_send_messages(function)
         # It publishes the workflow's failure events: the bus lets only roles tagged with that source do so.

@@ -14,8 +14,10 @@ Every channel's failure queue is an SQS queue, so the same two calls serve them 
 go back to is a :class:`~.targets.RedriveTarget` (see :mod:`.targets`): the SQS source queue, a RabbitMQ
 consumer's queue (its DLQ is written by the consumer, no SQS queue dead-letters into it), or, for a
 Kafka mapping's on-failure records (where the records are, not the records), the records' partition,
-read again. :func:`resolve_target` finds it from the queue's redrive sources or, for a queue that has
-none, from the consumers declared: the consumer whose name a message is signed with, or a Kafka record.
+read again, and for an asynchronous invocation's on-failure records (an Express workflow's failure net)
+the function each names, invoked again with its request. :func:`resolve_target` finds it from the
+queue's redrive sources or, for a queue that has none, from its messages: signed by a declared consumer,
+a Kafka record, or an invocation record.
 
 Example
 -------
@@ -26,7 +28,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,11 +36,19 @@ from inferbus_lambda.contracts import InvalidEventError, from_eventbridge_event
 from inferbus_lambda.rejections import DEAD_LETTER_ATTRIBUTES
 
 from inferbus.model.declarations import Channel, Consumer
-from inferbus.model.names import DEAD_LETTER_QUEUE_URL
+from inferbus.model.names import DEAD_LETTER_QUEUE_URL, kebab
 from inferbus.model.rabbitmq import RabbitMqQueue
 from inferbus.runtime.queue_ops import peek_messages, receive_all, release_messages
 
-from .targets import KafkaRedrive, RabbitMqRedrive, RedriveTarget, SqsRedrive, kafka_failure
+from .targets import (
+    KafkaRedrive,
+    LambdaRedrive,
+    RabbitMqRedrive,
+    RedriveTarget,
+    SqsRedrive,
+    async_invocation_failure,
+    kafka_failure,
+)
 
 __all__ = ["DeadLetter", "FailureQueue", "RedriveError", "RedriveTarget", "failure_queues", "inspect_dead_letters",
            "redrive", "resolve_queues", "resolve_target", "target_of"]
@@ -77,14 +87,16 @@ def target_of(consumer: Consumer, *, broker_url: str | None = None,
 
 
 def resolve_target(sqs: Any, queue: str, consumers: Sequence[Consumer] = (), *, source_url: str | None = None,
-                   broker_url: str | None = None, bootstrap_servers: str | None = None) -> tuple[str, RedriveTarget]:
+                   broker_url: str | None = None, bootstrap_servers: str | None = None,
+                   lambda_client: Callable[[], Any] | None = None) -> tuple[str, RedriveTarget]:
     """``(dlq_url, target)`` for any channel's failure queue, given by URL or name.
 
     The target is ``source_url`` if given, else the one SQS queue whose redrive policy names the DLQ; a
     queue that no SQS queue dead-letters into is a broker-fed consumer's: the declared ``consumers``' one
     whose name its messages are signed with (a RabbitMQ consumer's), or the Kafka partitions its
-    on-failure records point to. ``broker_url`` and ``bootstrap_servers`` say where the broker is, when
-    not where the runtime's is (RabbitMQ) or where the records say (Kafka).
+    on-failure records point to, or the functions an asynchronous invocation's on-failure records name
+    (invoked again with ``lambda_client()``). ``broker_url`` and ``bootstrap_servers`` say where the broker
+    is, when not where the runtime's is (RabbitMQ) or where the records say (Kafka).
 
     Raises
     ------
@@ -102,16 +114,20 @@ def resolve_target(sqs: Any, queue: str, consumers: Sequence[Consumer] = (), *, 
     for message in peek_messages(sqs, dlq_url):
         if kafka_failure(message["Body"]) is not None:
             return dlq_url, KafkaRedrive(bootstrap_servers)
+        if lambda_client is not None and async_invocation_failure(message["Body"]) is not None:
+            return dlq_url, LambdaRedrive(lambda_client)
         signed = signers.get(_attributes(message).get(DEAD_LETTER_ATTRIBUTES[0], ""))
         if signed is not None and (target := target_of(signed, broker_url=broker_url, bootstrap_servers=bootstrap_servers)):
             return dlq_url, target
-    raise RedriveError(f"{queue}: no queue dead-letters into it, and none of its messages is a Kafka on-failure record "
-                       f"or signed by a declared RabbitMQ consumer: name the queue to move them to with --source-url")
+    raise RedriveError(f"{queue}: no queue dead-letters into it, and none of its messages is a Kafka or asynchronous "
+                       "invocation's on-failure record or signed by a declared RabbitMQ consumer: name the queue to move "
+                       "them to with --source-url")
 
 
 @dataclass(frozen=True)
 class FailureQueue:
-    """One declared consumer's failure queue (its ``DeadLetterQueueUrl`` output), whatever its channel."""
+    """One failure queue of the stack (a ``...DeadLetterQueueUrl`` output), whatever its channel: a declared
+    consumer's, or one of the kit's own (the unrouted-events check's, a workflow's failure net's)."""
 
     consumer: str
     channel: Channel
@@ -122,7 +138,8 @@ class FailureQueue:
 
 def failure_queues(sqs: Any, consumers: Sequence[Consumer], outputs: Mapping[str, str], *,
                    broker_url: str | None = None, bootstrap_servers: str | None = None) -> list[FailureQueue]:
-    """Every declared consumer's failure queue, from the stack's outputs, with its depth and where it goes back to.
+    """Every declared consumer's failure queue, then the stack's other ones (every other ``...DeadLetterQueueUrl``
+    output: the kit's own checks and nets, named after the output), each with its depth and where it goes back to.
 
     Raises
     ------
@@ -145,11 +162,21 @@ def failure_queues(sqs: Any, consumers: Sequence[Consumer], outputs: Mapping[str
             back = target.describe()
         found.append(FailureQueue(consumer.name, consumer.channel, url,
                                   int(depth["Attributes"]["ApproximateNumberOfMessages"]), back))
+    declared = {consumer.output_key(DEAD_LETTER_QUEUE_URL) for consumer in consumers}
+    for key in sorted(key for key in outputs if key.endswith(DEAD_LETTER_QUEUE_URL) and key not in declared):
+        url = outputs[key]
+        depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        sources = sqs.list_dead_letter_source_queues(QueueUrl=url).get("queueUrls", [])
+        back = (sources[0] if len(sources) == 1 else f"{len(sources)} queues dead-letter into it: give --source-url"
+                if sources else LambdaRedrive(lambda: None).describe())  # none: an on-failure destination's records
+        found.append(FailureQueue(kebab(key.removesuffix(DEAD_LETTER_QUEUE_URL)), Channel.SQS, url,
+                                  int(depth["Attributes"]["ApproximateNumberOfMessages"]), back))
     return found
 
 
 # A Kafka on-failure record says where its records are, not what they hold: they are read again there.
 KAFKA_VERDICT = "a Kafka on-failure record (where the records are, not the records): redrive reads again"
+INVOCATION_VERDICT = "an asynchronous invocation's on-failure record: redrive invokes its function again with"
 NO_REASON = "none recorded: SQS moved it after its last receive failed as a whole (a timeout or a crash)"
 
 
@@ -175,6 +202,11 @@ def inspect_dead_letters(sqs: Any, dlq_url: str) -> list[DeadLetter]:
                                       f"{KAFKA_VERDICT} {failure.describe()} (from {failure.bootstrap_servers or '?'})",
                                       f"{failure.condition}: the mapping gave up its records after its retries"))
             continue
+        if (invocation := async_invocation_failure(message["Body"])) is not None:
+            letters.append(DeadLetter(message["MessageId"], None, int(message["Attributes"]["ApproximateReceiveCount"]),
+                                      f"{INVOCATION_VERDICT} {invocation.describe()}",
+                                      f"{invocation.condition}: Lambda gave up on the invocation after its retries"))
+            continue
         try:
             event_id, verdict = from_eventbridge_event(message["Body"]).id, "valid now: failed for a transient reason, safe to redrive"
         except InvalidEventError as error:
@@ -198,8 +230,8 @@ def last_reason(message: dict[str, Any]) -> str:
 
 
 def _would_fail_again(message: dict[str, Any]) -> bool:
-    if kafka_failure(message["Body"]) is not None:
-        return False  # its records are checked by the consumer when they come back
+    if kafka_failure(message["Body"]) is not None or async_invocation_failure(message["Body"]) is not None:
+        return False  # its records (its request) are checked by the function when they come back
     try:
         from_eventbridge_event(message["Body"])
     except InvalidEventError:

@@ -14,6 +14,9 @@
   or ``--bootstrap-servers`` of a listener this machine reaches); an MSK cluster in its VPC with IAM
   authentication is not: the record stays in the queue, and :func:`kafka_failure` says which offsets
   to read with a client that reaches it.
+- :class:`LambdaRedrive`: an asynchronous invocation's on-failure destination (an Express workflow's
+  failure net, fed by a log subscription) gets AWS's invocation record, which holds the request; it
+  goes back by invoking the function the record names again, asynchronously, with that request.
 
 Each target's :meth:`send` returns whether the message went back (then it leaves the DLQ); one that
 did not stays, with the reason in :attr:`problems`.
@@ -23,11 +26,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["KafkaFailure", "KafkaRedrive", "KafkaUnreachable", "RabbitMqRedrive", "RedriveTarget", "SqsRedrive", "kafka_failure"]
+__all__ = ["AsyncInvocationFailure", "KafkaFailure", "KafkaRedrive", "KafkaUnreachable", "LambdaRedrive", "RabbitMqRedrive",
+           "RedriveTarget", "SqsRedrive", "async_invocation_failure", "kafka_failure"]
 
 KAFKA_TIMEOUT_S = 10.0  # how long to look for a cluster (and its records) before saying it is not reachable
 REDRIVE_GROUP = "inferbus-redrive"  # the group the re-read runs as; it commits nothing
@@ -194,3 +198,50 @@ def _write_back(servers: str, failure: KafkaFailure, records: list[Any]) -> None
                          partition=failure.partition)
     if producer.flush(KAFKA_TIMEOUT_S):
         raise KafkaUnreachable(f"the cluster at {servers} did not take the records back")
+
+
+@dataclass(frozen=True)
+class AsyncInvocationFailure:
+    """What an asynchronous invocation's on-failure record says: the function, the request it gave up on, why."""
+
+    function_arn: str
+    request: Any
+    condition: str
+
+    def describe(self) -> str:
+        return f"a request to {self.function_arn.split(':function:')[-1].split(':')[0]}"
+
+
+def async_invocation_failure(body: str) -> AsyncInvocationFailure | None:
+    """The asynchronous invocation's on-failure record in ``body`` (AWS's invocation record, with the request
+    in ``requestPayload``), or None (a Kafka mapping's record names its records, not a request)."""
+    try:
+        record = json.loads(body)
+        if "KafkaBatchInfo" in record or "requestPayload" not in record:
+            return None
+        context = record["requestContext"]
+        return AsyncInvocationFailure(function_arn=str(context["functionArn"]), request=record["requestPayload"],
+                                      condition=str(context.get("condition", "?")))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+@dataclass
+class LambdaRedrive:
+    """The functions asynchronous on-failure records name, invoked again (``InvocationType=Event``) with each
+    record's request; ``client`` makes the Lambda client (as the command's other clients are made)."""
+
+    client: Callable[[], Any]
+    problems: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return "the function each record names, invoked again asynchronously with its request"
+
+    def send(self, sqs: Any, message: Mapping[str, Any]) -> bool:
+        failure = async_invocation_failure(message["Body"])
+        if failure is None:
+            self.problems.append(f"{message['MessageId']}: not an asynchronous invocation's on-failure record")
+            return False
+        self.client().invoke(FunctionName=failure.function_arn, InvocationType="Event",
+                             Payload=json.dumps(failure.request).encode())
+        return True

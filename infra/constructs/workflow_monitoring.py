@@ -38,6 +38,8 @@ from .workflow import Workflow
 # Every workflow's alarms, by construct id (Memory only with Lambda Insights).
 WORKFLOW_ALARMS = ("ExecutionsFailed", "ExecutionsTimedOut", "UndeliveredEvents", "ErrorRate", "EventLatency",
                    "ProcessingLatency", "Throttles")
+# Every workflow's failure net's alarms (``<Workflow>ExecutionFailures<alarm>``): what it could not report waits.
+FAILURE_NET_ALARMS = ("DeadLetters", "FunctionErrors")
 
 
 class WorkflowMonitoring(Construct):

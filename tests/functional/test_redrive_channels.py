@@ -17,7 +17,7 @@ from inferbus.console.state import ConsoleState
 from inferbus.demo.inputs import sample_event
 from inferbus.local import LocalPipeline
 from inferbus.model.declarations import Channel
-from inferbus.model.names import DEAD_LETTER_QUEUE_URL, QUEUE_URL
+from inferbus.model.names import DEAD_LETTER_QUEUE_URL, QUEUE_URL, kebab
 from inferbus.redrive import inspect_dead_letters, redrive, resolve_target
 from inferbus.redrive.targets import KafkaRedrive
 from inferbus.runtime.provision import register_stack
@@ -121,7 +121,10 @@ def test_redrive_lists_every_declared_consumers_failure_queue_whatever_its_chann
     register_stack(pipeline.session, pipeline.stack_name, pipeline.outputs)
     assert main(["redrive", "--list", "--stage", "channels", "--json"]) == 0
     listed = {queue["consumer"]: queue for queue in json.loads(capsys.readouterr().out)}
-    assert set(listed) == {consumer.name for consumer in DECLARED.consumers}
+    consumers = {consumer.output_key(DEAD_LETTER_QUEUE_URL) for consumer in DECLARED.consumers}
+    kits_own = {kebab(key.removesuffix(DEAD_LETTER_QUEUE_URL)) for key in pipeline.outputs
+                if key.endswith(DEAD_LETTER_QUEUE_URL) and key not in consumers}  # the unrouted check's, the nets'
+    assert set(listed) == {consumer.name for consumer in DECLARED.consumers} | kits_own
     for consumer in DECLARED.consumers:
         queue = listed[consumer.name]
         assert queue["channel"] == consumer.channel.value

@@ -34,7 +34,7 @@ from inferbus.model.names import (
 from inferbus.model.settings import InferbusSettings
 from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
 from infra.constructs.ingest_api import INGEST_ALARMS
-from infra.constructs.workflow_monitoring import WORKFLOW_ALARMS
+from infra.constructs.workflow_monitoring import FAILURE_NET_ALARMS, WORKFLOW_ALARMS
 from tests.declared import PIPELINE, RESULT_SOURCES
 from tests.unit.test_statemachines import wrapped
 
@@ -346,7 +346,8 @@ def test_alarms_watch_queues_functions_and_workflows_and_notify_the_encrypted_to
                        "EventsUnrouted"}
     # Insights is off outside prod, so no Memory alarms; the results archive watches its target DLQ.
     assert not SETTINGS.insights_enabled
-    assert len(alarms) == (len(CONSUMER_ALARMS) * len(PIPELINE.consumers) + len(WORKFLOW_ALARMS) * len(PIPELINE.workflows)
+    assert len(alarms) == (len(CONSUMER_ALARMS) * len(PIPELINE.consumers)
+                           + (len(WORKFLOW_ALARMS) + len(FAILURE_NET_ALARMS)) * len(PIPELINE.workflows)
                            + len(ROUTE_ALARMS) * len(PIPELINE.routes) + len(INGEST_ALARMS) * SETTINGS.ingest_api
                            + SETTINGS.results_archive + len(UNROUTED_CHECK_ALARMS))
     (topic_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
