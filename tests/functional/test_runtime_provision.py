@@ -114,3 +114,27 @@ def test_runtime_docstring_examples_run():
     for module in (inferbus.model.asl, inferbus.runtime.bridge, inferbus.runtime.lambda_adapter):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted >= 1, module.__name__
+
+
+def test_a_table_reports_the_encryption_and_recovery_its_template_asks_for():
+    """describe-table and describe-continuous-backups answer as AWS would for the template's tables."""
+
+    template = {"Resources": {
+        "Encrypted": {"Type": "AWS::DynamoDB::Table", "Properties": {
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}], "BillingMode": "PAY_PER_REQUEST",
+            "SSESpecification": {"SSEEnabled": True},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}},
+        "Plain": {"Type": "AWS::DynamoDB::Table", "Properties": {
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}], "BillingMode": "PAY_PER_REQUEST"}}}}
+    with runtime(template, tap=False) as pipeline:
+        client = pipeline.session.client("dynamodb")
+        tables = pipeline.deployment.tables
+        encrypted = client.describe_table(TableName=tables["Encrypted"])["Table"]
+        plain = client.describe_table(TableName=tables["Plain"])["Table"]
+        recovery = {logical_id: client.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"]
+                    ["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] for logical_id, name in tables.items()}
+    assert (encrypted["SSEDescription"]["Status"], encrypted["SSEDescription"]["SSEType"]) == ("ENABLED", "KMS")
+    assert "SSEDescription" not in plain
+    assert recovery == {"Encrypted": "ENABLED", "Plain": "DISABLED"}
