@@ -32,6 +32,8 @@ Faithfulness:
 - **DynamoDB TTL**: items whose TTL attribute has passed are deleted (:func:`expire_items`, which
   the runtime calls every few seconds; moto records the TTL setting and never applies it).
 - **An execution started without a name** is named with a UUID, as AWS does (moto names each ``None``).
+- ``GetExecutionHistory`` pages its events as AWS does (``maxResults``, ``reverseOrder``, ``nextToken``;
+  moto answered all of them, oldest first).
 - **Step Functions errors** carry their code (``InvalidExecutionInput``: moto's parser answered an empty
   one), and ``SendTaskSuccess`` refuses an output that is not JSON (``InvalidOutput``), leaving the
   task waiting as AWS does (moto passed it on, and the execution failed reading it).
@@ -154,6 +156,7 @@ SERVICE_LOCKS = {"dynamodb": threading.RLock()}
 # Actions that wait on other callers inside the request: never under REQUEST_LOCK (an Invoke runs a handler,
 # whose own requests take the lock in turn).
 WAITING_ACTIONS = {"StartSyncExecution", "Invoke"}
+HISTORY_PAGE = 100  # GetExecutionHistory's events per page when maxResults is not given (or 0), as in AWS
 DROPPED_FROM_EVENTS = ("ingestion-time",)
 # Step Functions service integrations that make their AWS clients with moto's boto_client_for.
 CLIENT_USING_SERVICES = ("aws_sdk", "batch", "dynamodb", "ecs", "events", "glue", "sfn", "sns", "sqs", "unsupported")  # moto's bookkeeping, not part of an EventBridge event
@@ -845,6 +848,27 @@ def _patch_stepfunctions() -> None:
         return send_task_success(self, task_token, outcome)
 
     _patch(StepFunctionsParserBackend, "send_task_success", send_task_success_checked)
+
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def get_execution_history_paged(self: Any) -> Any:
+        # moto answered every event, oldest first, whatever the request asked: AWS pages them (maxResults, default
+        # 100; 0 means the default), newest first with reverseOrder, and hands a nextToken for the rest.
+        events = list(self.stepfunction_backend.get_execution_history(self._get_param("executionArn"))["events"])
+        if self._get_param("reverseOrder"):
+            events.reverse()
+        size = self._get_int_param("maxResults") or HISTORY_PAGE
+        token = self._get_param("nextToken")
+        if token is not None and not str(token).isdigit():
+            raise parser_api.InvalidToken()
+        start = int(token or 0)
+        answer: dict[str, Any] = {"events": events[start:start + size]}
+        if start + size < len(events):
+            answer["nextToken"] = str(start + size)
+        return ActionResult(answer)
+
+    _patch(StepFunctionResponse, "get_execution_history", get_execution_history_paged)
     from moto.stepfunctions.parser import models as parser_models
 
     # moto deep-copies the state machine at every StartExecution as the execution's snapshot of its

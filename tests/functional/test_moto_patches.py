@@ -929,6 +929,25 @@ def test_a_task_token_s_output_that_is_not_json_is_refused_and_the_task_goes_on_
     assert described["status"] == "SUCCEEDED" and json.loads(described["output"]) == {"approved": True}
 
 
+def test_an_execution_s_history_is_paged_as_aws_pages_it():
+    """maxResults, reverseOrder and nextToken: the pages, put together, are the whole history in the order asked."""
+    steps = {f"P{n}": {"Type": "Pass", "Next": f"P{n + 1}"} for n in range(5)} | {"P5": {"Type": "Pass", "End": True}}
+    with runtime(t.template(), tap=False) as pipeline:
+        sfn = pipeline.stepfunctions
+        arn = sfn.create_state_machine(name="passes", definition=json.dumps({"StartAt": "P0", "States": steps}),
+                                       roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        execution = sfn.start_execution(stateMachineArn=arn, input="{}")["executionArn"]
+        pipeline.drain()
+        whole = sfn.get_execution_history(executionArn=execution)
+        first = sfn.get_execution_history(executionArn=execution, maxResults=3, reverseOrder=True)
+        pages = [event for page in sfn.get_paginator("get_execution_history").paginate(
+            executionArn=execution, reverseOrder=True, PaginationConfig={"PageSize": 4}) for event in page["events"]]
+    events = whole["events"]
+    assert len(events) > 10 and "nextToken" not in whole  # within one default page of 100
+    assert first["events"] == events[::-1][:3] and first["nextToken"]
+    assert pages == events[::-1]
+
+
 ATTRIBUTES = {"reason": {"DataType": "String", "StringValue": "late"},
               "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
               "tries": {"DataType": "Number.int", "StringValue": "3"}}
