@@ -36,7 +36,8 @@ Faithfulness:
   moto answered all of them, oldest first).
 - **Step Functions errors** carry their code (``InvalidExecutionInput``: moto's parser answered an empty
   one), and ``SendTaskSuccess`` refuses an output that is not JSON (``InvalidOutput``), leaving the
-  task waiting as AWS does (moto passed it on, and the execution failed reading it).
+  task waiting as AWS does (moto passed it on, and the execution failed reading it). A token of a task
+  already closed is ``TaskTimedOut``, as in AWS (moto: ``InvalidToken``, as for a token never issued).
 - **Atomic requests**: moto was written for one caller at a time; handlers now call it from
   many threads, so every request is processed under a lock, as each AWS call is atomic (a
   conditional write is checked and written at once): one for DynamoDB, whose state nothing
@@ -157,6 +158,9 @@ SERVICE_LOCKS = {"dynamodb": threading.RLock()}
 # whose own requests take the lock in turn).
 WAITING_ACTIONS = {"StartSyncExecution", "Invoke"}
 HISTORY_PAGE = 100  # GetExecutionHistory's events per page when maxResults is not given (or 0), as in AWS
+# The task tokens the interpreter issued lately: a closed task's token is TaskTimedOut, not InvalidToken.
+ISSUED_TASK_TOKENS = RecentSet(keep=100_000)
+ANSWERED_TASK_TOKENS = RecentSet(keep=100_000)
 DROPPED_FROM_EVENTS = ("ingestion-time",)
 # Step Functions service integrations that make their AWS clients with moto's boto_client_for.
 CLIENT_USING_SERVICES = ("aws_sdk", "batch", "dynamodb", "ecs", "events", "glue", "sfn", "sns", "sqs", "unsupported")  # moto's bookkeeping, not part of an EventBridge event
@@ -837,6 +841,27 @@ def _patch_stepfunctions() -> None:
             _patch(error, "TYPE", error.__dict__["code"])
 
     send_task_success = StepFunctionsParserBackend.send_task_success
+    send_task_failure = StepFunctionsParserBackend.send_task_failure
+    send_task_heartbeat = StepFunctionsParserBackend.send_task_heartbeat
+
+    def closed_tasks_time_out(answer: Callable[..., Any], closes: bool = True) -> Callable[..., Any]:
+        # A token the interpreter issued whose task is closed (answered, or its execution ended) is TaskTimedOut in
+        # AWS ("already been closed"). moto answered InvalidToken, as for a token it never issued, or, for a
+        # failure sent after a success, took it again.
+        def answered(self: Any, task_token: str, *args: Any, **kwargs: Any) -> Any:
+            closed = parser_api.TaskTimedOut("Task Timed Out: 'Provided task does not exist anymore'")
+            if task_token in ANSWERED_TASK_TOKENS:
+                raise closed
+            try:
+                result = answer(self, task_token, *args, **kwargs)
+            except parser_api.InvalidToken:
+                if task_token in ISSUED_TASK_TOKENS:
+                    raise closed from None
+                raise
+            if closes:
+                ANSWERED_TASK_TOKENS.add(task_token)
+            return result
+        return answered
 
     def send_task_success_checked(self: Any, task_token: str, outcome: str) -> Any:
         # AWS refuses an output that is not JSON (InvalidOutput) and the task goes on waiting; moto handed it to the
@@ -847,7 +872,20 @@ def _patch_stepfunctions() -> None:
             raise parser_api.InvalidOutput(f"Invalid Output: '{error}'") from None
         return send_task_success(self, task_token, outcome)
 
-    _patch(StepFunctionsParserBackend, "send_task_success", send_task_success_checked)
+    _patch(StepFunctionsParserBackend, "send_task_success", closed_tasks_time_out(send_task_success_checked))
+    _patch(StepFunctionsParserBackend, "send_task_failure", closed_tasks_time_out(send_task_failure))
+    _patch(StepFunctionsParserBackend, "send_task_heartbeat", closed_tasks_time_out(send_task_heartbeat, closes=False))
+
+    from moto.stepfunctions.parser.asl.eval.states import ContextObject
+
+    update_task_token = ContextObject.update_task_token
+
+    def update_task_token_kept(self: Any) -> str:
+        token = update_task_token(self)
+        ISSUED_TASK_TOKENS.add(token)
+        return str(token)
+
+    _patch(ContextObject, "update_task_token", update_task_token_kept)
 
     from moto.core.responses import ActionResult
     from moto.stepfunctions.responses import StepFunctionResponse

@@ -926,6 +926,15 @@ def test_a_task_token_s_output_that_is_not_json_is_refused_and_the_task_goes_on_
         while (described := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        # A closed task's token is TaskTimedOut, as AWS answers it; one never issued stays InvalidToken.
+        for answer in (lambda: sfn.send_task_success(taskToken=token, output="{}"),
+                       lambda: sfn.send_task_failure(taskToken=token, error="Late")):
+            with pytest.raises(ClientError) as closed:
+                answer()
+            assert closed.value.response["Error"]["Code"] == "TaskTimedOut"
+        with pytest.raises(ClientError) as unknown:
+            sfn.send_task_success(taskToken="never-issued", output="{}")
+        assert unknown.value.response["Error"]["Code"] == "InvalidToken"
     assert described["status"] == "SUCCEEDED" and json.loads(described["output"]) == {"approved": True}
 
 
