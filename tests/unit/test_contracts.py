@@ -64,6 +64,15 @@ def test_unknown_type_is_named():
         parse_event(detail)
 
 
+def test_a_missing_type_is_named_as_missing_not_as_an_unknown_none():
+    detail = {key: value for key, value in json.loads(image_event().model_dump_json()).items() if key != "type"}
+    for missing in (detail, {}):
+        with pytest.raises(InvalidEventError) as raised:
+            parse_event(missing)
+        assert raised.value.reason.startswith("type: Field required (a CloudEvent's type, one of: ")
+        assert "None" not in raised.value.reason
+
+
 def test_not_json_and_not_eventbridge_are_clear_errors():
     with pytest.raises(InvalidEventError, match="not valid JSON"):
         from_eventbridge_event("{nope")
