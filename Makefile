@@ -24,7 +24,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2
 
-# The fast tier (under a minute on 2 cores): units, contracts, each construct on a bare Stack; no app synth, no moto server.
+# The fast tier (about a minute on 2 cores): units, contracts, each construct on a bare Stack; no app synth, no moto server.
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup tests/unit tests/constructs
 
