@@ -42,6 +42,10 @@ CLOUD_ONLY = {
                     "the VPC is not emulated: functions run in-process and reach the local Redis and moto directly"),
     **dict.fromkeys(("AWS::ElastiCache::User", "AWS::ElastiCache::UserGroup"),
                     "ElastiCache IAM authentication exists only in AWS: the local Redis takes any client"),
+    # A rabbitmq consumer's broker when the stack makes it (no broker_arn): locally the consumer reads the local broker.
+    "AWS::AmazonMQ::Broker": "the Amazon MQ broker exists only in AWS: locally a rabbitmq consumer reads its queue on "
+    "the RabbitMQ at INFERBUS_RABBITMQ_URL (default amqp://guest:guest@localhost:5672: rabbitmq-server -detached)",
+    "AWS::SecretsManager::Secret": "the broker's credentials exist only in AWS: locally the local RabbitMQ's are used",
 }
 PARTLY_LOCAL = {
     "AWS::Events::EventBus": "its resource policy's Deny statements on PutEvents are enforced (each function acts as "
@@ -58,7 +62,8 @@ PARTLY_LOCAL = {
     "shared; a container image is not built: its ImageConfig.Command handler runs from the source tree",
     "AWS::Lambda::EventSourceMapping": "local poller: batch size, window, partial batch response and "
     "MaximumConcurrency applied; a failed record is visible again at once (not after the visibility timeout)",
-    "AWS::DynamoDB::Table": "PITR and SSE are cloud-only",
+    "AWS::DynamoDB::Table": "describe-table and describe-continuous-backups report the template's SSE and PITR; "
+    "the data is not encrypted and no backups are kept locally",
     "AWS::ElastiCache::ServerlessCache": "served by the local Redis at INFERBUS_REDIS_URL (default redis://127.0.0.1:6379: "
     "redis-server --daemonize yes --port 6379), without TLS, authentication or a VPC",
     "AWS::Pipes::Pipe": "an SQS -> SQS pipe moves messages in-process, in order, its MessageGroupId and "

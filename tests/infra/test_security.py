@@ -22,14 +22,14 @@ from infra.constructs.event_bus import SOURCE_TAG
 from infra.constructs.fault_injection import CONFIGURATION_PREFIX, EXTENSION_LAYER_PARAMETER, EXTENSION_WRAPPER
 from tests.declared import DEMO, PIPELINE, RESULT_SOURCES
 from tests.infra.conftest import FIS_SETTINGS
-from tests.infra.test_template import WILDCARD_RESOURCE_ACTIONS, of_type, output_id
+from tests.infra.test_template import UNSCOPABLE, of_type, output_id
 
 SETTINGS = FIS_SETTINGS
 ACCOUNT, OTHER_ACCOUNT = "111111111111", "222222222222"
 FIS_TYPES = {"AWS::FIS::ExperimentTemplate", "AWS::S3::Bucket", "AWS::S3::BucketPolicy"}
 FIS_VARIABLES = {"AWS_LAMBDA_EXEC_WRAPPER", "AWS_FIS_CONFIGURATION_LOCATION", "AWS_FIS_POLL_MAX_WAIT_MILLISECONDS"}
 # Besides the unscopable actions the default template has: tag:GetResources, which FIS's Lambda actions require.
-FIS_WILDCARD_RESOURCE_ACTIONS = WILDCARD_RESOURCE_ACTIONS | {"tag:GetResources"}
+FIS_WILDCARD_RESOURCE_ACTIONS = UNSCOPABLE | {"tag:GetResources"}
 
 
 def as_list(value: Any) -> list[Any]:

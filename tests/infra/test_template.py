@@ -31,11 +31,13 @@ from inferbus.model.names import (
     STATE_MACHINE_ARN,
     UNROUTED_CHECK_ID,
 )
+from inferbus.channel_feeds import fed_by_broker
+from inferbus.model.declarations import Channel, Workflow
 from inferbus.model.settings import InferbusSettings
 from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
 from infra.constructs.ingest_api import INGEST_ALARMS
 from infra.constructs.workflow_monitoring import FAILURE_NET_ALARMS, WORKFLOW_ALARMS
-from tests.declared import PIPELINE, RESULT_SOURCES
+from tests.declared import ON_THE_BUS, PIPELINE, RESULT_SOURCES
 from tests.unit.test_statemachines import wrapped
 
 SETTINGS = InferbusSettings()
@@ -76,6 +78,7 @@ def net(workflow) -> str:
     return f"{workflow.construct_id}ExecutionFailures"
 
 
+ON_QUEUES = [c for c in PIPELINE.consumers if not fed_by_broker(c)]  # an SQS queue feeds each (a fifo one's in order)
 STANDARD = [w for w in PIPELINE.workflows if not w.express]  # their nets drain a queue of status changes
 EXPRESS = [w for w in PIPELINE.workflows if w.express]  # theirs are subscribed to the execution log
 
@@ -83,25 +86,37 @@ EXPRESS = [w for w in PIPELINE.workflows if w.express]  # theirs are subscribed 
 def test_event_source_mappings_read_each_consumers_settings(template):
     mappings = {m["FunctionName"]["Ref"]: m for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
     assert len(mappings) == len(PIPELINE.consumers) + 1 + len(STANDARD)  # the unrouted-events check's, the nets'
-    consumers = [(c.output_key(FUNCTION_NAME), c.output_key(QUEUE_URL), c.settings) for c in PIPELINE.consumers]
-    consumers.append((f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", f"{UNROUTED_CHECK_ID}{QUEUE_URL}", SETTINGS.unrouted_check))
-    consumers += [(f"{net(w)}{FUNCTION_NAME}", f"{net(w)}{QUEUE_URL}", SETTINGS.execution_failures) for w in STANDARD]
-    for function_output, queue_output, settings in consumers:
+    # Those that read an SQS queue; a fifo consumer's has no batching window (Lambda's rule for FIFO queues).
+    queued = [c for c in PIPELINE.consumers if not fed_by_broker(c)]
+    consumers = [(c.output_key(FUNCTION_NAME), c.output_key(QUEUE_URL), c.settings, c.ordered) for c in queued]
+    consumers.append((f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", f"{UNROUTED_CHECK_ID}{QUEUE_URL}", SETTINGS.unrouted_check,
+                      False))
+    consumers += [(f"{net(w)}{FUNCTION_NAME}", f"{net(w)}{QUEUE_URL}", SETTINGS.execution_failures, False)
+                  for w in STANDARD]
+    for function_output, queue_output, settings, ordered in consumers:
         mapping = mappings[output_id(template, function_output)]
         assert mapping["BatchSize"] == settings.batch_size
-        assert mapping["MaximumBatchingWindowInSeconds"] == settings.max_batching_window_s
+        assert mapping.get("MaximumBatchingWindowInSeconds") == (None if ordered else settings.max_batching_window_s)
         assert mapping["ScalingConfig"] == {"MaximumConcurrency": settings.max_concurrency}
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
         assert mapping["EventSourceArn"] == {"Fn::GetAtt": [output_id(template, queue_output), "Arn"]}
+    for consumer in PIPELINE.consumers:  # a broker's mapping: the same batch, whatever the channel
+        if fed_by_broker(consumer):
+            mapping = mappings[output_id(template, consumer.output_key(FUNCTION_NAME))]
+            assert mapping["BatchSize"] == consumer.settings.batch_size
+            assert mapping["MaximumBatchingWindowInSeconds"] == consumer.settings.max_batching_window_s
 
 
 def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(template):
     queues = of_type(template, "AWS::SQS::Queue")
     assert all(q.get("SqsManagedSseEnabled") for q in queues.values())
     work = {k: q for k, q in queues.items() if "RedrivePolicy" in q}
-    declared = [*PIPELINE.consumers, *PIPELINE.routes]
+    declared = [*ON_QUEUES, *PIPELINE.routes]
+    # An ordered consumer's rule feeds its arrivals queue, which a pipe moves into its FIFO queue in order.
+    arrivals = {pipe["Source"]["Fn::GetAtt"][0] for pipe in of_type(template, "AWS::Pipes::Pipe").values()}
     assert set(work) == {output_id(template, c.output_key(QUEUE_URL)) for c in declared} | {
-        output_id(template, f"{UNROUTED_CHECK_ID}{QUEUE_URL}")} | {output_id(template, f"{net(w)}{QUEUE_URL}") for w in STANDARD}
+        output_id(template, f"{UNROUTED_CHECK_ID}{QUEUE_URL}")} | {output_id(template, f"{net(w)}{QUEUE_URL}") for w in STANDARD} \
+        | arrivals
     for component in declared:
         queue = work[output_id(template, component.output_key(QUEUE_URL))]
         dead_letter_queue = output_id(template, component.output_key(DEAD_LETTER_QUEUE_URL))
@@ -120,6 +135,9 @@ def test_every_queue_is_encrypted_and_every_work_queue_redrives_to_its_dlq(templ
     invoke_configs = of_type(template, "AWS::Lambda::EventInvokeConfig").values()
     assert on_failure == {c["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0] for c in invoke_configs}
     unredriven |= on_failure
+    # A broker's consumer's failure queue: its mapping's on-failure destination (Kafka), or written by the consumer
+    # itself with the reason (RabbitMQ): no queue redrives into it.
+    unredriven |= {output_id(template, c.output_key(DEAD_LETTER_QUEUE_URL)) for c in PIPELINE.consumers if fed_by_broker(c)}
     for queue in set(queues) - set(work) - unredriven:
         arn = json.dumps({"Fn::GetAtt": [queue, "Arn"]})
         assert arn in dead_letter_arns | target_dlqs, queue
@@ -147,7 +165,7 @@ def test_every_rule_target_has_a_dlq_and_retries(template):
     rules = of_type(template, "AWS::Events::Rule")
     # one per component, the one that brings the workflows' rejections to the invalid-events queue, the results
     # archive's, the unrouted-events check's catch-all, and on the default bus each Standard workflow's net's
-    assert len(rules) == len(PIPELINE.components) + bool(PIPELINE.workflows) + SETTINGS.results_archive + 1 + len(STANDARD)
+    assert len(rules) == len(ON_THE_BUS) + bool(PIPELINE.workflows) + SETTINGS.results_archive + 1 + len(STANDARD)
     assert sum(map(is_catch_all, rules.values())) == 1
     nets = [rule for rule in rules.values() if rule.get("EventBusName") == "default"]
     assert len(nets) == len(STANDARD)
@@ -172,12 +190,16 @@ def test_rules_on_results_accept_only_internal_producers(template):
 
 
 def test_each_rule_is_its_declarations_pattern(template):
-    rules = {json.dumps(r["Targets"][0]["Arn"]): r["EventPattern"] for r in of_type(template, "AWS::Events::Rule").values()}
-    targets = {c.name: {"Fn::GetAtt": [output_id(template, c.output_key(QUEUE_URL)), "Arn"]}
-               for c in (*PIPELINE.consumers, *PIPELINE.routes)}
-    targets |= {w.name: {"Ref": output_id(template, w.output_key(STATE_MACHINE_ARN))} for w in PIPELINE.workflows}
+    rules = of_type(template, "AWS::Events::Rule")
     for component, event_filter in PIPELINE.filters():
-        assert rules[json.dumps(targets[component.name])] == PIPELINE.pattern(event_filter, SETTINGS), component.name
+        if fed_by_broker(component):
+            continue  # it reads its broker: no rule of the bus
+        (rule,) = [r for k, r in rules.items() if k.startswith(f"{component.construct_id}Rule")]
+        assert rule["EventPattern"] == PIPELINE.pattern(event_filter, SETTINGS), component.name
+        if isinstance(component, Workflow):
+            assert rule["Targets"][0]["Arn"] == {"Ref": output_id(template, component.output_key(STATE_MACHINE_ARN))}
+        elif not getattr(component, "ordered", False):  # an ordered consumer's rule feeds its arrivals queue
+            assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": [output_id(template, component.output_key(QUEUE_URL)), "Arn"]}
 
 
 def test_review_threshold_splits_risk_scores_without_gap_or_overlap(template):
@@ -285,6 +307,14 @@ def test_state_machine_roles_invoke_only_their_own_functions(template):
         assert invoked == named
 
 
+# What a Kafka consumer's mapping needs to reach an MSK cluster in its VPC (its network interfaces), which take no
+# resource-level permissions: allowed only when one is declared.
+KAFKA_NETWORK_ACTIONS = {"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
+                         "ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups"}
+UNSCOPABLE = WILDCARD_RESOURCE_ACTIONS | (
+    KAFKA_NETWORK_ACTIONS if any(c.channel is Channel.KAFKA for c in PIPELINE.consumers) else set())
+
+
 def test_no_wildcard_actions_and_only_unscopable_actions_on_any_resource(template):
     for policy in of_type(template, "AWS::IAM::Policy").values():
         for statement in policy["PolicyDocument"]["Statement"]:
@@ -293,7 +323,7 @@ def test_no_wildcard_actions_and_only_unscopable_actions_on_any_resource(templat
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             assert not any(isinstance(r, str) and r != "*" and "*" in r for r in resources), resources
             if "*" in resources:
-                assert set(actions) <= WILDCARD_RESOURCE_ACTIONS, actions
+                assert set(actions) <= UNSCOPABLE, actions
 
 
 def test_no_managed_policies_on_roles(template):
@@ -346,7 +376,11 @@ def test_alarms_watch_queues_functions_and_workflows_and_notify_the_encrypted_to
                        "EventsUnrouted"}
     # Insights is off outside prod, so no Memory alarms; the results archive watches its target DLQ.
     assert not SETTINGS.insights_enabled
-    assert len(alarms) == (len(CONSUMER_ALARMS) * len(PIPELINE.consumers)
+    # A broker-fed consumer's alarms are its channel's (a rabbitmq one's: its DLQ and its errors).
+    broker_alarms = [k for k in alarms for c in PIPELINE.consumers if fed_by_broker(c) and k.startswith(c.construct_id)]
+    assert all(any(k.startswith(f"{c.construct_id}DeadLetters") for k in broker_alarms)
+               for c in PIPELINE.consumers if c.channel is Channel.RABBITMQ)
+    assert len(alarms) == (len(CONSUMER_ALARMS) * len(ON_QUEUES) + len(broker_alarms)
                            + (len(WORKFLOW_ALARMS) + len(FAILURE_NET_ALARMS)) * len(PIPELINE.workflows)
                            + len(ROUTE_ALARMS) * len(PIPELINE.routes) + len(INGEST_ALARMS) * SETTINGS.ingest_api
                            + SETTINGS.results_archive + len(UNROUTED_CHECK_ALARMS))
@@ -367,9 +401,9 @@ def test_alarm_thresholds_come_from_the_settings(template):
     assert by_metric["EventLatencyMs"] == {SETTINGS.event_latency_alarm_ms}
     assert by_metric["ProcessingMs"] | by_metric["ExecutionTime"] == {SETTINGS.processing_latency_alarm_ms}
     assert by_metric["ConcurrentExecutions"] == {max(1, c.settings.max_concurrency * SETTINGS.concurrency_alarm_percent / 100)
-                                                 for c in PIPELINE.consumers}
+                                                 for c in ON_QUEUES}
     rates = [a for a in alarms if "100 *" in json.dumps(a.get("Metrics", []))]
-    assert len(rates) == len(PIPELINE.consumers) + len(PIPELINE.workflows)  # one error-rate alarm per flow
+    assert len(rates) == len(ON_QUEUES) + len(PIPELINE.workflows)  # one error-rate alarm per flow on a queue
     assert {a["Threshold"] for a in rates} == {SETTINGS.error_rate_alarm_percent}
 
 
@@ -378,7 +412,9 @@ def test_dashboard_shows_rate_latency_errors_and_dlq_depth(template):
     body = json.dumps(dashboard["DashboardBody"])
     for title in ("consumption rate", "latency", "errors", "DLQ depth", "executions", "undelivered events", "resource use"):
         assert title in body
-    for component in PIPELINE.producers:  # all four dimensions for each flow
+    for component in PIPELINE.producers:  # all four dimensions for each flow (a broker's consumer: its channel's)
+        if fed_by_broker(component):
+            continue
         for dimension in ("latency", "errors", "resource use"):
             assert f"{component.construct_id}: {dimension}" in body, (component.name, dimension)
 
@@ -441,7 +477,8 @@ def test_every_function_has_a_concurrency_bound_from_the_settings(template):
     """Backpressure: a consumer is bounded by its event source's MaximumConcurrency, a workflow step, the
     Accept step and the ingest endpoint by their reserved concurrency; no function can take the account's
     whole Lambda concurrency."""
-    mapped = {m["FunctionName"]["Ref"]: m["ScalingConfig"]["MaximumConcurrency"]
+    # A broker's mapping is bounded by its channel (a Kafka poller per partition, one for an Amazon MQ queue).
+    mapped = {m["FunctionName"]["Ref"]: m.get("ScalingConfig", {}).get("MaximumConcurrency", 2)
               for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
     reserved = {function_of(template, workflow, stem): task.settings.reserved_concurrency for workflow, stem, task in TASKS}
     if PIPELINE.workflows:
@@ -521,7 +558,8 @@ def test_lambda_insights_is_on_in_prod_and_adds_a_memory_alarm_per_flow(template
             assert (insights_policy in json.dumps(role.get("ManagedPolicyArns", []))) is on
     prod_alarms = of_type(prod_template, "AWS::CloudWatch::Alarm")
     memory = [a for a in prod_alarms.values() if "memory_utilization" in json.dumps(a)]
-    assert len(memory) == len(INSIGHTS_ALARMS) * (len(PIPELINE.producers) + 1)  # and the unrouted-events check
+    flows = [c for c in PIPELINE.producers if not fed_by_broker(c)]  # on a queue, or a workflow
+    assert len(memory) == len(INSIGHTS_ALARMS) * (len(flows) + 1)  # and the unrouted-events check
     assert {a["Threshold"] for a in memory} == {PROD_SETTINGS.memory_alarm_percent}
     assert len(prod_alarms) == len(of_type(template, "AWS::CloudWatch::Alarm")) + len(memory)
 
