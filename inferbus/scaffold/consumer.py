@@ -44,7 +44,7 @@ from .codegen import (
 )
 from .errors import ScaffoldError
 from .generated_docs import refresh_or_note
-from .graph import GraphInput, GraphSpec, open_session, read_graph, read_inputs, run_samples, with_widths
+from .graph import GraphInput, GraphSpec, keeps_external_data, open_session, read_graph, read_inputs, run_samples, with_widths
 from .heads import HeldOutAccuracy, Task, held_out_accuracy, parse_labels, predicted_labels
 from .names import check_event_type, derived_result_type, model_name_of, module_name
 from .project import Declared, Project, Writes, Written, open_project
@@ -207,6 +207,10 @@ def _read(model: Path, samples: Path | None, existing: type | None, event_type: 
         raise ScaffoldError(f"--model {model}: give an .onnx file (export your model with skl2onnx, tf2onnx or "
                             "torch.onnx first)")
     session = open_session(model)
+    if keeps_external_data(model):
+        raise ScaffoldError(f"--model {model}: it keeps its weights in external data files beside it; add it first with "
+                            f"`inferbus models add {model}` (which writes it whole into models/), then give --model "
+                            "models/<its name>.onnx")
     inputs = read_inputs(session)
     widths: dict[str, int] = {}
     unfilled: list[str] = []

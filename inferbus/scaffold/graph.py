@@ -212,6 +212,17 @@ def open_session(path: Path | str, option: str = "--model") -> Any:
                             "onnxruntime.InferenceSession") from None
 
 
+def keeps_external_data(path: Path) -> bool:
+    """Whether the model keeps tensors in external data files beside it (``.onnx.data``, as ``torch.onnx.export``
+    writes a large model): then the ``.onnx`` file alone is not the model."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    tensors = [*model.graph.initializer, *(attribute.t for node in model.graph.node for attribute in node.attribute
+                                           if attribute.HasField("t"))]
+    return any(tensor.data_location == onnx.TensorProto.EXTERNAL for tensor in tensors)
+
+
 def dims(shape: Sequence[Any]) -> tuple[int | None, ...]:
     """onnxruntime shapes: ints for fixed dimensions; ``None`` or a symbol (``'N'``) for dynamic ones."""
     return tuple(dim if isinstance(dim, int) and dim >= 0 else None for dim in shape)

@@ -21,6 +21,7 @@ Example
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import platform
@@ -39,14 +40,24 @@ from inferbus.model.names import NAME
 from inferbus.model.scores import HOLDOUT_PREFIX
 
 from .errors import ScaffoldError
-from .graph import TENSOR_KINDS, GraphInput, dims, open_session, probe_feeds, read_inputs, sample_feeds, with_widths
+from .graph import (
+    TENSOR_KINDS,
+    GraphInput,
+    dims,
+    keeps_external_data,
+    open_session,
+    probe_feeds,
+    read_inputs,
+    sample_feeds,
+    with_widths,
+)
 from .names import model_name_of
 from .project import Project
 from .samples import read_samples
 
 __all__ = ["BENCH_BATCHES", "AddedModel", "add_model", "cpu_name", "parse_scores"]
 
-OPTION = "inferbus models add"
+OPTION = "PATH.onnx"  # what the messages call the file (the CLI names the command before them)
 BENCH_BATCHES = (1, 32)
 BENCH_RUNS = 25
 # The width an input gets in the benchmark when the graph leaves it open ([batch, None]) and no --samples say it.
@@ -174,12 +185,18 @@ def add_model(path: Path, name: str | None = None, *, samples: Path | None = Non
     inputs, feeds, fed_with, hint, notes = _bench_feeds(inputs, samples)
     _check_rows(session, outputs, feeds[max(BENCH_BATCHES)], hint)
 
-    sha256 = project.manifest_io().sha256_of(path)
+    inlined = _inlined(path)
+    sha256 = hashlib.sha256(inlined).hexdigest() if inlined is not None else project.manifest_io().sha256_of(path)
+    if inlined is not None:
+        notes.append(f"{path.name} keeps weights in external data files; models/{target.name} holds them inline (one "
+                     "file, as a function's bundle takes it)")
     for other, entry in models.items():
         if other != name and entry.get("sha256") == sha256:
             notes.append(f"the same file is in the manifest already as {other!r}")
     entry = _entry(path, session, inputs, outputs, previous, file=target.name, sha256=sha256, scores=scores, data=data)
     entry["benchmark"] = _benchmark(session, feeds, runs, fed_with)
+    if inlined is not None:
+        entry["bytes"] = len(inlined)  # of the file in models/, its weights inside
     if previous is not None:
         kept = sorted(set(previous) - set(entry) - {"metrics", "built_with"})
         entry.update({key: previous[key] for key in kept})
@@ -188,7 +205,7 @@ def add_model(path: Path, name: str | None = None, *, samples: Path | None = Non
         if not scores:
             notes.append("the previous metrics measured the previous file and are dropped: record this one's with "
                          "--scores metric=value --data NAME")
-    _write(project, path, target, name, entry)
+    _write(project, path, target, name, entry, content=inlined)
     return AddedModel(name=name, file=project.relative(target), entry=entry, replaced=previous is not None,
                       notes=tuple(notes))
 
@@ -214,12 +231,34 @@ def _bench_feeds(inputs: list[GraphInput], samples: Path | None) -> tuple[
             f"pass --samples FILE with real rows: the graph leaves the width of {named} open", [note])
 
 
-def _write(project: Project, path: Path, target: Path, name: str, entry: dict[str, Any]) -> None:
-    """Copy the model to ``target`` and write its manifest entry; on any failure put ``target`` back as it was."""
-    copied = path.resolve() != target.resolve()
+def _inlined(path: Path) -> bytes | None:
+    """The model with the weights it keeps in external data files (``torch.onnx.export`` writes ``.onnx.data``
+    beside large models) inside it, serialized; None when it keeps none (the file is copied as it is)."""
+    import onnx
+    from onnx.external_data_helper import convert_model_from_external_data
+
+    if not keeps_external_data(path):
+        return None
+
+    whole = onnx.load(str(path))  # with its external data, read from beside the file
+    convert_model_from_external_data(whole)
+    try:
+        return bytes(whole.SerializeToString())
+    except ValueError as error:  # protobuf's 2 GB limit
+        raise ScaffoldError(f"{OPTION} {path}: its weights do not fit in one ONNX file ({error}); a model this large "
+                            "needs a container image that holds its data files beside it") from None
+
+
+def _write(project: Project, path: Path, target: Path, name: str, entry: dict[str, Any], *,
+           content: bytes | None = None) -> None:
+    """Copy the model to ``target`` (or write ``content``, the model made whole) and write its manifest entry; on
+    any failure put ``target`` back as it was."""
+    copied = path.resolve() != target.resolve() or content is not None
     before = target.read_bytes() if copied and target.exists() else None
     try:
-        if copied:
+        if content is not None:
+            target.write_bytes(content)
+        elif copied:
             shutil.copyfile(path, target)
         project.manifest_io().update_manifest(models={name: entry}, path=project.manifest)
     except BaseException:

@@ -121,6 +121,34 @@ def test_a_good_model_is_copied_and_its_entry_holds_sha256_io_benchmark_and_scor
     assert {name: manifest(project)["models"][name] for name in shipped} == shipped
 
 
+def test_a_model_whose_weights_are_in_an_external_data_file_is_written_whole(project, tmp_path):
+    """As torch.onnx.export writes a large model: the weights in ``.onnx.data`` beside it. The copy in models/
+    holds them inside, so it loads on its own (a function's bundle takes the one file the manifest names)."""
+    import hashlib
+
+    import onnxruntime as ort
+
+    source = tmp_path / "export"
+    source.mkdir()
+    model = onnx.load(str(linear(source / "Split_Linear.onnx")))
+    onnx.save(model, str(source / "Split_Linear.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="Split_Linear.onnx.data", size_threshold=0)
+    assert (source / "Split_Linear.onnx.data").stat().st_size > 0
+    finished = models_add(project, source / "Split_Linear.onnx")
+    assert finished.returncode == 0, finished.stderr
+    assert "holds them inline" in finished.stdout + finished.stderr
+    entry = manifest(project)["models"]["split-linear"]
+    copy = project / "models" / entry["file"]
+    assert sorted(p.name for p in (project / "models").iterdir()) == ["manifest.json", "manifest_io.py", copy.name]
+    assert entry["sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest() and entry["bytes"] == copy.stat().st_size
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(copy, alone / "model.onnx")  # nothing beside it
+    session = ort.InferenceSession(str(alone / "model.onnx"), providers=["CPUExecutionProvider"])
+    (probabilities,) = session.run(None, {"x": np.ones((2, 4), dtype=np.float32)})
+    assert probabilities.shape == (2, 3) and np.allclose(probabilities.sum(axis=1), 1)
+
+
 def test_a_fixed_batch_of_one_is_refused_naming_the_dynamic_first_dimension(project, tmp_path):
     assert_refused(project, models_add(project, linear(tmp_path / "one.onnx", batch=1)), "fixed batch dimension 1",
                    "dynamic first dimension")

@@ -160,3 +160,23 @@ def test_an_existing_event_type_s_field_is_read_in_its_contract_s_kind():
     held_out = read_samples(models / "digits-holdout.npz", with_widths(mapped, widths))
     pixels = held_out.inputs[mapped[0].name][0]
     assert data_model("ImageSubmitted").model_validate({"pixels": [int(v) for v in pixels]}).pixels
+
+
+def test_a_model_keeping_its_weights_beside_it_is_told_from_one_holding_them(tmp_path):
+    """What `new consumer` refuses (naming `inferbus models add`, which writes it whole) and `models add` inlines."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from inferbus.scaffold.graph import keeps_external_data
+
+    weights = numpy_helper.from_array(np.ones((4, 2), dtype=np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])], [weights])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, str(tmp_path / "whole.onnx"))
+    onnx.save(model, str(tmp_path / "split.onnx"), save_as_external_data=True, location="split.onnx.data",
+              size_threshold=0)
+    assert not keeps_external_data(tmp_path / "whole.onnx")
+    assert keeps_external_data(tmp_path / "split.onnx")
