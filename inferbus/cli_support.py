@@ -33,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -188,6 +189,9 @@ def ignore_interrupted_jsii() -> None:
     sys.unraisablehook = hook
 
 
+DECLARATIONS = re.compile(r"[/\\]pipeline[/\\]")  # where the declarations live, in the project
+
+
 def run_command(command: str, run: Callable[[], int], *, debug: bool = False) -> int:
     """Run a command; print any error as one line on stderr (``--debug``: the traceback) and return the exit code.
 
@@ -206,8 +210,15 @@ def run_command(command: str, run: Callable[[], int], *, debug: bool = False) ->
         if isinstance(error, SystemExit) or debug:
             raise
         known = explain(error)
-        if known is None:
-            where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+        frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
+        declared = [frame for frame in frames if DECLARATIONS.search(frame.filename)]
+        if known is None and declared:  # raised in a module of pipeline/: the declarations, yours to fix
+            where = declared[-1]
+            at = "pipeline/" + DECLARATIONS.split(where.filename)[-1]
+            known = FAILED, (f"{type(error).__name__} in {at}:{where.lineno}: {error}; fix the declaration there "
+                             "(docs/extending.md, Reference; --debug shows the traceback)")
+        elif known is None:
+            where = frames[-1] if frames else None
             at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
             known = FAILED, (f"unexpected {type(error).__name__}{at}: {error}. This is a bug in inferbus: run again "
                              "with --debug for the traceback and report it")
