@@ -57,6 +57,8 @@ from .samples import read_samples
 
 __all__ = ["BENCH_BATCHES", "AddedModel", "add_model", "cpu_name", "parse_scores"]
 
+# Metrics that are a share of the held-out rows, so between 0 and 1 (an error such as mae is not).
+FRACTION_METRICS = re.compile(r"(^|_)(accuracy|f1|precision|recall|auc|map\d*)$")
 OPTION = "PATH.onnx"  # what the messages call the file (the CLI names the command before them)
 BENCH_BATCHES = (1, 32)
 BENCH_RUNS = 25
@@ -110,6 +112,8 @@ def parse_scores(pairs: Sequence[str]) -> dict[str, float]:
         if not METRIC.fullmatch(metric) or metric.startswith(HOLDOUT_PREFIX) or not math.isfinite(value):
             raise ScaffoldError(f"--scores {pair}: give metric=value, a snake_case metric and a number, e.g. "
                                 "accuracy=0.93 or entity_f1=0.81 (the manifest stores it as holdout_<metric>)")
+        if FRACTION_METRICS.search(metric) and not 0 <= value <= 1:
+            raise ScaffoldError(f"--scores {pair}: {metric} is a fraction, 0 to 1 (write 93 % as 0.93)")
         scores[metric] = value
     return scores
 

@@ -51,3 +51,16 @@ def test_the_table_of_flows_has_a_row_per_declared_component_with_its_scores_and
         for metric, value in held_out["scores"].items():
             assert f"{metric} {value:.4g}" in row
         assert (held_out["scores_data"] or "—") in row
+
+
+def test_a_score_that_is_a_share_of_the_rows_is_refused_outside_0_to_1_and_an_error_is_not():
+    import pytest
+
+    from inferbus.scaffold.errors import ScaffoldError
+    from inferbus.scaffold.models_add import parse_scores
+
+    assert parse_scores(["accuracy=0.9", "entity_f1=1", "map50=0", "mae=7.5"]) == {
+        "accuracy": 0.9, "entity_f1": 1.0, "map50": 0.0, "mae": 7.5}
+    for pair in ("accuracy=1.7", "upos_accuracy=93", "entity_f1=-0.1"):
+        with pytest.raises(ScaffoldError, match="is a fraction, 0 to 1"):
+            parse_scores([pair])
