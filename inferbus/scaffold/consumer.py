@@ -161,7 +161,7 @@ def new_consumer(name: str, model: Path, event_type: str, result_type: str | Non
     writes.add(project.functional_tests / f"test_{module}.py", functional_test_source(plan),
                "runs it embedded on moto: a result per sample, a malformed input kept aside")
     writes.commit(name, plan.contract_module, models=models, datasets=datasets)
-    notes = _notes(plan, held_out, accuracy)
+    notes = _notes(plan, held_out, accuracy, recorded=model_entry is not None)
     refreshed = refresh_or_note(project, notes) if refresh_docs else None
     return Written(name, writes.files, notes, _next_steps(plan, accuracy, docs_current=refreshed is not None))
 
@@ -413,15 +413,18 @@ def _declaration_note(plan: ConsumerPlan) -> str:
     return f"the Consumer declaration (demo: {samples}, malformed copies)"
 
 
-def _notes(plan: ConsumerPlan, held_out: HeldOut | None, accuracy: HeldOutAccuracy | None = None) -> list[str]:
+def _notes(plan: ConsumerPlan, held_out: HeldOut | None, accuracy: HeldOutAccuracy | None = None, *,
+           recorded: bool = True) -> list[str]:
     graph, notes = plan.graph, []
     notes.append(f"graph: {graph.task}; inputs " + ", ".join(f"{i.name} {list(i.shape)} -> {f.field}"
                                                             for i, f in zip(graph.inputs, plan.fields, strict=True))
                  + "; outputs " + ", ".join(f"{o.name} -> {o.field}" for o in graph.outputs))
     notes += graph.reading
     if accuracy is not None:
+        where = ("in the manifest" if recorded else f"NOT in the manifest, whose entry {plan.model_name!r} for this "
+                 "very file keeps its own figures (edit them there if these samples are the better measure)")
         notes.append(f"held-out accuracy {accuracy.accuracy:.4f} on {accuracy.size} labelled samples (always "
-                     f"answering {accuracy.majority_class!r}: {accuracy.majority_accuracy:.4f}); in the manifest")
+                     f"answering {accuracy.majority_class!r}: {accuracy.majority_accuracy:.4f}); {where}")
     if plan.classifier and graph.labels is None:
         notes.append("the graph does not show its class labels: any label of its type is accepted; add them to the "
                      "manifest entry and the contract (LABELS) if you know them")
