@@ -311,6 +311,12 @@ class InferbusStack(Stack):
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
         self._grant_reads(consumer.function, declaration)
         # What the mapping gives up lands in its on-failure queue: that is its dead-letter queue for tools.
+        add_alarm(scope, f"{declaration.construct_id}DeadLetters",
+                  consumer.failure_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+                  1, f"{declaration.name}: the mapping gave up on records after its retries (the on-failure queue says "
+                  "where they are in the topic)", self.alarm_topic)
+        add_alarm(scope, f"{declaration.construct_id}Errors", consumer.function.metric_errors(period=PERIOD, statistic="Sum"),
+                  1, f"{declaration.name}: invocations failed (the mapping retries their batches)", self.alarm_topic)
         self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.failure_queue)
         return consumer
 

@@ -378,8 +378,8 @@ def test_alarms_watch_queues_functions_and_workflows_and_notify_the_encrypted_to
     assert not SETTINGS.insights_enabled
     # A broker-fed consumer's alarms are its channel's (a rabbitmq one's: its DLQ and its errors).
     broker_alarms = [k for k in alarms for c in PIPELINE.consumers if fed_by_broker(c) and k.startswith(c.construct_id)]
-    assert all(any(k.startswith(f"{c.construct_id}DeadLetters") for k in broker_alarms)
-               for c in PIPELINE.consumers if c.channel is Channel.RABBITMQ)
+    assert all(any(k.startswith(f"{c.construct_id}{alarm}") for k in broker_alarms)
+               for c in PIPELINE.consumers if fed_by_broker(c) for alarm in ("DeadLetters", "Errors"))
     assert len(alarms) == (len(CONSUMER_ALARMS) * len(ON_QUEUES) + len(broker_alarms)
                            + (len(WORKFLOW_ALARMS) + len(FAILURE_NET_ALARMS)) * len(PIPELINE.workflows)
                            + len(ROUTE_ALARMS) * len(PIPELINE.routes) + len(INGEST_ALARMS) * SETTINGS.ingest_api
