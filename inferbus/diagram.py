@@ -180,6 +180,10 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
     mappings = {_target_id(m.get("EventSourceArn")): _target_id(m["FunctionName"])
                 for m in _of_type(template, "AWS::Lambda::EventSourceMapping").values() if "Topics" not in m}
     queue_urls = {json.dumps({"Ref": k}): k for k in queues}
+    # An ordered consumer's rule feeds its arrivals queue; a pipe moves them, in order, into its FIFO queue.
+    piped = {_target_id(pipe.get("Source")): _target_id(pipe.get("Target"))
+             for pipe in _of_type(template, "AWS::Pipes::Pipe").values()
+             if _target_id(pipe.get("Source")) in queues and _target_id(pipe.get("Target")) in queues}
 
     def queue(queue_id: str) -> str:
         name = names.get(queue_id, HASH.sub("", queue_id))
@@ -231,7 +235,12 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
         for target in rule["Targets"]:
             target_id = _target_id(target["Arn"])
             label = "retries + DLQ" if "DeadLetterConfig" in target else ""
-            if target_id in queues:
+            if target_id in piped:  # drawn as the FIFO queue it feeds, through its arrivals queue and pipe
+                ordered_queue = piped[target_id]
+                edge(rule_node, queue(ordered_queue), "arrivals queue + pipe, in order")
+                if (ordered := mappings.get(ordered_queue)) is not None:
+                    edge(ordered_queue, function(ordered), "batches per group")
+            elif target_id in queues:
                 edge(rule_node, queue(target_id), label)
                 consumer = mappings.get(target_id)
                 if consumer:
@@ -253,9 +262,11 @@ def topology(*, template: Mapping[str, Any] | None = None, context: Mapping[str,
             continue
         # A rabbitmq channel: your producers publish to the queue over AMQP; no rule feeds it.
         broker = "in the stack" if _target_id(source) in brokers else str(source).split(":broker:")[-1].split(":")[0]
+        # Its producers are named in the box, not drawn as an arrow: one from the producers' column would cross
+        # the bus bar, which does not feed it (a Kafka topic's box says so the same way).
         inbox = node(f"rabbitmq:{mapping_id}", QUEUES, "queue",
-                     f"RabbitMQ queue {', '.join(mapping['Queues'])}\nAmazon MQ broker {broker}")
-        edge("producers", inbox, "AMQP")
+                     f"RabbitMQ queue {', '.join(mapping['Queues'])}\nAmazon MQ broker {broker}\n"
+                     "your producers publish (AMQP)")
         consumer = _target_id(mapping["FunctionName"])
         edge(inbox, function(consumer), "batches")
         dead_letters = queue_urls.get(json.dumps(functions[consumer].get("Environment", {}).get("Variables", {})
