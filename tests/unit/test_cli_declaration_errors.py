@@ -27,4 +27,4 @@ def test_an_error_elsewhere_is_still_reported_as_the_kit_s_with_where_it_happene
 
     assert run_command("inferbus demo", broken) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "unexpected ZeroDivisionError at test_cli_errors.py:" in line and "This is a bug in inferbus" in line
+    assert "unexpected ZeroDivisionError at test_cli_declaration_errors.py:" in line and "This is a bug in inferbus" in line
