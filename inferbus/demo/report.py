@@ -141,7 +141,8 @@ class ConsumerRun:
     inference_ms: list[float] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"batch_sizes": self.batch_sizes, "inference_ms_p50": rounded(percentile(self.inference_ms, 50), 3),
+        return {"batch_sizes": self.batch_sizes, "inference_calls": len(self.inference_ms),
+                "inference_ms_p50": rounded(percentile(self.inference_ms, 50), 3),
                 "inference_ms_max": rounded(max(self.inference_ms, default=None), 3)}
 
 

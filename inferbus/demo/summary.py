@@ -21,6 +21,19 @@ DEPLOY_HINT = ("Next: deploy it to your AWS account (README, 'Deploy to AWS'): m
 HISTOGRAM_MIN_RESULTS = 20  # fewer points make a picture of noise
 
 
+
+def calls_said(run: dict[str, Any]) -> str:
+    """How many model calls a consumer's batches took, as measured: one per batch, or the counts (an ordered
+    batch runs in rounds, one call each; a batch whose records were all set aside makes none).
+
+    >>> calls_said({"batch_sizes": [10, 4], "inference_calls": 2})
+    'ONE model call per batch'
+    >>> calls_said({"batch_sizes": [10, 4], "inference_calls": 7})
+    '7 model calls for 2 batches'
+    """
+    calls, batches = run.get("inference_calls", 0), len(run["batch_sizes"])
+    return "ONE model call per batch" if calls == batches else f"{calls} model calls for {batches} batches"
+
 def latency_histogram(latencies_ms: list[float], bins: int = 8, width: int = 40) -> list[str]:
     """Rows of a text histogram: ``'  120–240 ms │████████      │ 37'``."""
     if not latencies_ms:
@@ -208,7 +221,7 @@ def print_summary(report: Any, console: Console | None = None) -> None:
     console.print("[bold]Lambda invocations[/bold]: " + ", ".join(f"{name} {count}" for name, count in data["invocations"].items()))
     for name, run in data["consumers"].items():
         if run["batch_sizes"]:
-            console.print(f"[bold]{name} batches[/bold]: sizes {run['batch_sizes']}, ONE inference per batch, "
+            console.print(f"[bold]{name} batches[/bold]: sizes {run['batch_sizes']}, {calls_said(run)}, "
                           f"p50 {run['inference_ms_p50']} ms")
     console.print("[bold]metrics (EMF counts, summed)[/bold]: " + ", ".join(
         f"{k}={v:g}" for k, v in sorted(data["metrics"].items()) if not k.endswith("Ms")))

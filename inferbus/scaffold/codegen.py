@@ -132,6 +132,11 @@ class ConsumerPlan:
         return self.graph.head is not None
 
 
+
+# What one model call takes, per channel (docs/channels.md): an ordered batch runs in rounds, one call each.
+BATCH_CALLS = {"sqs": "ONE inference per SQS batch", "fifo": "ONE inference per round of an ordered batch (the k-th "
+               "event of each key)", "kafka": "ONE inference per Kafka batch", "rabbitmq": "ONE inference per RabbitMQ batch"}
+
 def literal(value: Any) -> str:
     """A Python literal for ``value``, strings in double quotes (the project's style).
 
@@ -757,7 +762,7 @@ def declaration_source(plan: ConsumerPlan) -> str:
     kinds = {"classifier": "classifier", "regressor": "regressor", "generic": "model"}
     header = [
         *paragraph(f'"""{plan.name}: {plan.event_type} -> {plan.model_name} (ONNX {kinds[plan.graph.task]}) -> '
-                   f"{plan.result_type}, ONE inference per {'RabbitMQ' if plan.channel == 'rabbitmq' else 'SQS'} batch."),
+                   f"{plan.result_type}, {BATCH_CALLS[str(plan.channel)]}."),
         "",
         *paragraph(f"Written by ``inferbus new consumer``: the handler is ``functions/{plan.module}/handler.py``, the "
                    f"contract ``{plan.contract_module}``."),
