@@ -249,10 +249,10 @@ def parse_event(envelope: Mapping[str, Any]) -> "CloudEvent[EventData]":
     raw_id = envelope.get("id")
     event_id = raw_id if isinstance(raw_id, str) else None
     event_type = envelope.get("type")
-    known = ", ".join(sorted(EVENT_DATA_MODELS))
-    if "type" not in envelope:
-        raise InvalidEventError(f"type: Field required (a CloudEvent's type, one of: {known})", event_id)
     if not isinstance(event_type, str) or data_model(event_type) is None:
+        known = ", ".join(sorted(EVENT_DATA_MODELS))  # only on the way out: every valid event passes here
+        if "type" not in envelope:
+            raise InvalidEventError(f"type: Field required (a CloudEvent's type, one of: {known})", event_id)
         raise InvalidEventError(f"type: unknown event type {event_type!r} (known: {known})", event_id)
     try:
         return envelope_model(event_type).model_validate(envelope)
