@@ -102,20 +102,14 @@ class LambdaAdapter:
         function = self._by_name.get(function_name_of(f"/functions/{function_name}/invocations"))
         if function is None:
             return None
+        status, parsed = self._run(function, invocation_type, body)
+        if "Error" in parsed:  # throttled: the error in the body, as Lambda's REST answer holds it
+            return status, {"x-amzn-ErrorType": parsed["Error"]["Code"]}, json.dumps(
+                {"message": parsed["Error"]["Message"], "Reason": parsed["Reason"]}).encode()
         headers = {"Content-Type": "application/json", "X-Amz-Executed-Version": "$LATEST"}
-        if invocation_type == "DryRun":
-            return 204, headers, b""
-        try:
-            response, invocation = function.invoke(json.loads(body or b"{}"), trigger="invoke")
-        except ThrottledError as throttled:
-            return 429, {"x-amzn-ErrorType": "TooManyRequestsException"}, json.dumps(
-                {"message": str(throttled), "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded"}).encode()
-        if invocation_type == "Event":
-            return 202, headers, b""
-        answer = lambda_response(response, invocation)
-        if "FunctionError" in answer:
-            headers["X-Amz-Function-Error"] = answer["FunctionError"]
-        return 200, headers, answer["Payload"].read()
+        if "FunctionError" in parsed:
+            headers["X-Amz-Function-Error"] = parsed["FunctionError"]
+        return status, headers, parsed["Payload"].read() if "Payload" in parsed else b""
 
     def uninstall(self) -> None:
         from . import moto_patches
@@ -131,17 +125,21 @@ class LambdaAdapter:
         if function is None:
             return None  # not ours: moto answers (ResourceNotFoundException)
         headers = {key.lower(): value for key, value in params.get("headers", {}).items()}
-        invocation_type = headers.get("x-amz-invocation-type", "RequestResponse")
+        status, parsed = self._run(function, headers.get("x-amz-invocation-type", "RequestResponse"), params.get("body"))
+        return AWSResponse(params["url"], status, {}, None), parsed
+
+    @staticmethod
+    def _run(function: LocalFunction, invocation_type: str, body: bytes | str | None) -> tuple[int, dict[str, Any]]:
+        """One ``Invoke`` of ``function``: the HTTP status and the response as botocore parses it (both ways in
+        answer from it)."""
         if invocation_type == "DryRun":
-            return AWSResponse(params["url"], 204, {}, None), {"StatusCode": 204}
-        body = params.get("body") or b"{}"
-        event = json.loads(body.decode() if isinstance(body, bytes) else body)
+            return 204, {"StatusCode": 204}
         try:
-            response, invocation = function.invoke(event, trigger="invoke")
+            response, invocation = function.invoke(json.loads(body or b"{}"), trigger="invoke")
         except ThrottledError as throttled:  # as Lambda answers beyond reserved concurrency
             error = {"Code": "TooManyRequestsException", "Message": str(throttled)}
-            return AWSResponse(params["url"], 429, {}, None), {"Error": error, "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded",
-                                                               "ResponseMetadata": {"HTTPStatusCode": 429}}
+            return 429, {"Error": error, "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded",
+                         "ResponseMetadata": {"HTTPStatusCode": 429}}
         if invocation_type == "Event":
-            return AWSResponse(params["url"], 202, {}, None), {"StatusCode": 202, "Payload": io.BytesIO(b"")}
-        return AWSResponse(params["url"], 200, {}, None), lambda_response(response, invocation)
+            return 202, {"StatusCode": 202, "Payload": io.BytesIO(b"")}
+        return 200, lambda_response(response, invocation)
