@@ -311,12 +311,10 @@ class InferbusStack(Stack):
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
         self._grant_reads(consumer.function, declaration)
         # What the mapping gives up lands in its on-failure queue: that is its dead-letter queue for tools.
-        add_alarm(scope, f"{declaration.construct_id}DeadLetters",
-                  consumer.failure_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
-                  1, f"{declaration.name}: the mapping gave up on records after its retries (the on-failure queue says "
-                  "where they are in the topic)", self.alarm_topic)
-        add_alarm(scope, f"{declaration.construct_id}Errors", consumer.function.metric_errors(period=PERIOD, statistic="Sum"),
-                  1, f"{declaration.name}: invocations failed (the mapping retries their batches)", self.alarm_topic)
+        self._waiting_and_failing_alarms(
+            scope, declaration.construct_id, consumer.failure_queue, consumer.function,
+            f"{declaration.name}: the mapping gave up on records after its retries (the on-failure queue says where "
+            "they are in the topic)", f"{declaration.name}: invocations failed (the mapping retries their batches)")
         self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.failure_queue)
         return consumer
 
@@ -418,13 +416,10 @@ class InferbusStack(Stack):
         self.invalid_events.grant_send_messages(consumer.function)
         self._grant_claims(consumer.function, CONSUMER_CLAIM_ACTIONS)
         self._grant_reads(consumer.function, declaration)
-        add_alarm(scope, f"{declaration.construct_id}DeadLetters",
-                  consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
-                  1, f"{declaration.name}: a record failed on its last attempt (the DLQ holds it with the reason)",
-                  self.alarm_topic)
-        add_alarm(scope, f"{declaration.construct_id}Errors", consumer.function.metric_errors(period=PERIOD, statistic="Sum"),
-                  1, f"{declaration.name}: invocations failed (their batches went back to the RabbitMQ queue)",
-                  self.alarm_topic)
+        self._waiting_and_failing_alarms(
+            scope, declaration.construct_id, consumer.dead_letter_queue, consumer.function,
+            f"{declaration.name}: a record failed on its last attempt (the DLQ holds it with the reason)",
+            f"{declaration.name}: invocations failed (their batches went back to the RabbitMQ queue)")
         self._consumer_outputs(consumer, function=consumer.function, dead_letter_queue=consumer.dead_letter_queue)
         return consumer
 
@@ -549,19 +544,27 @@ class InferbusStack(Stack):
             self._queue_consumer_outputs(net)  # <id>QueueUrl, <id>DeadLetterQueueUrl, <id>FunctionName
             dead_letters = net.dead_letter_queue
         # The net is the last place a failure is reported: what it cannot report waits in its DLQ, and says so.
-        dead_letters_alarm, errors_alarm = FAILURE_NET_ALARMS
-        add_alarm(scope, f"{construct_id}{dead_letters_alarm}",
-                  dead_letters.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"), 1,
-                  f"{declaration.name}: ends of executions its failure net could not report wait in its DLQ",
-                  self.alarm_topic)
-        add_alarm(scope, f"{construct_id}{errors_alarm}", function.metric_errors(period=PERIOD, statistic="Sum"), 1,
-                  f"{declaration.name}: invocations of its failure net failed (they are retried, then kept in its DLQ)",
-                  self.alarm_topic)
+        self._waiting_and_failing_alarms(
+            scope, construct_id, dead_letters, function,
+            f"{declaration.name}: ends of executions its failure net could not report wait in its DLQ",
+            f"{declaration.name}: invocations of its failure net failed (they are retried, then kept in its DLQ)",
+            names=FAILURE_NET_ALARMS)
         self.bus.grant_put_events_to(function)
         self.invalid_events.grant_send_messages(function)
         # It publishes the workflow's failure events: the bus lets only roles tagged with that source do so.
         Tags.of(role).add(SOURCE_TAG, declaration.result_source)
         return function
+
+    def _waiting_and_failing_alarms(self, scope: Construct, prefix: str, queue: sqs.IQueue, function: lambda_.IFunction,
+                                    waiting: str, failing: str,
+                                    names: tuple[str, str] = ("DeadLetters", "Errors")) -> None:
+        """The two alarms of a function whose failures wait in a queue: the queue's depth, and its errors."""
+        waits, fails = names
+        add_alarm(scope, f"{prefix}{waits}",
+                  queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"), 1, waiting,
+                  self.alarm_topic)
+        add_alarm(scope, f"{prefix}{fails}", function.metric_errors(period=PERIOD, statistic="Sum"), 1, failing,
+                  self.alarm_topic)
 
     @staticmethod
     def _review_queue(scope: Construct, declaration: WorkflowDeclaration) -> sqs.Queue:
