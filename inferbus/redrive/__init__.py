@@ -41,6 +41,7 @@ from inferbus.model.rabbitmq import RabbitMqQueue
 from inferbus.runtime.queue_ops import peek_messages, receive_all, release_messages
 
 from .targets import (
+    INVOKED_AGAIN,
     KafkaRedrive,
     LambdaRedrive,
     RabbitMqRedrive,
@@ -146,31 +147,30 @@ def failure_queues(sqs: Any, consumers: Sequence[Consumer], outputs: Mapping[str
     RedriveError
         When a declared consumer has no ``DeadLetterQueueUrl`` output (the stack is not the declarations').
     """
+    def listed(name: str, channel: Channel, url: str, back: str) -> FailureQueue:
+        depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        return FailureQueue(name, channel, url, int(depth["Attributes"]["ApproximateNumberOfMessages"]), back)
+
+    def source_of(url: str, if_none: str = "0 queues dead-letter into it: give --source-url") -> str:
+        sources = sqs.list_dead_letter_source_queues(QueueUrl=url).get("queueUrls", [])
+        if not sources:
+            return if_none
+        return sources[0] if len(sources) == 1 else f"{len(sources)} queues dead-letter into it: give --source-url"
+
     found = []
     for consumer in consumers:
         key = consumer.output_key(DEAD_LETTER_QUEUE_URL)
         if key not in outputs:
             raise RedriveError(f"the stack has no output {key}: is it deployed from these declarations "
                                f"(--stage for a stage's own)?")
-        url = outputs[key]
-        depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
         target = target_of(consumer, broker_url=broker_url, bootstrap_servers=bootstrap_servers)
-        if target is None:
-            sources = sqs.list_dead_letter_source_queues(QueueUrl=url).get("queueUrls", [])
-            back = sources[0] if len(sources) == 1 else f"{len(sources)} queues dead-letter into it: give --source-url"
-        else:
-            back = target.describe()
-        found.append(FailureQueue(consumer.name, consumer.channel, url,
-                                  int(depth["Attributes"]["ApproximateNumberOfMessages"]), back))
+        found.append(listed(consumer.name, consumer.channel, outputs[key],
+                            source_of(outputs[key]) if target is None else target.describe()))
     declared = {consumer.output_key(DEAD_LETTER_QUEUE_URL) for consumer in consumers}
     for key in sorted(key for key in outputs if key.endswith(DEAD_LETTER_QUEUE_URL) and key not in declared):
-        url = outputs[key]
-        depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
-        sources = sqs.list_dead_letter_source_queues(QueueUrl=url).get("queueUrls", [])
-        back = (sources[0] if len(sources) == 1 else f"{len(sources)} queues dead-letter into it: give --source-url"
-                if sources else LambdaRedrive(lambda: None).describe())  # none: an on-failure destination's records
-        found.append(FailureQueue(kebab(key.removesuffix(DEAD_LETTER_QUEUE_URL)), Channel.SQS, url,
-                                  int(depth["Attributes"]["ApproximateNumberOfMessages"]), back))
+        # No queue dead-letters into an asynchronous invocation's on-failure destination: its records name the function.
+        found.append(listed(kebab(key.removesuffix(DEAD_LETTER_QUEUE_URL)), Channel.SQS, outputs[key],
+                            source_of(outputs[key], if_none=INVOKED_AGAIN)))
     return found
 
 

@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["AsyncInvocationFailure", "KafkaFailure", "KafkaRedrive", "KafkaUnreachable", "LambdaRedrive", "RabbitMqRedrive",
-           "RedriveTarget", "SqsRedrive", "async_invocation_failure", "kafka_failure"]
+__all__ = ["INVOKED_AGAIN", "AsyncInvocationFailure", "KafkaFailure", "KafkaRedrive", "KafkaUnreachable", "LambdaRedrive",
+           "RabbitMqRedrive", "RedriveTarget", "SqsRedrive", "async_invocation_failure", "kafka_failure"]
 
 KAFKA_TIMEOUT_S = 10.0  # how long to look for a cluster (and its records) before saying it is not reachable
 REDRIVE_GROUP = "inferbus-redrive"  # the group the re-read runs as; it commits nothing
@@ -226,6 +226,9 @@ def async_invocation_failure(body: str) -> AsyncInvocationFailure | None:
         return None
 
 
+INVOKED_AGAIN = "the function each record names, invoked again asynchronously with its request"
+
+
 @dataclass
 class LambdaRedrive:
     """The functions asynchronous on-failure records name, invoked again (``InvocationType=Event``) with each
@@ -235,7 +238,7 @@ class LambdaRedrive:
     problems: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
-        return "the function each record names, invoked again asynchronously with its request"
+        return INVOKED_AGAIN
 
     def send(self, sqs: Any, message: Mapping[str, Any]) -> bool:
         failure = async_invocation_failure(message["Body"])
