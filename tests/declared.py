@@ -12,7 +12,6 @@ from typing import Any
 from event_patterns import compile_pattern
 
 from inferbus.channel_feeds import fed_by_broker
-from inferbus.model.declarations import Channel
 from inferbus.model.demo import DemoInputs
 from inferbus.model.settings import InferbusSettings
 from pipeline import load_demo_fixtures, load_pipeline
@@ -21,9 +20,9 @@ PIPELINE = load_pipeline()
 DEMO: dict[str, DemoInputs] = dict(load_demo_fixtures(PIPELINE).inputs)  # what the demo sends, by component
 RESULT_SOURCES = {component.name: component.result_source for component in PIPELINE.producers}
 # The components a rule of the bus feeds (a kafka or rabbitmq consumer reads its broker instead), and the consumers
-# whose rule targets their own SQS queue (a fifo one's targets its arrivals queue, piped into its FIFO queue).
+# an SQS queue of their own feeds (a fifo one's through its arrivals queue and pipe, in order).
 ON_THE_BUS = tuple(c for c in PIPELINE.components if not fed_by_broker(c))
-QUEUE_FED = tuple(c for c in PIPELINE.consumers if c.channel is Channel.SQS)
+ON_QUEUES = tuple(c for c in PIPELINE.consumers if not fed_by_broker(c))
 # What each component a rule feeds takes, from its declaration alone (tests check the template's rules against it).
 DECLARED_PATTERNS = {c.name: compile_pattern(PIPELINE.pattern(c.accepts, InferbusSettings())) for c in ON_THE_BUS}
 

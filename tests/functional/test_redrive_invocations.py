@@ -9,8 +9,6 @@ the reason. The workflows come from the declarations.
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 
 import pytest
@@ -22,15 +20,9 @@ from inferbus.model.names import DEAD_LETTER_QUEUE_URL, FUNCTION_NAME, pascal
 from inferbus.runtime.queue_ops import peek_messages
 from inferbus.runtime.provision import register_stack
 from tests.declared import PIPELINE
+from tests.unit.test_execution_failure_reports import logged
 
 EXPRESS = [workflow for workflow in PIPELINE.workflows if workflow.express]
-
-
-def subscription_request(*records: dict) -> dict:
-    """What a CloudWatch Logs subscription invokes its function with."""
-    batch = {"messageType": "DATA_MESSAGE", "logGroup": "g", "logEvents": [
-        {"id": str(i), "timestamp": 0, "message": json.dumps(record)} for i, record in enumerate(records)]}
-    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(batch).encode())).decode()}}
 
 
 def on_failure_record(function_arn: str, request: dict) -> dict:
@@ -57,7 +49,7 @@ def test_a_failure_net_s_on_failure_record_is_invoked_again_and_the_end_is_repor
     dlq_url = pipeline.outputs[f"{net}{DEAD_LETTER_QUEUE_URL}"]
     function = pipeline.function(pipeline.outputs[f"{net}{FUNCTION_NAME}"])
     execution = f"arn:aws:states:us-east-1:123456789012:express:{workflow.name}:redrive-{workflow.name}:0d5c"
-    request = subscription_request({"type": "ExecutionFailed", "execution_arn": execution, "event_timestamp": "1796464800000",
+    request = logged({"type": "ExecutionFailed", "execution_arn": execution, "event_timestamp": "1796464800000",
                                     "details": {"error": "States.Runtime", "cause": "lost on the way"}})
     pipeline.sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps(on_failure_record(function.spec.arn, request)))
     pipeline.tapped_events()

@@ -37,7 +37,7 @@ from inferbus.model.settings import InferbusSettings
 from infra.constructs.consumer_monitoring import CONSUMER_ALARMS, ROUTE_ALARMS, UNROUTED_CHECK_ALARMS
 from infra.constructs.ingest_api import INGEST_ALARMS
 from infra.constructs.workflow_monitoring import FAILURE_NET_ALARMS, WORKFLOW_ALARMS
-from tests.declared import ON_THE_BUS, PIPELINE, RESULT_SOURCES
+from tests.declared import ON_QUEUES, ON_THE_BUS, PIPELINE, RESULT_SOURCES
 from tests.unit.test_statemachines import wrapped
 
 SETTINGS = InferbusSettings()
@@ -78,7 +78,6 @@ def net(workflow) -> str:
     return f"{workflow.construct_id}ExecutionFailures"
 
 
-ON_QUEUES = [c for c in PIPELINE.consumers if not fed_by_broker(c)]  # an SQS queue feeds each (a fifo one's in order)
 STANDARD = [w for w in PIPELINE.workflows if not w.express]  # their nets drain a queue of status changes
 EXPRESS = [w for w in PIPELINE.workflows if w.express]  # theirs are subscribed to the execution log
 
@@ -87,8 +86,7 @@ def test_event_source_mappings_read_each_consumers_settings(template):
     mappings = {m["FunctionName"]["Ref"]: m for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()}
     assert len(mappings) == len(PIPELINE.consumers) + 1 + len(STANDARD)  # the unrouted-events check's, the nets'
     # Those that read an SQS queue; a fifo consumer's has no batching window (Lambda's rule for FIFO queues).
-    queued = [c for c in PIPELINE.consumers if not fed_by_broker(c)]
-    consumers = [(c.output_key(FUNCTION_NAME), c.output_key(QUEUE_URL), c.settings, c.ordered) for c in queued]
+    consumers = [(c.output_key(FUNCTION_NAME), c.output_key(QUEUE_URL), c.settings, c.ordered) for c in ON_QUEUES]
     consumers.append((f"{UNROUTED_CHECK_ID}{FUNCTION_NAME}", f"{UNROUTED_CHECK_ID}{QUEUE_URL}", SETTINGS.unrouted_check,
                       False))
     consumers += [(f"{net(w)}{FUNCTION_NAME}", f"{net(w)}{QUEUE_URL}", SETTINGS.execution_failures, False)
