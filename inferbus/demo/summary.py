@@ -21,7 +21,6 @@ DEPLOY_HINT = ("Next: deploy it to your AWS account (README, 'Deploy to AWS'): m
 HISTOGRAM_MIN_RESULTS = 20  # fewer points make a picture of noise
 
 
-
 def calls_said(run: dict[str, Any]) -> str:
     """How many model calls a consumer's batches took, as measured: one per batch, or the counts (an ordered
     batch runs in rounds, one call each; a batch whose records were all set aside makes none).
@@ -33,6 +32,7 @@ def calls_said(run: dict[str, Any]) -> str:
     """
     calls, batches = run.get("inference_calls", 0), len(run["batch_sizes"])
     return "ONE model call per batch" if calls == batches else f"{calls} model calls for {batches} batches"
+
 
 def latency_histogram(latencies_ms: list[float], bins: int = 8, width: int = 40) -> list[str]:
     """Rows of a text histogram: ``'  120–240 ms │████████      │ 37'``."""

@@ -844,19 +844,21 @@ def _patch_stepfunctions() -> None:
     send_task_failure = StepFunctionsParserBackend.send_task_failure
     send_task_heartbeat = StepFunctionsParserBackend.send_task_heartbeat
 
+    def _task_closed() -> Exception:
+        return parser_api.TaskTimedOut("Task Timed Out: 'Provided task does not exist anymore'")
+
     def closed_tasks_time_out(answer: Callable[..., Any], closes: bool = True) -> Callable[..., Any]:
         # A token the interpreter issued whose task is closed (answered, or its execution ended) is TaskTimedOut in
         # AWS ("already been closed"). moto answered InvalidToken, as for a token it never issued, or, for a
         # failure sent after a success, took it again.
         def answered(self: Any, task_token: str, *args: Any, **kwargs: Any) -> Any:
-            closed = parser_api.TaskTimedOut("Task Timed Out: 'Provided task does not exist anymore'")
             if task_token in ANSWERED_TASK_TOKENS:
-                raise closed
+                raise _task_closed()
             try:
                 result = answer(self, task_token, *args, **kwargs)
             except parser_api.InvalidToken:
                 if task_token in ISSUED_TASK_TOKENS:
-                    raise closed from None
+                    raise _task_closed() from None
                 raise
             if closes:
                 ANSWERED_TASK_TOKENS.add(task_token)

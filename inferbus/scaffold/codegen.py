@@ -132,10 +132,10 @@ class ConsumerPlan:
         return self.graph.head is not None
 
 
-
 # What one model call takes, per channel (docs/channels.md): an ordered batch runs in rounds, one call each.
 BATCH_CALLS = {"sqs": "ONE inference per SQS batch", "fifo": "ONE inference per round of an ordered batch (the k-th "
                "event of each key)", "kafka": "ONE inference per Kafka batch", "rabbitmq": "ONE inference per RabbitMQ batch"}
+
 
 def literal(value: Any) -> str:
     """A Python literal for ``value``, strings in double quotes (the project's style).
